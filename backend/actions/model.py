@@ -1,0 +1,89 @@
+"""The action vocabulary: one table that the parser, the prompts and the runtimes share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    description: str
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    # raw-text params whose bodies are kept byte-exact (file contents, commands)
+    raw: tuple[str, ...] = ()
+    example: str = ""
+
+
+ACTIONS: dict[str, ActionSpec] = {
+    spec.name: spec
+    for spec in (
+        ActionSpec(
+            name="write_code",
+            description="Create or overwrite a text file in the workspace with the exact content.",
+            required=("path", "content"),
+            raw=("content",),
+            example="<write_code><path>src/app.py</path><content>\nprint('hi')\n</content></write_code>",
+        ),
+        ActionSpec(
+            name="terminal_run",
+            description=(
+                "Run a shell command in the workspace (or in cwd, relative to it). "
+                "Returns the exit code, stdout and stderr. Long-running servers are killed "
+                "after the timeout: never start one in the foreground."
+            ),
+            required=("command",),
+            optional=("cwd",),
+            raw=("command",),
+            example="<terminal_run><command>python3 src/app.py</command><cwd>.</cwd></terminal_run>",
+        ),
+        ActionSpec(
+            name="read_file",
+            description="Read a text file from the workspace.",
+            required=("path",),
+            example="<read_file><path>src/app.py</path></read_file>",
+        ),
+        ActionSpec(
+            name="finish",
+            description="End the current task with a short note of what was done.",
+            required=("message",),
+            raw=("message",),
+            example="<finish><message>Wrote src/app.py and ran it.</message></finish>",
+        ),
+    )
+}
+
+# Parameter names models use for ours.
+PARAM_ALIASES: dict[str, str] = {
+    "file_path": "path",
+    "filepath": "path",
+    "filename": "path",
+    "file": "path",
+    "cmd": "command",
+    "code": "content",
+    "text": "content",
+    "working_dir": "cwd",
+    "workdir": "cwd",
+    "summary": "message",
+    "note": "message",
+}
+
+
+@dataclass
+class Action:
+    type: str
+    params: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list, compare=False)
+
+    @property
+    def spec(self) -> ActionSpec:
+        return ACTIONS[self.type]
+
+
+class FormatError(ValueError):
+    """The reply holds no usable action. The message is written for the model."""
+
+
+class TruncatedReplyError(FormatError):
+    """The reply was cut off inside a value: never write a partial file."""
