@@ -50,6 +50,12 @@ class Runtime(Protocol):
 
     async def execute(self, action: Action, workspace: Path) -> ActionResult: ...
 
+    async def start(self) -> None:
+        """Called once when the server starts (e.g. reap orphans of a crash)."""
+
+    async def forget(self, workspace: Path) -> None:
+        """The conversation owning ``workspace`` was deleted: drop what it holds."""
+
     async def close(self) -> None: ...
 
 
@@ -138,6 +144,12 @@ class BaseRuntime:
                 "absolute paths under /workspace).",
                 action.params.get("path", ""),
             )
+
+    async def start(self) -> None:
+        return None
+
+    async def forget(self, workspace: Path) -> None:
+        return None
 
     async def close(self) -> None:
         return None
