@@ -36,7 +36,9 @@ ACTIONS: dict[str, ActionSpec] = {
             required=("command",),
             optional=("cwd",),
             raw=("command",),
-            example="<terminal_run><command>python3 src/app.py</command><cwd>.</cwd></terminal_run>",
+            example=(
+                "<terminal_run><command>python3 src/app.py</command><cwd>.</cwd></terminal_run>"
+            ),
         ),
         ActionSpec(
             name="read_file",

@@ -1,0 +1,13 @@
+"""The short exception family that steers a run."""
+
+
+class RunError(Exception):
+    """The run cannot go on. The message is shown to the user."""
+
+
+class TaskFailed(RunError):
+    """A task ended without finishing."""
+
+
+class LimitExceeded(TaskFailed):
+    """A task used up its model turns or its format-error allowance."""

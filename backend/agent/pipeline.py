@@ -1,0 +1,115 @@
+"""The whole run: route → auto_reply → plan → (thinking → actions)* per task → summary."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import anyio
+
+from backend.agent.code_act import run_task
+from backend.agent.context import RunContext
+from backend.agent.errors import RunError, TaskFailed
+from backend.agent.planning import first_answer, plan
+from backend.agent.routing import Specialist, route
+from backend.agent.summary import summarize
+from backend.llm.base import LLMError
+from backend.messages.message import Message
+from backend.workspace import scan
+
+log = logging.getLogger(__name__)
+
+
+async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
+    """Run to the end and return the final status: completed | failed | stopped."""
+    tasks: list[dict[str, Any]] = []
+    notes: list[str] = []
+    try:
+        await ctx.publish(Message.build("question", ctx.goal, role="user"))
+        ctx.snapshot = await anyio.to_thread.run_sync(scan, ctx.workspace)
+        ctx.specialist = await route(ctx, specialists)
+        await ctx.store.set_run_task_type(ctx.run_id, ctx.specialist.task_type)
+        if not ctx.specialist.needs_tools:
+            await answer_directly(ctx)
+            return "completed"
+        prose, tasks = await plan(ctx)
+        await ctx.publish(Message.build("auto_reply", first_answer(prose, tasks)))
+        await ctx.store.save_tasks(ctx.run_id, ctx.conversation_id, tasks)
+        await ctx.publish(Message.build("plan", _plan_text(tasks), json=[dict(t) for t in tasks]))
+        for task in tasks:
+            await _set_task(ctx, task, "running")
+            try:
+                note = await run_task(ctx, task, tasks, notes)
+            except TaskFailed as exc:
+                await _set_task(ctx, task, "failed", str(exc))
+                raise
+            notes.append(note)
+            await _set_task(ctx, task, "completed", note)
+        await summarize(ctx, tasks, notes, "completed")
+        return "completed"
+    except asyncio.CancelledError:
+        task_obj = asyncio.current_task()
+        if task_obj is not None:
+            task_obj.uncancel()
+        return await _end_early(ctx, tasks, notes, stopped=not ctx.shutting_down)
+    except (RunError, LLMError) as exc:
+        return await _end_early(ctx, tasks, notes, reason=str(exc))
+    except Exception as exc:  # a bug of ours: the run still ends cleanly
+        log.exception("run %s crashed", ctx.run_id)
+        return await _end_early(
+            ctx, tasks, notes, reason=f"Internal error: {type(exc).__name__}: {exc}"
+        )
+
+
+async def answer_directly(ctx: RunContext) -> None:
+    from backend.agent.prompts import render
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": render("auto_reply", history=ctx.history)},
+        {"role": "user", "content": ctx.goal},
+    ]
+    completion = await ctx.call_model("auto_reply", messages, specialist=True)
+    await ctx.publish(Message.build("auto_reply", completion.text.strip()))
+
+
+async def _end_early(
+    ctx: RunContext,
+    tasks: list[dict[str, Any]],
+    notes: list[str],
+    *,
+    stopped: bool = False,
+    reason: str = "",
+) -> str:
+    if ctx.shutting_down:
+        reason = "The server shut down while this run was active."
+    for task in tasks:
+        if task["status"] == "running":
+            await _set_task(ctx, task, "failed", "stopped" if stopped else reason)
+    if stopped:
+        await ctx.publish(Message.build("stop", "The run was stopped.", status="failure"))
+    else:
+        await ctx.publish(Message.build("error", reason, status="failure"))
+    # a failed or stopped run still offers the files it made
+    await summarize(ctx, tasks, notes, "stopped" if stopped else "failed", reason)
+    return "stopped" if stopped else "failed"
+
+
+async def _set_task(ctx: RunContext, task: dict[str, Any], status: str, result: str = "") -> None:
+    task["status"] = status
+    await ctx.store.update_task(task["id"], status, result)
+    await ctx.publish(
+        Message.build(
+            "task",
+            task["title"],
+            status="running"
+            if status == "running"
+            else ("success" if status == "completed" else "failure"),
+            task_id=task["id"],
+            json=[dict(task)],
+        )
+    )
+
+
+def _plan_text(tasks: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{i + 1}. {t['title']}" for i, t in enumerate(tasks))

@@ -1,0 +1,60 @@
+"""Planning: the goal becomes a task list (and a first sentence for the user)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from backend.agent.errors import RunError
+from backend.agent.plan_parse import PlanFormatError, parse_plan
+from backend.agent.prompts import render
+
+if TYPE_CHECKING:
+    from backend.agent.context import RunContext
+
+PLAN_ATTEMPTS = 3
+MAX_TASKS = 12
+
+
+async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
+    """Returns (first answer for the user, tasks). Retries with the parse error fed back."""
+    runtime_note = "in a Docker sandbox" if ctx.runtime.name == "docker" else "on this machine"
+    messages: list[dict[str, Any]] = [
+        {
+            "role": "system",
+            "content": render("planning", runtime_note=runtime_note, history=ctx.history),
+        },
+        {"role": "user", "content": ctx.goal},
+    ]
+    last_error = ""
+    for _ in range(PLAN_ATTEMPTS):
+        completion = await ctx.call_model("planning", messages)
+        try:
+            prose, raw_tasks = parse_plan(completion.text)
+        except PlanFormatError as exc:
+            last_error = str(exc)
+            messages.append({"role": "assistant", "content": "(the plan could not be read)"})
+            messages.append({"role": "user", "content": last_error})
+            continue
+        tasks = [
+            {
+                "id": uuid.uuid4().hex[:12],
+                "title": t["title"].strip()[:300] or f"Task {i + 1}",
+                "description": t.get("description", "").strip(),
+                "requirement": t.get("requirement", "").strip(),
+                "status": "pending",
+            }
+            for i, t in enumerate(raw_tasks[:MAX_TASKS])
+        ]
+        return prose.strip(), tasks
+    raise RunError(
+        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: {last_error}"
+    )
+
+
+def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:
+    if prose:
+        return prose
+    if len(tasks) == 1:
+        return f"I'll get this done: {tasks[0]['title']}."
+    return f"I'll do this in {len(tasks)} steps."

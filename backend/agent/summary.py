@@ -1,0 +1,77 @@
+"""The summary: what the run did, and every file it created or changed."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from backend.agent.prompts import render
+from backend.llm.base import LLMError
+from backend.messages.message import Message
+from backend.workspace import file_entry, scan
+
+if TYPE_CHECKING:
+    from backend.agent.context import RunContext
+
+log = logging.getLogger(__name__)
+
+
+async def changed_files(ctx: RunContext) -> list[dict[str, object]]:
+    now = await anyio.to_thread.run_sync(scan, ctx.workspace)
+    paths = sorted(p for p, stat in now.items() if ctx.snapshot.get(p) != stat or p in ctx.written)
+    await ctx.store.record_files(ctx.conversation_id, ctx.run_id, [(p, now[p][0]) for p in paths])
+    return [file_entry(ctx.conversation_id, p, now[p][0]) for p in paths]
+
+
+async def summarize(
+    ctx: RunContext, tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str = ""
+) -> None:
+    """Publish `finish_summery`. A model call only when several tasks completed; a single
+    task's finish note is the summary (keeps a one-task run at 3 model calls)."""
+    files = await changed_files(ctx)
+    content = ""
+    if outcome == "completed" and len(notes) > 1:
+        content = await _model_summary(ctx, tasks, notes, files)
+    if not content:
+        content = _plain_summary(tasks, notes, outcome, reason)
+    await ctx.publish(Message.build("finish_summery", content, json=files))
+
+
+async def _model_summary(
+    ctx: RunContext, tasks: list[dict[str, Any]], notes: list[str], files: list[dict[str, object]]
+) -> str:
+    done = "\n".join(f"- {t['title']}: {n}" for t, n in zip(tasks, notes, strict=False))
+    names = "\n".join(f"- {f['filepath']} ({f['filesize']} bytes)" for f in files) or "(none)"
+    try:
+        completion = await ctx.call_model(
+            "summary",
+            [
+                {"role": "system", "content": render("summary")},
+                {
+                    "role": "user",
+                    "content": f"Goal: {ctx.goal}\n\nTasks and notes:\n{done}\n\nFiles:\n{names}",
+                },
+            ],
+        )
+    except LLMError as exc:
+        log.warning("summary call failed: %s", exc)
+        return ""
+    return completion.text.strip()
+
+
+def _plain_summary(tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str) -> str:
+    lines: list[str] = []
+    if outcome == "completed":
+        if len(notes) == 1:
+            return notes[0]
+        lines = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
+        return "Done.\n\n" + "\n".join(lines)
+    head = "The run was stopped." if outcome == "stopped" else "The run failed."
+    if reason:
+        head += f" {reason}"
+    done = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
+    if done:
+        head += "\n\nCompleted before that:\n" + "\n".join(done)
+    return head

@@ -1,0 +1,53 @@
+"""Conversations: list, one, its messages, delete."""
+
+from __future__ import annotations
+
+import shutil
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from backend.api.common import conversation_or_404, manager, store, user_id
+from backend.api.errors import ApiError
+
+
+async def list_conversations(request: Request) -> Response:
+    return JSONResponse(await store(request).list_conversations(user_id(request)))
+
+
+async def get_conversation(request: Request) -> Response:
+    return JSONResponse(await conversation_or_404(request, request.path_params["cid"]))
+
+
+async def conversation_messages(request: Request) -> Response:
+    cid = request.path_params["cid"]
+    await conversation_or_404(request, cid)
+    after_raw = request.query_params.get("after", "0")
+    if not after_raw.lstrip("-").isdigit():
+        raise ApiError(400, "'after' must be an integer seq.")
+    msgs = await store(request).messages(cid, after=int(after_raw), limit=1_000_000)
+    return JSONResponse([m.to_dict() for m in msgs])
+
+
+async def delete_conversation(request: Request) -> Response:
+    cid = request.path_params["cid"]
+    await conversation_or_404(request, cid)
+    runs = manager(request)
+    await runs.stop_conversation(cid)
+    if not await store(request).delete_conversation(user_id(request), cid):
+        raise ApiError(404, f"No conversation {cid!r}.")
+    workspace = runs.workspace(user_id(request), cid)
+    for runtime in list(runs._runtimes.values()):
+        await runtime.forget(workspace)
+    await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
+    return JSONResponse({"deleted": cid})
+
+
+routes = [
+    Route("/api/conversations", list_conversations, methods=["GET"]),
+    Route("/api/conversations/{cid}", get_conversation, methods=["GET"]),
+    Route("/api/conversations/{cid}", delete_conversation, methods=["DELETE"]),
+    Route("/api/conversations/{cid}/messages", conversation_messages, methods=["GET"]),
+]

@@ -1,0 +1,58 @@
+"""The message stream: read from the store after the last seq, then wait for news."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from backend.messages.bus import Bus
+from backend.store.repo import Store
+
+PING_SECONDS = 15.0
+POLL_SECONDS = 5.0  # re-read the store even without a notification (other replicas)
+
+
+async def run_events(
+    store: Store, bus: Bus, conversation_id: str, run_id: str, after: int = 0
+) -> AsyncIterator[ServerSentEvent]:
+    event = bus.subscribe(run_id)
+    try:
+        last = after
+        while True:
+            msgs = await store.messages(conversation_id, run_id=run_id, after=last)
+            for msg in msgs:
+                last = msg.seq
+                yield ServerSentEvent(data=msg.to_json(), event="message", id=str(msg.seq))
+            if msgs:
+                continue
+            run = await store.get_run(run_id)
+            if run is None or run["status"] != "running":
+                # the run stored its last message before its status: read once more
+                tail = await store.messages(conversation_id, run_id=run_id, after=last)
+                for msg in tail:
+                    last = msg.seq
+                    yield ServerSentEvent(data=msg.to_json(), event="message", id=str(msg.seq))
+                status = run["status"] if run else "failed"
+                yield ServerSentEvent(
+                    data=json.dumps(
+                        {"conversation_id": conversation_id, "run_id": run_id, "status": status}
+                    ),
+                    event="end",
+                )
+                return
+            await bus.wait(run_id, event, POLL_SECONDS)
+    finally:
+        bus.unsubscribe(run_id, event)
+
+
+def sse_response(
+    stream: AsyncIterator[ServerSentEvent], headers: dict[str, str] | None = None
+) -> EventSourceResponse:
+    return EventSourceResponse(
+        stream,
+        ping=PING_SECONDS,
+        ping_message_factory=lambda: ServerSentEvent(comment="ping"),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
+    )

@@ -1,0 +1,145 @@
+"""create_app(settings, deps) -> Starlette. No module-level singletons."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
+
+from backend.agent.routing import Specialist, load_specialists
+from backend.api import agent, conversations, files
+from backend.api.auth import AuthMiddleware
+from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
+from backend.config import Settings
+from backend.llm.base import LLM
+from backend.llm.client import LiteLLM
+from backend.messages.bus import Bus
+from backend.runs import RunManager
+from backend.runtime.base import Runtime
+from backend.store.repo import Store
+
+log = logging.getLogger(__name__)
+
+
+def make_llm(settings: Settings) -> LiteLLM:
+    return LiteLLM(
+        settings.llm_model,
+        api_key=settings.llm_api_key,
+        base_url=settings.llm_base_url,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_max_retries,
+        retry_base_delay=settings.llm_retry_base_delay,
+    )
+
+
+class SPAFiles(StaticFiles):
+    """The built Vue app; unknown paths outside /api fall back to index.html."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        try:
+            return await super().get_response(path, scope)
+        except HTTPException as exc:
+            if exc.status_code != 404 or path.startswith("api"):
+                raise
+            return await super().get_response("index.html", scope)
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "runtimes": request.app.state.runtimes_available})
+
+
+async def api_not_found(request: Request) -> Response:
+    return error_response(404, f"No route {request.url.path}.")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    runtimes: dict[str, Runtime] | None = None,
+    specialists: tuple[Specialist, ...] | None = None,
+) -> Starlette:
+    store = Store(settings.database_url)
+    bus = Bus()
+    manager = RunManager(
+        settings,
+        store,
+        bus,
+        llm or make_llm(settings),
+        specialists if specialists is not None else load_specialists(settings.specialists_file),
+        runtimes,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(store.migrate)
+        recovered = await manager.recover()
+        if recovered:
+            log.warning("marked %d interrupted run(s) as failed", recovered)
+        checker = asyncio.create_task(_probe_docker(app, manager))
+        try:
+            yield
+        finally:
+            checker.cancel()
+            await manager.shutdown()
+            await store.close()
+
+    routes: list[Route | Mount] = [
+        Route("/api/health", health, methods=["GET"]),
+        *agent.routes,
+        *conversations.routes,
+        *files.routes,
+        Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+    ]
+    dist = Path(settings.frontend_dist)
+    if (dist / "index.html").is_file():
+        routes.append(Mount("/", SPAFiles(directory=dist, html=True), name="ui"))
+    else:
+        routes.append(Route("/", _no_ui, methods=["GET"]))
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
+    )
+    app.add_middleware(AuthMiddleware, tokens=settings.user_tokens())
+    app.state.settings = settings
+    app.state.store = store
+    app.state.manager = manager
+    app.state.runtimes_available = (
+        ["local", "docker"] if settings.runtime == "docker" else ["local"]
+    )
+    return app
+
+
+async def _probe_docker(app: Starlette, manager: RunManager) -> None:
+    """Offer the docker runtime when an engine answers and the sandbox image exists."""
+    try:
+        runtime = manager.runtime("docker")
+        await runtime.start()
+        available = getattr(runtime, "available", None)
+        ok = bool(await available()) if available is not None else True
+    except Exception as exc:  # no SDK, no engine: the local runtime only
+        log.info("docker runtime not available: %s", exc)
+        ok = False
+    if ok and "docker" not in app.state.runtimes_available:
+        app.state.runtimes_available = [*app.state.runtimes_available, "docker"]
+
+
+async def _no_ui(_request: Request) -> Response:
+    return Response(
+        "<!doctype html><title>planact</title><p>planact API is running. The web UI is not "
+        "built: run <code>make run</code> (it builds frontend/).</p>",
+        media_type="text/html",
+    )

@@ -1,0 +1,119 @@
+"""planact serve | run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from backend.config import LOOPBACK_HOSTS, Settings
+from backend.messages.message import Message
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="planact", description="planact agent service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the UI and the API")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    run = sub.add_parser("run", help="run one goal headless")
+    run.add_argument("goal")
+    run.add_argument("--runtime", choices=["local", "docker"])
+    run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
+    run.add_argument("--mode", choices=["auto", "agent", "chat"], default="auto")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "serve":
+        return serve_cmd(args.host, args.port)
+    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode))
+
+
+def serve_cmd(host: str | None, port: int | None) -> int:
+    settings = Settings()
+    if host:
+        settings.host = host
+    if port:
+        settings.port = port
+    if settings.host not in LOOPBACK_HOSTS and not settings.auth_enabled:
+        print(
+            f"planact: refusing to listen on {settings.host} without AUTH_TOKEN: anyone who "
+            "can reach the port could run commands. Set AUTH_TOKEN (or bind 127.0.0.1).",
+            file=sys.stderr,
+        )
+        return 2
+    import uvicorn
+
+    from backend.app import create_app
+
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        timeout_graceful_shutdown=10,
+        proxy_headers=False,
+    )
+    return 0
+
+
+async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: str) -> int:
+    settings = Settings()
+    if workspace is not None:
+        settings.workspace_dir = workspace
+    from backend.agent.routing import load_specialists
+    from backend.app import make_llm
+    from backend.messages.bus import Bus
+    from backend.runs import RunManager
+    from backend.store.repo import Store
+
+    store = Store(settings.database_url)
+    store.migrate()
+    manager = RunManager(
+        settings, store, Bus(), make_llm(settings), load_specialists(settings.specialists_file)
+    )
+    await manager.recover()
+
+    def show(msg: Message) -> None:
+        print(_progress_line(msg), flush=True)
+
+    cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=show)
+    try:
+        status = await manager.wait(rid)
+    except KeyboardInterrupt:
+        await manager.stop(rid)
+        status = await manager.wait(rid)
+    run = await store.get_run(rid)
+    status = run["status"] if run else status
+    ws = manager.workspace("1", cid)
+    print(f"run {rid} {status}; files in {ws}", flush=True)
+    await manager.shutdown()
+    await store.close()
+    return 0 if status == "completed" else 1
+
+
+def _progress_line(msg: Message) -> str:
+    kind = msg.meta.action_type
+    text = " ".join(msg.content.split())
+    if len(text) > 160:
+        text = text[:160] + "…"
+    if kind == "plan":
+        titles = "; ".join(t.get("title", "") for t in msg.meta.json_)
+        return f"[plan] {titles}"
+    if kind == "finish_summery":
+        files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
+        return f"[summary] {text}\n[files] {files or '(none)'}"
+    mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
+    return f"[{kind} {mark}] {text}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

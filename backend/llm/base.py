@@ -1,0 +1,39 @@
+"""The LLM seam. The pipeline talks to this protocol, never to litellm."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+STAGES = ("route", "auto_reply", "planning", "thinking", "summary")
+
+
+@dataclass
+class Completion:
+    text: str
+    model: str = ""
+    finish_reason: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class LLMError(Exception):
+    """A model call failed for good. The message is written for the user."""
+
+
+class LLMConfigError(LLMError):
+    """LLM_MODEL / key missing or rejected: retrying will not help."""
+
+
+class LLM(Protocol):
+    async def complete(
+        self, *, stage: str, messages: list[dict[str, Any]], model: str | None = None
+    ) -> Completion:
+        """One model call for ``stage``. ``model`` overrides the default model."""
+        ...
+
+    @property
+    def default_model(self) -> str | None: ...

@@ -1,0 +1,79 @@
+"""ScriptedLLM: replays replies, records calls, fails on an unexpected extra call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from backend.llm.base import Completion, LLMError
+
+Reply = str | Completion | BaseException | Callable[[list[dict[str, Any]]], "str | Completion"]
+
+
+@dataclass
+class Call:
+    stage: str
+    model: str | None
+    messages: list[dict[str, Any]]
+
+
+class UnexpectedCallError(AssertionError):
+    pass
+
+
+@dataclass
+class ScriptedLLM:
+    """Replies are ``(stage, reply)`` pairs consumed in order.
+
+    A call whose stage differs from the next scripted stage, or a call after the script
+    ran out, raises :class:`UnexpectedCallError` (an AssertionError, so tests fail loudly
+    even if the pipeline turns it into an ``error`` message: check ``llm.errors``).
+    """
+
+    script: list[tuple[str, Reply]]
+    model: str = "scripted/model"
+    calls: list[Call] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def default_model(self) -> str | None:
+        return self.model
+
+    @property
+    def remaining(self) -> int:
+        return len(self.script) - len(self.calls)
+
+    def stages(self) -> list[str]:
+        return [c.stage for c in self.calls]
+
+    async def complete(
+        self, *, stage: str, messages: list[dict[str, Any]], model: str | None = None
+    ) -> Completion:
+        index = len(self.calls)
+        self.calls.append(Call(stage, model, [dict(m) for m in messages]))
+        if index >= len(self.script):
+            err = f"unexpected extra model call #{index + 1} for stage {stage!r}"
+            self.errors.append(err)
+            raise UnexpectedCallError(err)
+        want, reply = self.script[index]
+        if want != stage:
+            err = f"model call #{index + 1}: expected stage {want!r}, got {stage!r}"
+            self.errors.append(err)
+            raise UnexpectedCallError(err)
+        if isinstance(reply, BaseException):
+            raise reply
+        if callable(reply):
+            reply = reply(messages)
+        if isinstance(reply, Completion):
+            return reply
+        return Completion(
+            text=reply,
+            model=model or self.model,
+            finish_reason="stop",
+            prompt_tokens=10,
+            completion_tokens=5,
+        )
+
+
+__all__ = ["Call", "LLMError", "ScriptedLLM", "UnexpectedCallError"]

@@ -1,0 +1,378 @@
+"""The Store: every read and write of the product's state.
+
+All database work runs on one dedicated thread, so the event loop never blocks on it and
+writes are serialized (SQLite-friendly). ``seq`` is taken with an atomic
+``UPDATE … SET last_seq = last_seq + 1 RETURNING`` so it is strictly increasing per
+conversation on PostgreSQL too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from backend.messages.message import Message
+from backend.store.db import make_engine, upgrade
+from backend.store.tables import (
+    Conversation,
+    FileRow,
+    MessageRow,
+    Run,
+    Task,
+    Usage,
+    utcnow,
+)
+
+T = TypeVar("T")
+
+ACTIVE = "running"
+
+
+class ConflictError(Exception):
+    """A run is already active in this conversation."""
+
+
+class NotFoundError(Exception):
+    pass
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat() + "Z" if dt else None
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planact-db")
+
+    # -- plumbing -------------------------------------------------------------------------
+    async def _run(self, fn: Callable[[Session], T]) -> T:
+        def work() -> T:
+            with self._sessions() as session, session.begin():
+                return fn(session)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    def migrate(self) -> None:
+        upgrade(self.engine)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.dispose)
+        self._executor.shutdown(wait=True)
+
+    # -- conversations --------------------------------------------------------------------
+    async def create_conversation(self, user_id: str, title: str) -> str:
+        cid = new_id()
+
+        def fn(s: Session) -> str:
+            s.add(Conversation(id=cid, user_id=user_id, title=title[:200]))
+            return cid
+
+        return await self._run(fn)
+
+    async def get_conversation(self, user_id: str, cid: str) -> dict[str, Any] | None:
+        def fn(s: Session) -> dict[str, Any] | None:
+            conv = s.get(Conversation, cid)
+            if conv is None or conv.user_id != user_id:
+                return None
+            out = _conversation_dict(conv)
+            runs = s.scalars(
+                select(Run).where(Run.conversation_id == cid).order_by(Run.created_at)
+            ).all()
+            out["runs"] = [_run_dict(r) for r in runs]
+            out["usage"] = _usage(s, Usage.conversation_id == cid)
+            out.update(
+                {
+                    k: out["usage"]["total"][k]
+                    for k in ("prompt_tokens", "completion_tokens", "total_tokens", "cost")
+                }
+            )
+            return out
+
+        return await self._run(fn)
+
+    async def list_conversations(self, user_id: str) -> list[dict[str, Any]]:
+        def fn(s: Session) -> list[dict[str, Any]]:
+            rows = s.scalars(
+                select(Conversation)
+                .where(Conversation.user_id == user_id)
+                .order_by(Conversation.updated_at.desc(), Conversation.created_at.desc())
+            ).all()
+            return [_conversation_dict(c) for c in rows]
+
+        return await self._run(fn)
+
+    async def delete_conversation(self, user_id: str, cid: str) -> bool:
+        def fn(s: Session) -> bool:
+            conv = s.get(Conversation, cid)
+            if conv is None or conv.user_id != user_id:
+                return False
+            for model in (MessageRow, FileRow, Usage, Task):
+                s.execute(delete(model).where(model.conversation_id == cid))
+            s.execute(delete(Run).where(Run.conversation_id == cid))
+            s.delete(conv)
+            return True
+
+        return await self._run(fn)
+
+    # -- runs -----------------------------------------------------------------------------
+    async def start_run(self, user_id: str, cid: str, goal: str, mode: str, runtime: str) -> str:
+        """Create a run; raises ConflictError if one is active, NotFoundError if no conv."""
+        rid = new_id()
+
+        def fn(s: Session) -> str:
+            # take the conversation row's lock (PostgreSQL) before checking for a live run
+            conv = s.execute(
+                select(Conversation).where(Conversation.id == cid).with_for_update()
+            ).scalar_one_or_none()
+            if conv is None or conv.user_id != user_id:
+                raise NotFoundError(cid)
+            active = s.scalar(
+                select(func.count()).where(Run.conversation_id == cid, Run.status == ACTIVE)
+            )
+            if active:
+                raise ConflictError(cid)
+            s.add(Run(id=rid, conversation_id=cid, goal=goal, mode=mode, runtime=runtime))
+            conv.status = ACTIVE
+            conv.updated_at = utcnow()
+            return rid
+
+        return await self._run(fn)
+
+    async def get_run(self, run_id: str, user_id: str | None = None) -> dict[str, Any] | None:
+        def fn(s: Session) -> dict[str, Any] | None:
+            run = s.get(Run, run_id)
+            if run is None:
+                return None
+            if user_id is not None:
+                conv = s.get(Conversation, run.conversation_id)
+                if conv is None or conv.user_id != user_id:
+                    return None
+            return _run_dict(run)
+
+        return await self._run(fn)
+
+    async def set_run_task_type(self, run_id: str, task_type: str) -> None:
+        def fn(s: Session) -> None:
+            s.execute(update(Run).where(Run.id == run_id).values(task_type=task_type))
+
+        await self._run(fn)
+
+    async def end_run(self, run_id: str, status: str, error: str = "") -> None:
+        def fn(s: Session) -> None:
+            run = s.get(Run, run_id)
+            if run is None:
+                return
+            run.status = status
+            run.error = error
+            run.ended_at = utcnow()
+            conv = s.get(Conversation, run.conversation_id)
+            if conv is not None:
+                conv.status = status
+                conv.updated_at = utcnow()
+
+        await self._run(fn)
+
+    async def interrupted_runs(self) -> list[dict[str, Any]]:
+        def fn(s: Session) -> list[dict[str, Any]]:
+            rows = s.scalars(select(Run).where(Run.status == ACTIVE)).all()
+            return [_run_dict(r) for r in rows]
+
+        return await self._run(fn)
+
+    # -- messages -------------------------------------------------------------------------
+    async def append_message(self, msg: Message) -> Message:
+        """Store a message, assigning its ``seq``. Returns the stored message."""
+
+        def fn(s: Session) -> Message:
+            seq = s.execute(
+                update(Conversation)
+                .where(Conversation.id == msg.conversation_id)
+                .values(last_seq=Conversation.last_seq + 1, updated_at=utcnow())
+                .returning(Conversation.last_seq)
+            ).scalar_one()
+            stored = msg.model_copy(update={"seq": seq})
+            data = stored.to_dict()
+            s.add(
+                MessageRow(
+                    conversation_id=msg.conversation_id,
+                    run_id=msg.run_id,
+                    seq=seq,
+                    uuid=msg.uuid,
+                    role=msg.role,
+                    status=msg.status,
+                    action_type=msg.meta.action_type,
+                    content=msg.content,
+                    meta=data["meta"],
+                    timestamp=msg.timestamp,
+                )
+            )
+            return stored
+
+        return await self._run(fn)
+
+    async def messages(
+        self, cid: str, *, run_id: str | None = None, after: int = 0, limit: int = 500
+    ) -> list[Message]:
+        def fn(s: Session) -> list[Message]:
+            q = select(MessageRow).where(MessageRow.conversation_id == cid, MessageRow.seq > after)
+            if run_id is not None:
+                q = q.where(MessageRow.run_id == run_id)
+            rows = s.scalars(q.order_by(MessageRow.seq).limit(limit)).all()
+            return [_message(r) for r in rows]
+
+        return await self._run(fn)
+
+    # -- tasks, files, usage --------------------------------------------------------------
+    async def save_tasks(self, run_id: str, cid: str, tasks: list[dict[str, str]]) -> None:
+        def fn(s: Session) -> None:
+            for i, t in enumerate(tasks):
+                s.add(
+                    Task(
+                        id=t["id"],
+                        run_id=run_id,
+                        conversation_id=cid,
+                        position=i,
+                        title=t["title"],
+                        description=t.get("description", ""),
+                        requirement=t.get("requirement", ""),
+                        status=t.get("status", "pending"),
+                    )
+                )
+
+        await self._run(fn)
+
+    async def update_task(self, task_id: str, status: str, result: str = "") -> None:
+        def fn(s: Session) -> None:
+            s.execute(update(Task).where(Task.id == task_id).values(status=status, result=result))
+
+        await self._run(fn)
+
+    async def record_files(self, cid: str, run_id: str, files: list[tuple[str, int]]) -> None:
+        def fn(s: Session) -> None:
+            for path, size in files:
+                row = s.scalar(
+                    select(FileRow).where(FileRow.conversation_id == cid, FileRow.filepath == path)
+                )
+                if row is None:
+                    s.add(FileRow(conversation_id=cid, run_id=run_id, filepath=path, filesize=size))
+                else:
+                    row.run_id, row.filesize, row.updated_at = run_id, size, utcnow()
+
+        await self._run(fn)
+
+    async def record_usage(
+        self,
+        cid: str,
+        run_id: str,
+        stage: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost: float | None,
+    ) -> None:
+        def fn(s: Session) -> None:
+            s.add(
+                Usage(
+                    conversation_id=cid,
+                    run_id=run_id,
+                    stage=stage,
+                    model=model,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    cost=cost,
+                )
+            )
+
+        await self._run(fn)
+
+    async def run_usage(self, run_id: str) -> dict[str, Any]:
+        return await self._run(lambda s: _usage(s, Usage.run_id == run_id))
+
+
+def _conversation_dict(c: Conversation) -> dict[str, Any]:
+    return {
+        "conversation_id": c.id,
+        "title": c.title,
+        "status": c.status,
+        "created_at": _iso(c.created_at),
+        "updated_at": _iso(c.updated_at),
+    }
+
+
+def _run_dict(r: Run) -> dict[str, Any]:
+    return {
+        "run_id": r.id,
+        "conversation_id": r.conversation_id,
+        "goal": r.goal,
+        "mode": r.mode,
+        "runtime": r.runtime,
+        "status": r.status,
+        "error": r.error,
+        "task_type": r.task_type,
+        "created_at": _iso(r.created_at),
+        "ended_at": _iso(r.ended_at),
+    }
+
+
+def _usage(s: Session, where: Any) -> dict[str, Any]:
+    rows = s.execute(
+        select(
+            Usage.stage,
+            func.count(),
+            func.sum(Usage.prompt_tokens),
+            func.sum(Usage.completion_tokens),
+            func.sum(Usage.cost),
+            func.count(Usage.cost),
+        )
+        .where(where)
+        .group_by(Usage.stage)
+    ).all()
+    stages: dict[str, dict[str, Any]] = {}
+    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    total_cost: float | None = None
+    for stage, calls, pt, ct, cost, costed in rows:
+        pt, ct = int(pt or 0), int(ct or 0)
+        stage_cost = float(cost) if costed and cost is not None else None
+        stages[stage] = {
+            "calls": calls,
+            "prompt_tokens": pt,
+            "completion_tokens": ct,
+            "total_tokens": pt + ct,
+            "cost": stage_cost,
+        }
+        total["calls"] += calls
+        total["prompt_tokens"] += pt
+        total["completion_tokens"] += ct
+        total["total_tokens"] += pt + ct
+        if stage_cost is not None:
+            total_cost = (total_cost or 0.0) + stage_cost
+    return {"total": {**total, "cost": total_cost}, "stages": stages}
+
+
+def _message(r: MessageRow) -> Message:
+    return Message.model_validate(
+        {
+            "role": r.role,
+            "uuid": r.uuid,
+            "status": r.status,
+            "content": r.content,
+            "timestamp": r.timestamp,
+            "conversation_id": r.conversation_id,
+            "run_id": r.run_id,
+            "seq": r.seq,
+            "meta": r.meta,
+        }
+    )
