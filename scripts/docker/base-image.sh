@@ -2,8 +2,8 @@
 # Build the local Debian base image `planact-base:bookworm` from a debootstrap root
 # filesystem, for machines without an image registry (CI). Skips when the image exists
 # (FORCE=1 rebuilds). Holds what the sandbox and the app images need so that their builds
-# need little network: python3 (+venv, pip, dev headers), ca-certificates, git, gcc/make,
-# curl, procps, tini.
+# need little network: python3 (+venv, pip, dev headers), ca-certificates, git, gcc/g++/make,
+# curl, procps, tini, file, patch.
 # Environment:
 #   BASE_IMAGE_NAME  image name          (default planact-base:bookworm)
 #   DEBIAN_MIRROR    Debian mirror URL   (default: taken from the host's apt sources,
@@ -40,7 +40,7 @@ if [ -z "$mirror" ]; then
 fi
 mirror=${mirror%/}
 
-packages=python3,python3-venv,python3-pip,python3-dev,ca-certificates,git,gcc,libc6-dev,make,curl,procps,tini,less,xz-utils,bzip2,unzip
+packages=python3,python3-venv,python3-pip,python3-dev,ca-certificates,git,gcc,g++,libc6-dev,make,curl,procps,tini,less,file,patch,xz-utils,bzip2,unzip
 root=$(mktemp -d /var/tmp/planact-base.XXXXXX)
 cleanup() { "${sudo_[@]}" rm -rf "$root"; }
 trap cleanup EXIT
