@@ -1,0 +1,227 @@
+"""The pipeline through the ASGI app with a ScriptedLLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from backend.app import create_app
+from backend.config import Settings
+from backend.llm.testing import ScriptedLLM
+from tests.agent.scripts import finish, plan_reply, run, write
+from tests.sse_client import collect
+
+
+@contextmanager
+def client_for(settings: Settings, llm: ScriptedLLM) -> Iterator[TestClient]:
+    app = create_app(settings, llm=llm)
+    with TestClient(app) as client:
+        yield client
+
+
+def post_run(client: TestClient, body: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any]:
+    with client.stream("POST", "/api/agent/run", json=body) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        messages, end = collect(resp.iter_lines())
+        return messages, end, resp.headers
+
+
+def kinds(messages: list[dict[str, Any]]) -> list[str]:
+    return [m["meta"]["action_type"] for m in messages]
+
+
+SCRIPT = 'import pathlib\nout = "a < b & \\"q\\"\\n"\npathlib.Path("out.txt").write_text(out)\n'
+
+
+def test_script_goal_runs_end_to_end_in_two_model_calls(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Write and run the script", prose="On it.")),
+            (
+                "thinking",
+                write("gen.py", SCRIPT) + "\n" + run("python3 gen.py && cat out.txt") + "\n"
+                + finish("Wrote gen.py, ran it; output in out.txt."),
+            ),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, headers = post_run(
+            client, {"goal": "Write a python script, run it, save its output"}
+        )
+        assert llm.errors == []
+        assert llm.stages() == ["planning", "thinking"]
+        assert end == {
+            "conversation_id": headers["x-conversation-id"],
+            "run_id": headers["x-run-id"],
+            "status": "completed",
+        }
+        assert kinds(messages) == [
+            "question", "auto_reply", "plan", "task",
+            "write_code", "write_code", "terminal_run", "terminal_run",
+            "finish", "task", "finish_summery",
+        ]
+        assert [m["seq"] for m in messages] == list(range(1, len(messages) + 1))
+        assert messages[1]["content"] == "On it."
+        write_running, write_done = messages[4], messages[5]
+        assert write_running["uuid"] == write_done["uuid"]
+        assert (write_running["status"], write_done["status"]) == ("running", "success")
+        assert write_done["content"] == "File gen.py written successfully."
+        assert write_done["meta"]["filepath"] == "gen.py"
+        assert "Exit code: 0" in messages[7]["content"]
+        assert messages[9]["status"] == "success"
+        assert messages[9]["meta"]["json"][0]["status"] == "completed"
+        summary = messages[-1]
+        files = {f["filepath"]: f for f in summary["meta"]["json"]}
+        assert set(files) == {"gen.py", "out.txt"}
+        cid = headers["x-conversation-id"]
+        got = client.get(files["out.txt"]["url"])
+        assert got.status_code == 200
+        assert got.content == b'a < b & "q"\n'
+        assert got.headers["content-disposition"].startswith("attachment")
+        assert client.get(files["gen.py"]["url"]).content == SCRIPT.encode()
+        stored = client.get(f"/api/conversations/{cid}/messages").json()
+        assert stored == messages
+        conv = client.get(f"/api/conversations/{cid}").json()
+        assert conv["status"] == "completed"
+        assert conv["usage"]["stages"]["planning"]["calls"] == 1
+        assert conv["total_tokens"] == 30
+
+
+def test_chat_goal_is_answered_directly_without_plan(settings: Settings) -> None:
+    llm = ScriptedLLM([("auto_reply", "Paris is the capital of France.")])
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"question": "What is the capital of France?"})
+    assert llm.errors == []
+    assert kinds(messages) == ["question", "auto_reply"]
+    assert messages[0]["role"] == "user"
+    assert messages[1]["content"] == "Paris is the capital of France."
+    assert end is not None and end["status"] == "completed"
+
+
+def test_unmatched_goal_asks_the_route_stage(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("route", '{"task_type": "general_chat", "needs_tools": false}'),
+            ("auto_reply", "42."),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "Meaning of life?"})
+    assert llm.errors == []
+    assert kinds(messages) == ["question", "auto_reply"]
+
+
+def test_bad_route_reply_means_tools(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("route", "I think this is chat."),
+            ("planning", plan_reply("Do it")),
+            ("thinking", finish("Nothing to do.")),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "Ponder the void"})
+    assert llm.errors == []
+    assert end is not None and end["status"] == "completed"
+    assert kinds(messages)[-1] == "finish_summery"
+    assert messages[-1]["content"] == "Nothing to do."
+
+
+def test_failing_action_skips_the_rest_and_task_fails_after_max_steps(tmp_path: Any) -> None:
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, max_steps_per_task=2)
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Break")),
+            ("thinking", run("exit 3") + write("never.txt", "x\n") + finish("no")),
+            ("thinking", run("false")),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "run a failing command", "mode": "agent"})
+    assert llm.errors == []
+    assert end is not None and end["status"] == "failed"
+    skipped = [m for m in messages if "Skipped" in m["content"]]
+    assert [m["meta"]["action_type"] for m in skipped] == ["write_code", "finish"]
+    assert not (tmp_path / "workspace").rglob("never.txt").__next__ if False else True
+    assert not list((tmp_path / "workspace").rglob("never.txt"))
+    assert kinds(messages)[-3:] == ["task", "error", "finish_summery"]
+    assert "MAX_STEPS_PER_TASK" in messages[-2]["content"]
+    assert messages[-3]["meta"]["json"][0]["status"] == "failed"
+
+
+def test_three_unparseable_replies_fail_the_task(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Try")),
+            ("thinking", "I will now write the file."),
+            ("thinking", "Sure! Here it is."),
+            ("thinking", "Done?"),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "write code", "mode": "agent"})
+    assert llm.errors == []
+    assert end is not None and end["status"] == "failed"
+    assert "3 replies in a row" in messages[-2]["content"]
+    # the malformed text never went back into the history
+    last_call = llm.calls[-1].messages
+    assert all("Sure! Here it is." not in str(m["content"]) for m in last_call)
+    assert "Format error" in last_call[-1]["content"]
+
+
+def test_plan_retries_with_the_error_fed_back(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("planning", "Let me think about a plan."),
+            ("planning", plan_reply("Only task")),
+            ("thinking", finish("ok")),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "write code", "mode": "agent"})
+    assert llm.errors == []
+    assert end is not None and end["status"] == "completed"
+    assert llm.calls[1].messages[-1]["role"] == "user"
+    assert "plan" not in kinds(messages)[:1]
+
+
+def test_two_tasks_use_a_summary_call_and_notes_flow_between_tasks(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("First", "Second")),
+            ("thinking", write("a.txt", "A\n") + finish("made a.txt")),
+            ("thinking", run("cat a.txt") + finish("read a.txt")),
+            ("summary", "Both done."),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "two steps please", "mode": "agent"})
+    assert llm.errors == []
+    assert "made a.txt" in llm.calls[2].messages[1]["content"]
+    assert messages[-1]["content"] == "Both done."
+    task_msgs = [m for m in messages if m["meta"]["action_type"] == "task"]
+    assert [(m["status"], m["meta"]["json"][0]["status"]) for m in task_msgs] == [
+        ("running", "running"), ("success", "completed"),
+        ("running", "running"), ("success", "completed"),
+    ]
+
+
+def test_missing_model_config_ends_with_a_clear_error(tmp_path: Any) -> None:
+    from backend.app import make_llm
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, llm_model=None)
+    app = create_app(settings, llm=make_llm(settings))
+    with TestClient(app) as client:
+        with client.stream("POST", "/api/agent/run", json={"goal": "write code"}) as resp:
+            messages, end = collect(resp.iter_lines())
+        assert client.get("/api/health").json()["status"] == "ok"
+    assert end is not None and end["status"] == "failed"
+    error = [m for m in messages if m["meta"]["action_type"] == "error"][0]
+    assert "LLM_MODEL" in error["content"]

@@ -1,0 +1,54 @@
+"""Shared fixtures. Real model calls are impossible: the LLM is a ScriptedLLM or the fake
+OpenAI-compatible server in tests/fakellm.py."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+# no test may reach a real provider
+for _var in ("LLM_MODEL", "LLM_API_KEY", "LLM_BASE_URL", "OPENAI_API_KEY", "AUTH_TOKEN"):
+    os.environ.pop(_var, None)
+
+from backend.config import Settings  # noqa: E402
+from tests.fakellm import FakeModelServer  # noqa: E402
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": f"sqlite:///{tmp_path}/planact.db",
+        "workspace_dir": tmp_path / "workspace",
+        "terminal_timeout": 20,
+        "llm_model": "scripted/model",
+        "llm_retry_base_delay": 0.01,
+        "frontend_dist": tmp_path / "no-ui",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def fake_model_server() -> Iterator[FakeModelServer]:
+    server = FakeModelServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_model(fake_model_server: FakeModelServer) -> Iterator[FakeModelServer]:
+    fake_model_server.model.reset()
+    fake_model_server.model.auto = False
+    yield fake_model_server
+    # release anything a test left held, so the server thread can stop
+    for name in list(fake_model_server.model.holds):
+        fake_model_server.release(name)
