@@ -1,0 +1,155 @@
+// HTTP client: relative /api URLs, bearer token from sessionStorage, one token prompt on 401.
+
+import { errorFromResponse, HttpError } from './sse'
+import type {
+  ConversationDetail,
+  ConversationSummary,
+  FileInfo,
+  Health,
+  Message,
+  Mode,
+} from './types'
+
+const TOKEN_KEY = 'planact.token'
+
+let tokenCache: string | null = null
+
+export function getToken(): string | null {
+  if (tokenCache !== null) return tokenCache || null
+  try {
+    tokenCache = sessionStorage.getItem(TOKEN_KEY) ?? ''
+  } catch {
+    tokenCache = ''
+  }
+  return tokenCache || null
+}
+
+export function setToken(token: string | null): void {
+  tokenCache = token ?? ''
+  try {
+    if (token) sessionStorage.setItem(TOKEN_KEY, token)
+    else sessionStorage.removeItem(TOKEN_KEY)
+  } catch {
+    /* storage unavailable: keep it in memory */
+  }
+}
+
+/** Asked when the API answers 401; resolves with a token (or null if the user gave up). */
+export type TokenAsker = (reason: 'missing' | 'wrong') => Promise<string | null>
+
+let asker: TokenAsker | null = null
+let pendingAsk: Promise<string | null> | null = null
+
+export function setTokenAsker(fn: TokenAsker): void {
+  asker = fn
+}
+
+async function askToken(): Promise<string | null> {
+  if (!asker) return null
+  if (!pendingAsk) {
+    const reason = getToken() ? 'wrong' : 'missing'
+    pendingAsk = asker(reason).finally(() => {
+      pendingAsk = null
+    })
+  }
+  const t = await pendingAsk
+  if (t) setToken(t)
+  return t
+}
+
+export function authHeaders(): Record<string, string> {
+  const t = getToken()
+  return t ? { Authorization: `Bearer ${t}` } : {}
+}
+
+/** Add ?access_token= for plain links (downloads) the browser fetches itself. */
+export function withToken(url: string): string {
+  const t = getToken()
+  if (!t) return url
+  return url + (url.includes('?') ? '&' : '?') + 'access_token=' + encodeURIComponent(t)
+}
+
+/** fetch with auth; on 401 asks for a token once and retries. */
+export async function apiFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  for (let tries = 0; ; tries++) {
+    const headers = new Headers(init.headers)
+    for (const [k, v] of Object.entries(authHeaders())) headers.set(k, v)
+    const res = await fetch(path, { ...init, headers })
+    if (res.status !== 401 || tries >= 3) return res
+    const token = await askToken()
+    if (!token) return res
+  }
+}
+
+async function json<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const res = await apiFetch(path, init)
+  if (!res.ok) throw await errorFromResponse(res)
+  return (await res.json()) as T
+}
+
+export function encodePath(p: string): string {
+  return p
+    .split('/')
+    .filter((s) => s !== '' && s !== '.')
+    .map(encodeURIComponent)
+    .join('/')
+}
+
+export function fileUrl(conversationId: string, filepath: string): string {
+  return `/api/files/${encodeURIComponent(conversationId)}/${encodePath(filepath)}`
+}
+
+export function zipUrl(conversationId: string): string {
+  return `/api/conversations/${encodeURIComponent(conversationId)}/files.zip`
+}
+
+export const api = {
+  health: () => json<Health>('/api/health'),
+  conversations: () => json<ConversationSummary[]>('/api/conversations'),
+  conversation: (id: string) =>
+    json<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`),
+  messages: (id: string) =>
+    json<Message[]>(`/api/conversations/${encodeURIComponent(id)}/messages`),
+  files: (id: string) => json<FileInfo[]>(`/api/conversations/${encodeURIComponent(id)}/files`),
+  async deleteConversation(id: string): Promise<void> {
+    const res = await apiFetch(`/api/conversations/${encodeURIComponent(id)}`, {
+      method: 'DELETE',
+    })
+    if (!res.ok && res.status !== 404) throw await errorFromResponse(res)
+  },
+  async stop(runId: string): Promise<void> {
+    const res = await apiFetch(`/api/agent/runs/${encodeURIComponent(runId)}/stop`, {
+      method: 'POST',
+    })
+    if (!res.ok && res.status !== 409) throw await errorFromResponse(res)
+  },
+  /** POST the goal; the answer is the event stream. */
+  startRun(
+    body: { goal: string; conversation_id?: string; mode?: Mode; runtime?: string },
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    return apiFetch('/api/agent/run', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify(body),
+      signal,
+    })
+  },
+  events(runId: string, after: number | null, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { Accept: 'text/event-stream' }
+    let url = `/api/agent/runs/${encodeURIComponent(runId)}/events`
+    if (after !== null && after > 0) {
+      headers['Last-Event-ID'] = String(after)
+      url += `?after=${after}`
+    }
+    return apiFetch(url, { headers, signal, cache: 'no-store' })
+  },
+  /** Fetch one workspace file for preview. */
+  async fileBlob(conversationId: string, filepath: string): Promise<Blob> {
+    const res = await apiFetch(fileUrl(conversationId, filepath))
+    if (!res.ok) throw await errorFromResponse(res)
+    return await res.blob()
+  },
+}
+
+export { HttpError }

@@ -1,0 +1,68 @@
+// How one action / entry message is presented. Pure, so it is unit-tested.
+
+import type { Message } from './types'
+
+export type EntryKind = 'write_code' | 'read_file' | 'terminal_run' | 'thinking' | 'finish' | 'other'
+
+export interface EntryDescription {
+  kind: EntryKind
+  label: string
+  filepath: string
+  command: string
+  output: string
+  long: boolean
+  lines: number
+}
+
+const LABELS: Record<string, string> = {
+  write_code: 'Write',
+  read_file: 'Read',
+  terminal_run: 'Run',
+}
+
+const LONG_LINES = 12
+const LONG_CHARS = 1500
+
+/** Split a terminal_run result that echoes its command ("$ cmd\n…" or "command: cmd\n…"). */
+function splitCommand(text: string): { command: string; rest: string } | null {
+  const m = /^(?:\$ |command: ?)(.*)\n?/i.exec(text)
+  if (!m) return null
+  return { command: m[1], rest: text.slice(m[0].length) }
+}
+
+export function describeEntry(msg: Message): EntryDescription {
+  const at = msg.meta?.action_type || ''
+  const kind: EntryKind =
+    at === 'write_code' || at === 'read_file' || at === 'terminal_run' || at === 'thinking' || at === 'finish'
+      ? at
+      : 'other'
+  const filepath = msg.meta?.filepath || ''
+  let command = ''
+  let output = msg.content || ''
+  if (kind === 'terminal_run') {
+    const metaCmd = (msg.meta?.content || '').trim()
+    if (metaCmd) command = metaCmd
+    else if (msg.status === 'running') {
+      command = output
+      output = ''
+    }
+    const split = splitCommand(output)
+    if (split && (!command || split.command.trim() === command)) {
+      command = split.command.trim()
+      output = split.rest
+    }
+  } else if (kind === 'other' && msg.meta?.content && !output) {
+    output = msg.meta.content
+  }
+  if (kind === 'write_code' && msg.status === 'running') output = ''
+  const lines = output ? output.split('\n').length : 0
+  return {
+    kind,
+    label: LABELS[at] ?? (at ? at.replace(/_/g, ' ') : 'message'),
+    filepath,
+    command,
+    output,
+    long: lines > LONG_LINES || output.length > LONG_CHARS,
+    lines,
+  }
+}

@@ -1,0 +1,298 @@
+// The one reducer: a flat stream of Messages (live or replayed) -> the conversation view.
+//
+//   conversation -> turns (one per run, in order of arrival)
+//   turn         -> blocks in arrival order: the goal, replies, the plan, loose entries,
+//                   the summary, error/stop and anything unknown
+//   plan         -> tasks keyed by task id -> entries (actions, thinking, finish) keyed by uuid
+//
+// A message whose uuid was seen before replaces the earlier one in place (running -> final).
+// A message whose seq is not above the last applied seq is a duplicate (reconnect overlap)
+// and is ignored, so replay + live tail gives exactly the same view as one live stream.
+
+import type { EndEvent, FileInfo, Message, RunStatus } from './types'
+
+export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
+
+export interface TaskView {
+  id: string
+  title: string
+  description: string
+  requirement: string
+  status: TaskStatus
+  /** actions, thinking, finish notes and unknown messages of this task, by arrival */
+  entries: Message[]
+}
+
+export type Block =
+  | { kind: 'message'; uuid: string; message: Message }
+  | { kind: 'plan'; uuid: string; message: Message }
+
+export interface Turn {
+  runId: string
+  blocks: Block[]
+  /** null until a plan (or a task message) arrives */
+  tasks: TaskView[] | null
+  /** status from the `end` event or the conversation's runs list */
+  endStatus: RunStatus | null
+  hasSummary: boolean
+  hasError: boolean
+  hasStop: boolean
+}
+
+export interface ConversationView {
+  turns: Turn[]
+  lastSeq: number
+  /** where each uuid lives, for upserts */
+  index: Record<string, { runId: string; taskId: string | null }>
+}
+
+/** Action types the reducer treats as structure rather than as task entries. */
+export const TURN_LEVEL = new Set([
+  'question',
+  'auto_reply',
+  'plan',
+  'task',
+  'finish_summery',
+  'error',
+  'stop',
+])
+
+export function emptyView(): ConversationView {
+  return { turns: [], lastSeq: 0, index: {} }
+}
+
+function newTurn(runId: string): Turn {
+  return {
+    runId,
+    blocks: [],
+    tasks: null,
+    endStatus: null,
+    hasSummary: false,
+    hasError: false,
+    hasStop: false,
+  }
+}
+
+function str(v: unknown): string {
+  return v === null || v === undefined ? '' : String(v)
+}
+
+function normTaskStatus(v: unknown, fallback: TaskStatus): TaskStatus {
+  const s = str(v).toLowerCase()
+  if (s === 'pending' || s === 'running' || s === 'completed' || s === 'failed') return s
+  if (s === 'success' || s === 'done') return 'completed'
+  if (s === 'failure' || s === 'error') return 'failed'
+  return fallback
+}
+
+function taskFromJson(raw: unknown, i: number): TaskView {
+  const o = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>
+  return {
+    id: o.id !== undefined && o.id !== null ? String(o.id) : String(i + 1),
+    title: str(o.title) || `Task ${i + 1}`,
+    description: str(o.description),
+    requirement: str(o.requirement),
+    status: normTaskStatus(o.status, 'pending'),
+    entries: [],
+  }
+}
+
+function turnFor(view: ConversationView, runId: string): Turn {
+  let turn = view.turns.find((t) => t.runId === runId)
+  if (!turn) {
+    turn = newTurn(runId)
+    view.turns.push(turn)
+  }
+  return turn
+}
+
+function ensurePlanBlock(turn: Turn, msg: Message): void {
+  if (turn.tasks === null) turn.tasks = []
+  if (!turn.blocks.some((b) => b.kind === 'plan')) {
+    turn.blocks.push({ kind: 'plan', uuid: msg.uuid, message: msg })
+  }
+}
+
+function taskFor(turn: Turn, msg: Message, taskId: string): TaskView {
+  ensurePlanBlock(turn, msg)
+  const tasks = turn.tasks as TaskView[]
+  let task = tasks.find((t) => t.id === taskId)
+  if (!task) {
+    task = {
+      id: taskId,
+      title: `Task ${taskId}`,
+      description: '',
+      requirement: '',
+      status: 'running',
+      entries: [],
+    }
+    tasks.push(task)
+  }
+  return task
+}
+
+function applyPlan(turn: Turn, msg: Message): void {
+  const list = Array.isArray(msg.meta.json) ? msg.meta.json : []
+  const incoming = list.map(taskFromJson)
+  const old = turn.tasks ?? []
+  // keep entries (and any progress already seen) of tasks we know
+  turn.tasks = incoming.map((t) => {
+    const prev = old.find((o) => o.id === t.id)
+    if (!prev) return t
+    const status = t.status === 'pending' ? prev.status : t.status
+    return { ...t, status, entries: prev.entries }
+  })
+  for (const prev of old) {
+    if (!turn.tasks.some((t) => t.id === prev.id)) turn.tasks.push(prev)
+  }
+  const existing = turn.blocks.find((b) => b.kind === 'plan')
+  if (existing) existing.message = msg
+  else turn.blocks.push({ kind: 'plan', uuid: msg.uuid, message: msg })
+}
+
+function applyTask(turn: Turn, msg: Message): void {
+  const list = Array.isArray(msg.meta.json) ? msg.meta.json : []
+  const raw = (list[0] && typeof list[0] === 'object' ? list[0] : {}) as Record<string, unknown>
+  const id = str(msg.meta.task_id ?? raw.id) || String((turn.tasks?.length ?? 0) + 1)
+  const task = taskFor(turn, msg, id)
+  if (raw.title) task.title = str(raw.title)
+  if (raw.description) task.description = str(raw.description)
+  if (raw.requirement) task.requirement = str(raw.requirement)
+  const fallback: TaskStatus =
+    msg.status === 'running' ? 'running' : msg.status === 'failure' ? 'failed' : 'completed'
+  task.status = normTaskStatus(raw.status, fallback)
+}
+
+function replaceIn(list: Message[], msg: Message): boolean {
+  const i = list.findIndex((m) => m.uuid === msg.uuid)
+  if (i < 0) return false
+  list[i] = msg
+  return true
+}
+
+function upsert(view: ConversationView, msg: Message): boolean {
+  const where = view.index[msg.uuid]
+  if (!where) return false
+  const turn = view.turns.find((t) => t.runId === where.runId)
+  if (!turn) return false
+  if (where.taskId !== null) {
+    const task = turn.tasks?.find((t) => t.id === where.taskId)
+    if (task && replaceIn(task.entries, msg)) return true
+  }
+  const block = turn.blocks.find((b) => b.uuid === msg.uuid)
+  if (block) {
+    block.message = msg
+    return true
+  }
+  return false
+}
+
+function flags(turn: Turn, at: string): void {
+  if (at === 'finish_summery') turn.hasSummary = true
+  else if (at === 'error') turn.hasError = true
+  else if (at === 'stop') turn.hasStop = true
+}
+
+/** Apply one message. Mutates and returns the view. */
+export function reduce(view: ConversationView, msg: Message): ConversationView {
+  if (!msg || typeof msg !== 'object') return view
+  if (!msg.meta || typeof msg.meta !== 'object') msg = { ...msg, meta: { action_type: '' } }
+  const seq = Number(msg.seq) || 0
+  if (seq > 0) {
+    if (seq <= view.lastSeq) return view
+    view.lastSeq = seq
+  }
+  const at = msg.meta.action_type || ''
+  const runId = msg.run_id || ''
+  const turn = turnFor(view, runId)
+  flags(turn, at)
+
+  if (at === 'plan') {
+    applyPlan(turn, msg)
+    view.index[msg.uuid] = { runId, taskId: null }
+    return view
+  }
+  if (at === 'task') {
+    applyTask(turn, msg)
+    return view
+  }
+  if (upsert(view, msg)) return view
+
+  const taskId =
+    msg.meta.task_id !== null && msg.meta.task_id !== undefined && msg.meta.task_id !== ''
+      ? String(msg.meta.task_id)
+      : null
+  if (taskId !== null && !TURN_LEVEL.has(at)) {
+    taskFor(turn, msg, taskId).entries.push(msg)
+    view.index[msg.uuid] = { runId, taskId }
+    return view
+  }
+  turn.blocks.push({ kind: 'message', uuid: msg.uuid, message: msg })
+  view.index[msg.uuid] = { runId, taskId: null }
+  return view
+}
+
+export function applyEnd(view: ConversationView, end: EndEvent): ConversationView {
+  const turn = turnFor(view, end.run_id || '')
+  turn.endStatus = normRunStatus(end.status)
+  return view
+}
+
+export function applyRunStatus(view: ConversationView, runId: string, status: string): void {
+  const turn = view.turns.find((t) => t.runId === runId)
+  if (!turn) return
+  const s = normRunStatus(status)
+  turn.endStatus = s === 'running' ? null : s
+}
+
+export function normRunStatus(s: string): RunStatus {
+  const v = (s || '').toLowerCase()
+  if (v === 'completed' || v === 'success' || v === 'succeeded' || v === 'done') return 'completed'
+  if (v === 'failed' || v === 'failure' || v === 'error') return 'failed'
+  if (v === 'stopped' || v === 'cancelled' || v === 'canceled') return 'stopped'
+  return 'running'
+}
+
+/** What the turn's badge says. */
+export function turnStatus(turn: Turn): RunStatus {
+  if (turn.endStatus) return turn.endStatus
+  if (turn.hasStop) return 'stopped'
+  if (turn.hasError) return 'failed'
+  return 'running'
+}
+
+export function isTurnFinished(turn: Turn): boolean {
+  return turnStatus(turn) !== 'running'
+}
+
+export function progress(turn: Turn): { done: number; total: number; failed: number } {
+  const tasks = turn.tasks ?? []
+  const done = tasks.filter((t) => t.status === 'completed' || t.status === 'failed').length
+  const failed = tasks.filter((t) => t.status === 'failed').length
+  return { done, total: tasks.length, failed }
+}
+
+export function summaryFiles(msg: Message): FileInfo[] {
+  const list = Array.isArray(msg.meta.json) ? msg.meta.json : []
+  const out: FileInfo[] = []
+  for (const raw of list) {
+    if (!raw || typeof raw !== 'object') continue
+    const o = raw as Record<string, unknown>
+    const filepath = str(o.filepath || o.path || o.filename)
+    if (!filepath) continue
+    out.push({
+      filepath,
+      filename: str(o.filename) || filepath.split('/').pop() || filepath,
+      url: str(o.url),
+      filesize: Number(o.filesize) || 0,
+    })
+  }
+  return out
+}
+
+/** Build a view from a full message list (replay). */
+export function buildView(messages: Message[]): ConversationView {
+  const view = emptyView()
+  for (const m of [...messages].sort((a, b) => (a.seq || 0) - (b.seq || 0))) reduce(view, m)
+  return view
+}

@@ -1,0 +1,72 @@
+// Wire shapes from CONTRACT.md sections 2 and 3.
+
+export type MessageStatus = 'success' | 'failure' | 'running'
+
+export interface Meta {
+  pid?: string
+  task_id?: string | number | null
+  action_type: string
+  filepath?: string
+  url?: string
+  json?: unknown[]
+  content?: string
+  is_active?: boolean
+}
+
+export interface Message {
+  role: 'user' | 'assistant'
+  uuid: string
+  status: MessageStatus
+  content: string
+  comments?: string
+  memorized?: string
+  timestamp?: number
+  type?: string
+  conversation_id: string
+  run_id: string
+  seq: number
+  meta: Meta
+}
+
+export type RunStatus = 'running' | 'completed' | 'failed' | 'stopped'
+
+export interface EndEvent {
+  conversation_id: string
+  run_id: string
+  status: RunStatus | string
+}
+
+export interface FileInfo {
+  filepath: string
+  filename: string
+  url: string
+  filesize: number
+}
+
+export interface ConversationSummary {
+  conversation_id: string
+  title: string
+  status: string
+  created_at: string | number
+  updated_at: string | number
+}
+
+export interface RunInfo {
+  run_id: string
+  status: string
+  [key: string]: unknown
+}
+
+export interface ConversationDetail extends Partial<ConversationSummary> {
+  conversation_id: string
+  status: string
+  runs?: RunInfo[]
+  [key: string]: unknown
+}
+
+export interface Health {
+  status: string
+  runtimes?: string[]
+}
+
+export type Mode = 'auto' | 'agent' | 'chat'

@@ -1,0 +1,343 @@
+import { defineStore } from 'pinia'
+import { computed, ref, shallowRef } from 'vue'
+import { api, HttpError } from '../lib/api'
+import {
+  applyEnd,
+  applyRunStatus,
+  buildView,
+  emptyView,
+  normRunStatus,
+  reduce,
+  type ConversationView,
+} from '../lib/reducer'
+import { RunFollower } from '../lib/sse'
+import type { ConversationDetail, ConversationSummary, Health, Mode } from '../lib/types'
+
+export type Connection = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'closed'
+
+export interface PreviewTarget {
+  conversationId: string
+  filepath: string
+  filename: string
+  url?: string
+}
+
+export interface Usage {
+  tokens: number | null
+  promptTokens: number | null
+  completionTokens: number | null
+  cost: number | null
+}
+
+function num(v: unknown): number | null {
+  const n = typeof v === 'string' ? Number(v) : v
+  return typeof n === 'number' && Number.isFinite(n) ? n : null
+}
+
+/** Token totals and cost from GET /api/conversations/{id}, tolerant of field naming. */
+export function usageOf(d: ConversationDetail | null): Usage {
+  const out: Usage = { tokens: null, promptTokens: null, completionTokens: null, cost: null }
+  if (!d) return out
+  const sources: Record<string, unknown>[] = [d]
+  for (const k of ['usage', 'tokens', 'totals', 'token_totals']) {
+    const v = d[k]
+    if (v && typeof v === 'object' && !Array.isArray(v)) sources.push(v as Record<string, unknown>)
+  }
+  for (const s of sources) {
+    out.promptTokens ??= num(s.prompt_tokens) ?? num(s.input_tokens) ?? num(s.prompt)
+    out.completionTokens ??=
+      num(s.completion_tokens) ?? num(s.output_tokens) ?? num(s.completion)
+    out.tokens ??= num(s.total_tokens) ?? num(s.tokens) ?? num(s.total)
+    out.cost ??= num(s.cost_usd) ?? num(s.total_cost) ?? num(s.cost)
+  }
+  if (out.tokens === null && (out.promptTokens !== null || out.completionTokens !== null)) {
+    out.tokens = (out.promptTokens ?? 0) + (out.completionTokens ?? 0)
+  }
+  return out
+}
+
+export function readHash(): string | null {
+  const m = /^#\/c\/([^/?#]+)/.exec(window.location.hash)
+  return m ? decodeURIComponent(m[1]) : null
+}
+
+function writeHash(id: string | null): void {
+  const want = id ? `#/c/${encodeURIComponent(id)}` : ''
+  if (window.location.hash === want || (!id && !window.location.hash)) return
+  const url = window.location.pathname + window.location.search + want
+  history.replaceState(null, '', url)
+}
+
+export const useApp = defineStore('app', () => {
+  const health = ref<Health | null>(null)
+  const conversations = ref<ConversationSummary[]>([])
+  const currentId = ref<string | null>(null)
+  const view = ref<ConversationView>(emptyView())
+  const detail = ref<ConversationDetail | null>(null)
+  const activeRunId = ref<string | null>(null)
+  const connection = ref<Connection>('idle')
+  const error = ref<string | null>(null)
+  const loading = ref(false)
+  const preview = ref<PreviewTarget | null>(null)
+  const follower = shallowRef<RunFollower | null>(null)
+  let generation = 0
+  let detailTimer: ReturnType<typeof setInterval> | null = null
+
+  const runtimes = computed(() => health.value?.runtimes ?? [])
+  const showRuntime = computed(() => runtimes.value.includes('docker'))
+  const running = computed(() => activeRunId.value !== null)
+  const usage = computed(() => usageOf(detail.value))
+  const title = computed(() => {
+    const c = conversations.value.find((x) => x.conversation_id === currentId.value)
+    return c?.title || (detail.value?.title as string | undefined) || ''
+  })
+
+  function showError(e: unknown): void {
+    if (e instanceof HttpError) error.value = e.message
+    else if (e instanceof Error) error.value = e.message
+    else error.value = String(e)
+  }
+
+  async function loadHealth(): Promise<void> {
+    try {
+      health.value = await api.health()
+    } catch (e) {
+      showError(e)
+    }
+  }
+
+  async function loadConversations(): Promise<void> {
+    try {
+      const list = await api.conversations()
+      conversations.value = Array.isArray(list) ? list : []
+    } catch (e) {
+      showError(e)
+    }
+  }
+
+  async function refreshDetail(): Promise<void> {
+    const id = currentId.value
+    if (!id) return
+    try {
+      const d = await api.conversation(id)
+      if (id !== currentId.value) return
+      detail.value = d
+      for (const r of d.runs ?? []) {
+        if (r.run_id && r.run_id !== activeRunId.value) applyRunStatus(view.value, r.run_id, r.status)
+      }
+    } catch {
+      /* transient; the next refresh will try again */
+    }
+  }
+
+  function startDetailTimer(): void {
+    stopDetailTimer()
+    detailTimer = setInterval(() => void refreshDetail(), 4000)
+  }
+  function stopDetailTimer(): void {
+    if (detailTimer) clearInterval(detailTimer)
+    detailTimer = null
+  }
+
+  function detach(): void {
+    generation++
+    follower.value?.abort()
+    follower.value = null
+    activeRunId.value = null
+    connection.value = 'idle'
+    stopDetailTimer()
+  }
+
+  function follow(
+    gen: number,
+    open: (attempt: number, after: number | null, runId: string | null) => Promise<Response>,
+    runId: string | null,
+    after: number | undefined,
+  ): void {
+    const f = new RunFollower({
+      open,
+      runId,
+      after,
+      idleTimeout: 60000,
+      handlers: {
+        onStart({ runId: rid, conversationId }) {
+          if (gen !== generation) return
+          activeRunId.value = rid
+          if (!currentId.value && conversationId) {
+            currentId.value = conversationId
+            writeHash(conversationId)
+          }
+          void loadConversations()
+          void refreshDetail()
+        },
+        onMessage(msg) {
+          if (gen !== generation) return
+          if (!currentId.value && msg.conversation_id) {
+            currentId.value = msg.conversation_id
+            writeHash(msg.conversation_id)
+          }
+          reduce(view.value, msg)
+        },
+        onEnd(end) {
+          if (gen !== generation) return
+          applyEnd(view.value, end)
+          activeRunId.value = null
+          stopDetailTimer()
+          void refreshDetail()
+          void loadConversations()
+        },
+        onState(s) {
+          if (gen !== generation) return
+          connection.value = s === 'closed' ? 'idle' : s
+        },
+        onError(err) {
+          if (gen !== generation) return
+          activeRunId.value = null
+          showError(err)
+        },
+      },
+    })
+    follower.value = f
+    startDetailTimer()
+    f.run().catch(() => {
+      /* reported through onError */
+    })
+  }
+
+  async function openConversation(id: string): Promise<void> {
+    if (id === currentId.value && (activeRunId.value || loading.value)) return
+    detach()
+    const gen = generation
+    currentId.value = id
+    writeHash(id)
+    view.value = emptyView()
+    detail.value = null
+    error.value = null
+    loading.value = true
+    try {
+      // detail first: if it says no run is active, the messages fetched after are complete
+      const d = await api.conversation(id)
+      if (gen !== generation) return
+      detail.value = d
+      const msgs = await api.messages(id)
+      if (gen !== generation) return
+      const v = buildView(Array.isArray(msgs) ? msgs : [])
+      let active: string | null = null
+      for (const r of d.runs ?? []) {
+        if (!r.run_id) continue
+        if (normRunStatus(r.status) === 'running') active = r.run_id
+        else applyRunStatus(v, r.run_id, r.status)
+      }
+      if (!active && normRunStatus(d.status) === 'running' && !d.runs) {
+        const last = v.turns[v.turns.length - 1]
+        if (last && last.runId && !last.endStatus) active = last.runId
+      }
+      view.value = v
+      if (active) {
+        activeRunId.value = active
+        const rid = active
+        follow(gen, (_a, after) => api.events(rid, after, follower.value?.signal), rid, v.lastSeq)
+      }
+    } catch (e) {
+      if (gen !== generation) return
+      if (e instanceof HttpError && e.status === 404) {
+        error.value = 'That conversation does not exist (any more).'
+        currentId.value = null
+        writeHash(null)
+      } else showError(e)
+    } finally {
+      if (gen === generation) loading.value = false
+    }
+  }
+
+  function newConversation(): void {
+    detach()
+    currentId.value = null
+    view.value = emptyView()
+    detail.value = null
+    error.value = null
+    writeHash(null)
+  }
+
+  async function send(goal: string, mode: Mode, runtime: string | null): Promise<void> {
+    const text = goal.trim()
+    if (!text || running.value) return
+    error.value = null
+    detach()
+    const gen = generation
+    const body: { goal: string; conversation_id?: string; mode?: Mode; runtime?: string } = {
+      goal: text,
+      mode,
+    }
+    if (currentId.value) body.conversation_id = currentId.value
+    if (runtime && showRuntime.value) body.runtime = runtime
+    activeRunId.value = 'pending'
+    follow(
+      gen,
+      (attempt, after, runId) =>
+        attempt === 0 || !runId
+          ? api.startRun(body, follower.value?.signal)
+          : api.events(runId, after, follower.value?.signal),
+      null,
+      undefined,
+    )
+  }
+
+  async function stop(): Promise<void> {
+    const rid = activeRunId.value
+    if (!rid || rid === 'pending') return
+    try {
+      await api.stop(rid)
+    } catch (e) {
+      showError(e)
+    }
+  }
+
+  async function deleteConversation(id: string): Promise<void> {
+    try {
+      await api.deleteConversation(id)
+      if (id === currentId.value) newConversation()
+      conversations.value = conversations.value.filter((c) => c.conversation_id !== id)
+      await loadConversations()
+    } catch (e) {
+      showError(e)
+    }
+  }
+
+  async function init(): Promise<void> {
+    await Promise.all([loadHealth(), loadConversations()])
+    const id = readHash()
+    if (id) await openConversation(id)
+    window.addEventListener('hashchange', () => {
+      const h = readHash()
+      if (h && h !== currentId.value) void openConversation(h)
+      else if (!h && currentId.value) newConversation()
+    })
+  }
+
+  return {
+    health,
+    conversations,
+    currentId,
+    view,
+    detail,
+    activeRunId,
+    connection,
+    error,
+    loading,
+    preview,
+    runtimes,
+    showRuntime,
+    running,
+    usage,
+    title,
+    init,
+    loadConversations,
+    openConversation,
+    newConversation,
+    send,
+    stop,
+    deleteConversation,
+    refreshDetail,
+  }
+})
