@@ -40,12 +40,13 @@ export function describeEntry(msg: Message): EntryDescription {
   let command = ''
   let output = msg.content || ''
   if (kind === 'terminal_run') {
-    const metaCmd = (msg.meta?.content || '').trim()
-    if (metaCmd) command = metaCmd
-    else if (msg.status === 'running') {
-      command = output
+    // the backend labels terminal actions "terminal_run: <command>" in meta.content
+    const metaCmd = (msg.meta?.content || '').replace(/^terminal_run:\s*/, '').trim()
+    if (msg.status === 'running') {
+      // while running, content is the (full) command itself
+      command = output.trim() || metaCmd
       output = ''
-    }
+    } else if (metaCmd) command = metaCmd
     const split = splitCommand(output)
     if (split && (!command || split.command.trim() === command)) {
       command = split.command.trim()

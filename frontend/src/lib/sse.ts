@@ -90,8 +90,12 @@ export async function readEventStream(
   body: ReadableStream<Uint8Array>,
   onEvent: (ev: SSEEvent) => boolean | void,
   onBytes?: () => void,
+  signal?: AbortSignal,
 ): Promise<'closed' | 'stopped'> {
   const reader = body.getReader()
+  const onAbort = () => void reader.cancel().catch(() => {})
+  if (signal?.aborted) onAbort()
+  signal?.addEventListener('abort', onAbort)
   const decoder = new TextDecoder('utf-8')
   const parser = new SSEParser()
   try {
@@ -111,6 +115,7 @@ export async function readEventStream(
       }
     }
   } finally {
+    signal?.removeEventListener('abort', onAbort)
     try {
       reader.releaseLock()
     } catch {
@@ -266,6 +271,7 @@ export class RunFollower {
             return true
           },
           kick,
+          this.ctrl.signal,
         )
       } catch (e) {
         const err = e as Error & { retryable?: boolean; status?: number }
