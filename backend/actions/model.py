@@ -89,3 +89,36 @@ class FormatError(ValueError):
 
 class TruncatedReplyError(FormatError):
     """The reply was cut off inside a value: never write a partial file."""
+
+
+# More parameter names seen in the wild (JSON tool calls, other agents' tool schemas).
+PARAM_ALIASES.update(
+    {
+        "filePath": "path",
+        "file_name": "path",
+        "contents": "content",
+        "file_content": "content",
+        "file_contents": "content",
+        "command_line": "command",
+        "directory": "cwd",
+        "working_directory": "cwd",
+        "result": "message",
+    }
+)
+
+# Action names models use for ours. Names with an underscore are also accepted as XML tags;
+# the short ones (`bash`, `shell`) only where the name is explicit (`<function=…>`,
+# `<invoke name=…>`, JSON tool calls), since `<bash>` in prose is too common to trust.
+ACTION_ALIASES: dict[str, str] = {
+    "write_file": "write_code",
+    "create_file": "write_code",
+    "run_command": "terminal_run",
+    "execute_command": "terminal_run",
+    "run_terminal_cmd": "terminal_run",
+    "run_shell_command": "terminal_run",
+    "execute_bash": "terminal_run",
+    "bash": "terminal_run",
+    "shell": "terminal_run",
+    "attempt_completion": "finish",
+    "finish_task": "finish",
+}

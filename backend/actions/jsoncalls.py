@@ -1,0 +1,129 @@
+"""JSON tool calls: `{"name", "arguments"|"parameters"}` in text, and native `tool_calls`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from backend.actions import messages
+from backend.actions.model import ACTION_ALIASES, ACTIONS
+
+NAME_KEYS = ("name", "tool", "tool_name", "action")
+ARG_KEYS = ("arguments", "parameters", "args", "input", "params", "action_input")
+
+_DECODER = json.JSONDecoder(strict=False)  # models put raw newlines inside strings
+
+
+@dataclass
+class RawAction:
+    """An action as found, before validation."""
+
+    name: str  # canonical when known, else as written
+    known: bool
+    # (param as written, value, value still needs XML cleaning)
+    params: list[tuple[str, str, bool]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    fenced: bool = False
+    closed: bool = False
+    truncated: str | None = None  # the raw param left open at the end of the reply
+    error: str | None = None  # a model-facing message (e.g. unreadable arguments)
+
+
+def canonical_action(name: str, *, loose: bool = True) -> str | None:
+    key = name.strip()
+    if key in ACTIONS:
+        return key
+    low = key.lower()
+    if low in ACTIONS:
+        return low
+    alias = ACTION_ALIASES.get(low)
+    if alias and (loose or "_" in low):
+        return alias
+    return None
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return json.dumps(value)
+
+
+def from_mapping(name: str, args: Any) -> RawAction:
+    canon = canonical_action(name)
+    action = RawAction(name=canon or name, known=canon is not None, closed=True)
+    if isinstance(args, str):
+        if not args.strip():
+            args = {}
+        else:
+            try:
+                args = _DECODER.decode(args)
+            except json.JSONDecodeError as exc:
+                action.error = messages.bad_arguments(name, f"invalid JSON: {exc.msg}")
+                return action
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        action.error = messages.bad_arguments(name, "not a JSON object")
+        return action
+    for key, value in args.items():
+        if value is None:  # `"cwd": null` means: not given
+            continue
+        action.params.append((str(key), _to_text(value), False))
+    return action
+
+
+def calls_in(obj: Any) -> list[RawAction] | None:
+    """The tool calls in a decoded JSON value, or None when it is not a tool call."""
+    if isinstance(obj, list):
+        if not obj:
+            return None
+        found: list[RawAction] = []
+        for item in obj:
+            calls = calls_in(item)
+            if calls is None:
+                return None
+            found.extend(calls)
+        return found
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("tool_calls"), list):
+        return calls_in(obj["tool_calls"])
+    if isinstance(obj.get("function"), dict) and "name" in obj["function"]:
+        return calls_in(obj["function"])
+    name = next((obj[k] for k in NAME_KEYS if isinstance(obj.get(k), str)), None)
+    if name is None:
+        return None
+    arg_key = next((k for k in ARG_KEYS if k in obj), None)
+    if arg_key is not None:
+        return [from_mapping(name, obj[arg_key])]
+    # flat form {"action": "write_code", "path": …}: only for our own action names
+    if canonical_action(name) is None:
+        return None
+    name_key = next(k for k in NAME_KEYS if obj.get(k) == name)
+    return [from_mapping(name, {k: v for k, v in obj.items() if k != name_key})]
+
+
+def decode_at(text: str, pos: int) -> tuple[Any, int] | None:
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError:
+        return None
+
+
+def native_calls(tool_calls: list[dict[str, Any]]) -> list[RawAction]:
+    actions: list[RawAction] = []
+    for call in tool_calls:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            fn = call if isinstance(call, dict) else {}
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            action = RawAction(name="?", known=True)
+            action.error = messages.bad_arguments("?", "the tool call has no function name")
+            actions.append(action)
+            continue
+        actions.append(from_mapping(name, fn.get("arguments")))
+    return actions

@@ -1,0 +1,95 @@
+"""Error messages written for the model: what was wrong, then the format to use."""
+
+from __future__ import annotations
+
+from backend.actions.model import ACTIONS, ActionSpec
+
+
+def signature(spec: ActionSpec) -> str:
+    params = [*spec.required, *(f"{p}?" for p in spec.optional)]
+    return f"{spec.name}({', '.join(params)})"
+
+
+def allowed_actions() -> str:
+    return ", ".join(signature(spec) for spec in ACTIONS.values())
+
+
+def format_help() -> str:
+    lines = [
+        "Write each action as XML tags, with the raw text inside (no escaping, no CDATA "
+        "needed), outside any code fence and after your reasoning:",
+    ]
+    for spec in ACTIONS.values():
+        lines.append(f"- {signature(spec)}: {spec.description}")
+        lines.append(f"  {spec.example}")
+    lines.append("Allowed actions: " + ", ".join(ACTIONS) + ".")
+    return "\n".join(lines)
+
+
+def action_help(spec: ActionSpec) -> str:
+    required = ", ".join(spec.required)
+    optional = ", ".join(spec.optional) or "none"
+    return (
+        f"`{spec.name}` takes required parameter(s): {required}; optional: {optional}. "
+        f"Example:\n{spec.example}"
+    )
+
+
+def no_action(found_mentions: list[str]) -> str:
+    head = "Your reply contains no action, so nothing was done."
+    if found_mentions:
+        head += (
+            " (Found "
+            + ", ".join(f"<{name}>" for name in found_mentions)
+            + " without any parameters.)"
+        )
+    return f"{head}\n{format_help()}"
+
+
+def unknown_action(name: str) -> str:
+    return f"Unknown action `{name}`. Allowed actions: {allowed_actions()}.\n{format_help()}"
+
+
+def missing_params(spec: ActionSpec, missing: list[str]) -> str:
+    return (
+        f"Action `{spec.name}` is missing required parameter(s): {', '.join(missing)}. "
+        f"{action_help(spec)}"
+    )
+
+
+def empty_param(spec: ActionSpec, param: str) -> str:
+    return f"Action `{spec.name}` has an empty `{param}`. {action_help(spec)}"
+
+
+def duplicate_param(spec: ActionSpec, param: str) -> str:
+    return (
+        f"Action `{spec.name}` gives `{param}` more than once; give each parameter once. "
+        f"{action_help(spec)}"
+    )
+
+
+def bad_arguments(name: str, detail: str) -> str:
+    return (
+        f"The arguments of tool call `{name}` could not be read ({detail}). Give the "
+        f"arguments as a JSON object of strings, or use the XML format.\n{format_help()}"
+    )
+
+
+def unclosed_reasoning(cut: bool) -> str:
+    why = "was cut off inside" if cut else "never closed"
+    return (
+        f"Your reply {why} its <think> reasoning block, so it holds no action. Keep the "
+        "reasoning short, close it with </think>, then write the action(s).\n" + format_help()
+    )
+
+
+def truncated(action: str, param: str, path: str, cut: bool) -> str:
+    where = f"`<{param}>` of `{action}`" + (f" for `{path}`" if path else "")
+    why = "was cut off (it hit the output length limit)" if cut else "ended"
+    return (
+        f"Your reply {why} before {where} was closed, so nothing from it was run and no "
+        "partial file was written. Write the file in smaller parts: split it into several "
+        "smaller files, or write a first part with write_code and add the rest in later "
+        "replies with terminal_run (e.g. `cat >> file <<'EOF'`). Close every tag: "
+        f"</{param}> then </{action}>."
+    )

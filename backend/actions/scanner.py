@@ -1,0 +1,512 @@
+"""Scanning a model reply for actions, without an XML parser.
+
+The reply is read left to right at "top level" (outside any action): reasoning blocks,
+code fences, inline code, comments and prose are stepped over; only the known action
+openers (and JSON tool calls) start an action. Inside an action, parameter bodies are raw
+text: the end of a body is found by `pick_close` (see there), never by parsing the body.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from backend.actions.jsoncalls import RawAction, calls_in, canonical_action, decode_at
+from backend.actions.model import ACTION_ALIASES, ACTIONS, PARAM_ALIASES, ActionSpec
+from backend.actions.values import parse_cdata_run
+
+# ---------------------------------------------------------------------------- names
+
+# action names accepted as XML tags: ours and the underscored aliases
+TAG_ACTIONS: dict[str, str] = {name: name for name in ACTIONS}
+TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
+_ALL_ACTION_NAMES = sorted({*ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
+_WRAPPERS = ("function", "invoke", "tool_call", "tool_calls", "actions", "function_calls")
+
+
+def _param_names(spec: ActionSpec | None) -> list[str]:
+    """Tag names that open a param of this action (ours and aliases)."""
+    if spec is None:
+        own = {p for s in ACTIONS.values() for p in (*s.required, *s.optional)}
+    else:
+        own = {*spec.required, *spec.optional}
+    names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
+    return sorted(names, key=len, reverse=True)
+
+
+def canonical_param(spec: ActionSpec | None, name: str) -> str:
+    if spec is None:
+        return name
+    params = (*spec.required, *spec.optional)
+    for candidate in (name, name.lower()):
+        if candidate in params:
+            return candidate
+        alias = PARAM_ALIASES.get(candidate)
+        if alias in params:
+            return alias
+    return name
+
+
+# ---------------------------------------------------------------------------- regexes
+
+_TOP = re.compile(r"[<`~{\[]")
+_TAG = re.compile(r"<(/?)((?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w.-]*)")
+_ATTR = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'<>/]+))""")
+_TAG_OPEN_FULL = r"""<{name}((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>/]+))*)\s*(/?)>"""
+_THINK_OPEN = re.compile(r"<(think|thinking)(?:\s[^<>]*)?>", re.I)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
+_FUNCTION_OPEN = re.compile(
+    r"""<function(?:=\s*["']?([^\s"'<>]+)["']?|\s+name\s*=\s*["']([^"']+)["'][^<>]*)\s*>""",
+    re.I,
+)
+_INVOKE_OPEN = re.compile(
+    r"""<(?:[\w.-]+:)?invoke\s+name\s*=\s*["']([^"']+)["'][^<>]*>""",
+    re.I,
+)
+_PARAM_STYLE_OPEN = re.compile(
+    r"""<(?:[\w.-]+:)?parameter(?:=\s*["']?([^\s"'<>]+)["']?|\s+name\s*=\s*["']([^"']+)["'][^<>]*)\s*>""",
+    re.I,
+)
+_PARAM_TAG_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)((?:\s[^<>]*)?)(/?)>")
+_CDATA = "<![CDATA["
+_FENCE_INFO = re.compile(r"[\w+#.-]*[ \t]*\r?\n")
+_ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
+# what may follow the real end of a parameter body (after whitespace)
+_NAMES = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
+_FOLLOW_ANY = (
+    r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:)?(?:" + _NAMES + "|" + "|".join(_WRAPPERS) + r")(?=[\s=/>])"
+    r"|</?(?:[\w.-]+:)?parameter(?=[\s=/>]))"
+)
+_NEW_ACTION = re.compile(
+    r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:)?invoke\s)", re.I
+)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    start: int
+    end: int
+    kind: int  # +1 opener, -1 closer that can end a body, 0 closer that cannot
+
+
+class _Tokens:
+    """Openers and closers of one tag over the whole reply, found once."""
+
+    def __init__(self, text: str, opener: str, closer: str, follow: re.Pattern[str]) -> None:
+        both = re.compile(f"(?P<o>{opener})|(?P<c>{closer})", re.I)
+        toks: list[_Tok] = []
+        for m in both.finditer(text):
+            if m.group("o") is not None:
+                if not m.group(0).endswith("/>"):
+                    toks.append(_Tok(m.start(), m.end(), 1))
+            else:
+                kind = -1 if follow.match(text, m.end()) else 0
+                toks.append(_Tok(m.start(), m.end(), kind))
+        self.toks = toks
+        self.starts = [t.start for t in toks]
+
+    def window(self, lo: int, hi: int) -> list[_Tok]:
+        return self.toks[bisect_left(self.starts, lo) : bisect_left(self.starts, hi)]
+
+    def pick_close(self, lo: int, hi: int) -> _Tok | None:
+        """The closer that ends a body starting at `lo`, looking no further than `hi`.
+
+        Candidates are closers followed by what can follow a body (the action's close
+        tag, another parameter, a new action, the end). The chosen one is the FIRST
+        candidate after which no later candidate would be left without an opener to close,
+        i.e. every later candidate in the window is balanced by an opener before it. So a
+        file that quotes `</content></write_code>` is not cut there (the real closer after
+        it would be left over), nested examples stay inside, and two actions in a row
+        still split at the first one's closer. The last candidate always qualifies.
+        """
+        best: _Tok | None = None
+        low = 0  # the lowest running sum of the tokens after the one being looked at
+        for tok in reversed(self.window(lo, hi)):
+            if tok.kind == -1 and low >= 0:
+                best = tok
+            low = min(0, tok.kind + low)
+        return best
+
+    def any_close(self, lo: int, hi: int) -> _Tok | None:
+        closers = [t for t in self.window(lo, hi) if t.kind <= 0]
+        return closers[-1] if closers else None
+
+    def first_close(self, lo: int, hi: int) -> _Tok | None:
+        return next((t for t in self.window(lo, hi) if t.kind <= 0), None)
+
+
+@dataclass
+class _Dialect:
+    key: str
+    opener: str  # regex of an opener of this action kind (for balancing)
+    closer: str  # regex of its closer
+
+
+class Scanner:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.actions: list[RawAction] = []
+        self.thinking: list[str] = []
+        self.mentions: list[str] = []
+        self.unclosed_reasoning = False
+        self._cache: dict[tuple[str, str], _Tokens] = {}
+        self._follow: dict[str, re.Pattern[str]] = {}
+
+    # ------------------------------------------------------------------ top level
+
+    def run(self) -> Scanner:
+        text, n = self.text, self.n
+        pos = 0
+        fence: tuple[str, int] | None = None  # (char, length) of the open fence
+        while True:
+            m = _TOP.search(text, pos)
+            if m is None:
+                break
+            i = m.start()
+            ch = text[i]
+            if ch == "<":
+                pos = self._at_angle(i, fence is not None)
+                if pos < 0:  # unclosed reasoning: the rest is not for us
+                    break
+            elif ch in "`~":
+                j = i
+                while j < n and text[j] == ch:
+                    j += 1
+                run = j - i
+                line_start = text.rfind("\n", 0, i) + 1
+                at_line_start = not text[line_start:i].strip(" \t")
+                if fence is not None:
+                    if ch == fence[0] and run >= fence[1]:
+                        fence = None
+                    pos = j
+                elif run >= 3 and (at_line_start or (ch == "`" and _FENCE_INFO.match(text, j))):
+                    fence = (ch, run)
+                    eol = text.find("\n", j)
+                    pos = n if eol < 0 else eol + 1
+                elif ch == "`":
+                    # inline code: skip to the same run on the same line
+                    eol = text.find("\n", j)
+                    eol = n if eol < 0 else eol
+                    close = text.find(ch * run, j, eol)
+                    while close >= 0 and close + run < n and text[close + run] == ch:
+                        close = text.find(ch * run, close + run + 1, eol)
+                    pos = j if close < 0 else close + run
+                else:
+                    pos = j
+            else:  # `{` or `[`: a JSON tool call?
+                pos = self._at_json(i, fence is not None)
+        return self
+
+    def _at_angle(self, i: int, fenced: bool) -> int:
+        text = self.text
+        if text.startswith("<!--", i):
+            if fenced:
+                return i + 4
+            end = text.find("-->", i + 4)
+            return i + 4 if end < 0 else end + 3
+        tm = _TAG.match(text, i)
+        if tm is None:
+            return i + 1
+        closing, name = tm.group(1), tm.group(2)
+        low = name.lower()
+        local = low.rsplit(":", 1)[-1]
+        if local in ("think", "thinking") and not fenced:
+            return self._reasoning(i, closing == "/")
+        if closing:
+            return i + 1
+        if local == "function":
+            fm = _FUNCTION_OPEN.match(text, i)
+            if fm:
+                fname = fm.group(1) or fm.group(2) or ""
+                d = _Dialect("function", r"<function(?=[\s=])", r"</function\s*>")
+                return self._action(fname, i, fm.end(), d, fenced, {}, loose=True)
+        elif local == "invoke":
+            im = _INVOKE_OPEN.match(text, i)
+            if im:
+                d = _Dialect("invoke", r"<(?:[\w.-]+:)?invoke\s", r"</(?:[\w.-]+:)?invoke\s*>")
+                return self._action(im.group(1), i, im.end(), d, fenced, {}, loose=True)
+        elif low in TAG_ACTIONS:
+            om = re.compile(_TAG_OPEN_FULL.format(name=re.escape(name))).match(text, i)
+            if om:
+                attrs = {
+                    a.group(1): a.group(2) if a.group(2) is not None else (a.group(3) or a.group(4))
+                    for a in _ATTR.finditer(om.group(1))
+                }
+                esc = re.escape(name)
+                d = _Dialect("tag:" + low, rf"<{esc}(?:\s[^<>]*)?/?>", rf"</{esc}\s*>")
+                if om.group(2):  # self-closing: attributes only
+                    return self._finish_selfclosing(TAG_ACTIONS[low], attrs, fenced, om.end())
+                return self._action(name, i, om.end(), d, fenced, attrs, loose=False)
+        return i + 1
+
+    def _reasoning(self, i: int, closing: bool) -> int:
+        text = self.text
+        if closing:
+            # a `</think>` with no opener: everything before it was reasoning
+            end = text.find(">", i) + 1
+            before = _THINK_CLOSE.sub("", _THINK_OPEN.sub("", text[:i])).strip()
+            self.thinking = [before] if before else []
+            self.actions.clear()
+            self.mentions.clear()
+            return end
+        om = _THINK_OPEN.match(text, i)
+        if om is None:
+            return i + 1
+        cm = _THINK_CLOSE.search(text, om.end())
+        if cm is None:
+            body = text[om.end() :].strip()
+            if body:
+                self.thinking.append(body)
+            self.unclosed_reasoning = True
+            return -1
+        body = text[om.end() : cm.start()].strip()
+        if body:
+            self.thinking.append(body)
+        return cm.end()
+
+    def _at_json(self, i: int, fenced: bool) -> int:
+        text = self.text
+        j = i + 1
+        while j < self.n and text[j] in " \t\r\n":
+            j += 1
+        want = '"' if text[i] == "{" else "{"
+        if j >= self.n or text[j] != want:
+            return i + 1
+        decoded = decode_at(text, i)
+        if decoded is None:
+            return i + 1
+        obj, end = decoded
+        calls = calls_in(obj)
+        if not calls:
+            return end
+        for call in calls:
+            call.fenced = fenced
+            self.actions.append(call)
+        return end
+
+    # ------------------------------------------------------------------ actions
+
+    def _tokens(self, key: str, opener: str, closer: str, follow: re.Pattern[str]) -> _Tokens:
+        cache_key = (key, follow.pattern)
+        toks = self._cache.get(cache_key)
+        if toks is None:
+            toks = _Tokens(self.text, opener, closer, follow)
+            self._cache[cache_key] = toks
+        return toks
+
+    def _body_follow(self, spec: ActionSpec | None) -> re.Pattern[str]:
+        """What can follow the real end of a parameter body of this action."""
+        key = spec.name if spec else ""
+        pat = self._follow.get(key)
+        if pat is None:
+            params = "|".join(re.escape(p) for p in _param_names(spec))
+            pat = re.compile(_FOLLOW_ANY[:-1] + r"|<(?:" + params + r")(?=[\s/>]))", re.I)
+            self._follow[key] = pat
+        return pat
+
+    def _finish_selfclosing(self, name: str, attrs: dict[str, str], fenced: bool, end: int) -> int:
+        action = RawAction(name=name, known=True, fenced=fenced, closed=True)
+        action.params = [(k, v, True) for k, v in attrs.items()]
+        self.actions.append(action)
+        return end
+
+    def _action(
+        self,
+        written: str,
+        start: int,
+        body_start: int,
+        dialect: _Dialect,
+        fenced: bool,
+        attrs: dict[str, str],
+        *,
+        loose: bool,
+    ) -> int:
+        text, n = self.text, self.n
+        canon = canonical_action(written, loose=loose)
+        spec = ACTIONS.get(canon) if canon else None
+        action = RawAction(name=canon or written, known=spec is not None, fenced=fenced)
+        action.params = [(k, v, True) for k, v in attrs.items()]
+
+        # where the action ends: its close tag, balanced against nested/quoted ones
+        action_close_ok = _ACTION_CLOSE_OK
+        region = self._tokens(dialect.key, dialect.opener, dialect.closer, action_close_ok)
+        close = region.pick_close(body_start, n) or region.first_close(body_start, n)
+        region_end = close.start if close else n
+
+        pos = body_start
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        is_tag = dialect.key.startswith("tag:")
+        if is_tag and pos < region_end and not self._param_opener_at(pos, spec):
+            # body mode: `<terminal_run>ls</terminal_run>`, `<write_code path="a">…`
+            body = text[body_start:region_end]
+            same = re.compile(dialect.opener, re.I)
+            if close is None or same.search(body) or self._reasoning_inside(body):
+                self.mentions.append(written)
+                return body_start  # a mention in prose, not an action
+            target = _body_param(spec, {canonical_param(spec, k) for k in attrs})
+            if target is None:
+                action.warnings.append(f"text directly inside <{written}> was ignored")
+            else:
+                action.params.append((target, body, True))
+            action.closed = True
+            self.actions.append(action)
+            return close.end
+        if is_tag and pos >= region_end and close is None and not attrs:
+            self.mentions.append(written)
+            return body_start
+
+        end = self._params(action, spec, body_start, region_end, close is not None)
+        if end == region_end and close is not None:
+            action.closed = True
+            end = close.end
+        if not action.params and not action.closed and is_tag:
+            self.mentions.append(written)
+            return body_start
+        self.actions.append(action)
+        return end
+
+    def _reasoning_inside(self, body: str) -> bool:
+        return _THINK_CLOSE.search(body) is not None
+
+    def _param_opener_at(self, pos: int, spec: ActionSpec | None) -> bool:
+        text = self.text
+        if _PARAM_STYLE_OPEN.match(text, pos):
+            return True
+        tm = _PARAM_TAG_OPEN.match(text, pos)
+        if tm is None:
+            return False
+        return tm.group(1).lower() in {p.lower() for p in _param_names(spec)}
+
+    def _params(
+        self,
+        action: RawAction,
+        spec: ActionSpec | None,
+        pos: int,
+        region_end: int,
+        closed: bool,
+    ) -> int:
+        """Reads params until the region ends; returns where reading stopped."""
+        text = self.text
+        follow = self._body_follow(spec)
+        while pos < region_end:
+            j = text.find("<", pos, region_end)
+            if j < 0:
+                return region_end
+            if _NEW_ACTION.match(text, j) or _THINK_OPEN.match(text, j):
+                return j  # the close tag is missing; a new action starts here
+            pm = _PARAM_STYLE_OPEN.match(text, j)
+            if pm:
+                written = pm.group(1) or pm.group(2) or ""
+                opener = r"<(?:[\w.-]+:)?parameter(?=[\s=])"
+                closer = r"</(?:[\w.-]+:)?parameter\s*>"
+                key = "parameter"
+                selfclosing = False
+                vstart = pm.end()
+            else:
+                tm = _PARAM_TAG_OPEN.match(text, j)
+                if tm is None:
+                    pos = j + 1
+                    continue
+                written = tm.group(1)
+                if written.lower() in ("parameter", "function", "invoke"):
+                    pos = tm.end()
+                    continue
+                esc = re.escape(written)
+                opener = rf"<{esc}(?:\s[^<>]*)?/?>"
+                closer = rf"</{esc}\s*>"
+                key = "tag:" + written.lower()
+                selfclosing = bool(tm.group(3))
+                vstart = tm.end()
+            canon = canonical_param(spec, written)
+            if selfclosing:
+                action.params.append((written, "", True))
+                pos = vstart
+                continue
+            raw = spec is None or canon in spec.raw
+            toks = self._tokens(key, opener, closer, follow)
+            value, pos = self._value(
+                action, spec, written, canon, raw, toks, vstart, region_end, closed
+            )
+            if value is None:
+                return self.n
+            action.params.append((written, value, True))
+        return region_end
+
+    def _value(
+        self,
+        action: RawAction,
+        spec: ActionSpec | None,
+        written: str,
+        canon: str,
+        raw: bool,
+        toks: _Tokens,
+        vstart: int,
+        region_end: int,
+        closed: bool,
+    ) -> tuple[str | None, int]:
+        """(body text, position after its closer); (None, _) when cut off."""
+        text = self.text
+        # a body that is CDATA: its inside is opaque, whatever it holds
+        k = vstart
+        while k < region_end and text[k] in " \t\r\n":
+            k += 1
+        if text.startswith(_CDATA, k):
+            run = parse_cdata_run(text, k)
+            if run is not None:
+                after = run[1]
+                while after < region_end and text[after] in " \t\r\n":
+                    after += 1
+                tok = toks.first_close(after, region_end)
+                if tok is not None and tok.start == after:
+                    return text[vstart : tok.start], tok.end
+        if raw:
+            tok = toks.pick_close(vstart, region_end)
+            if tok is None:
+                tok = toks.any_close(vstart, region_end)
+                if tok is not None:
+                    action.warnings.append(
+                        f"</{written}> was not followed by another parameter or the action's "
+                        "close tag; the last one was taken as the end"
+                    )
+            if tok is not None:
+                return text[vstart : tok.start], tok.end
+            # no closer at all
+            nxt = self._next_param_line(vstart, region_end, spec)
+            if nxt is not None:
+                return text[vstart:nxt], nxt
+            if closed:
+                action.warnings.append(f"<{written}> was not closed; it ends at the action's end")
+                return text[vstart:region_end], region_end
+            action.truncated = canon
+            return None, self.n
+        # short value: ends at its closer, which must come before any other tag
+        lt = text.find("<", vstart, region_end)
+        tok = toks.first_close(vstart, region_end)
+        if tok is not None and (lt < 0 or tok.start == lt):
+            return text[vstart : tok.start], tok.end
+        if lt >= 0:
+            action.warnings.append(f"<{written}> was not closed")
+            return text[vstart:lt], lt
+        if closed:
+            action.warnings.append(f"<{written}> was not closed")
+            return text[vstart:region_end], region_end
+        action.truncated = canon
+        return None, self.n
+
+    def _next_param_line(self, lo: int, hi: int, spec: ActionSpec | None) -> int | None:
+        """For a body with no closer at all (Qwen's missing `</parameter>`): the next
+        parameter opener at the start of a line ends it."""
+        m = re.compile(r"\n(?=<(?:[\w.-]+:)?parameter[=\s])").search(self.text, lo, hi)
+        return m.start() + 1 if m else None
+
+
+def _body_param(spec: ActionSpec | None, given: set[str]) -> str | None:
+    if spec is None:
+        return None
+    for p in (*spec.raw, *spec.required):
+        if p not in given:
+            return p
+    return None
