@@ -45,6 +45,13 @@ class CommandOutput:
     stderr_dropped: int = 0
 
 
+class RuntimeUnavailable(Exception):
+    """The backend cannot run actions now (no engine, no image, a dead container).
+
+    ``execute`` turns it into a failure result; the message says what to do about it.
+    """
+
+
 class Runtime(Protocol):
     name: str
 
@@ -126,8 +133,9 @@ class BaseRuntime:
         self.terminal_timeout = terminal_timeout
 
     async def execute(self, action: Action, workspace: Path) -> ActionResult:
-        workspace.mkdir(parents=True, exist_ok=True)
         try:
+            workspace.mkdir(parents=True, exist_ok=True)
+            await self._prepare(workspace)
             if action.type == "write_code":
                 return await self._write_code(action, workspace)
             if action.type == "read_file":
@@ -144,6 +152,10 @@ class BaseRuntime:
                 "absolute paths under /workspace).",
                 action.params.get("path", ""),
             )
+        except RuntimeUnavailable as exc:
+            return ActionResult("failure", f"The {self.name} runtime is unavailable: {exc}")
+        except OSError as exc:
+            return ActionResult("failure", f"Workspace error: {exc.strerror or exc}")
 
     async def start(self) -> None:
         return None
@@ -154,6 +166,14 @@ class BaseRuntime:
     async def close(self) -> None:
         return None
 
+    async def _prepare(self, workspace: Path) -> None:
+        """Backend hook run before every action on an existing ``workspace``."""
+        return None
+
+    def _file_owner(self, workspace: Path) -> tuple[int, int] | None:
+        """uid/gid that files written host-side should get (``None``: the server's)."""
+        return None
+
     async def _write_code(self, action: Action, workspace: Path) -> ActionResult:
         path = action.params.get("path", "")
         content = action.params.get("content", "")
@@ -162,7 +182,9 @@ class BaseRuntime:
         if real.is_dir():
             return ActionResult("failure", f"{path} is a directory.", rel)
         try:
-            await anyio.to_thread.run_sync(_write_exact, workspace, real, content)
+            await anyio.to_thread.run_sync(
+                _write_exact, workspace, real, content, self._file_owner(workspace)
+            )
         except OSError as exc:
             return ActionResult("failure", f"Could not write {path}: {exc.strerror or exc}", rel)
         return ActionResult("success", f"File {path} written successfully.", rel)
@@ -210,14 +232,28 @@ class BaseRuntime:
         raise NotImplementedError
 
 
-def _write_exact(workspace: Path, real: Path, content: str) -> None:
+def _write_exact(
+    workspace: Path, real: Path, content: str, owner: tuple[int, int] | None = None
+) -> None:
+    if owner is not None and owner == (os.geteuid(), os.getegid()):
+        owner = None
+    created: list[Path] = []
+    parent = real.parent
+    while not parent.exists() and parent != parent.parent:
+        created.append(parent)
+        parent = parent.parent
     real.parent.mkdir(parents=True, exist_ok=True)
     # re-check after creating parents: a symlinked parent must not lead outside
     resolve_in_workspace(workspace, str(real))
+    if owner is not None:
+        for folder in created:
+            os.chown(folder, *owner, follow_symlinks=False)
     fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=".planact-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(content.encode("utf-8"))
+            if owner is not None:
+                os.fchown(fh.fileno(), *owner)
         if real.is_symlink():
             real.unlink()
         os.chmod(tmp, 0o644)

@@ -1,0 +1,590 @@
+"""DockerRuntime: commands run in one locked-down container per conversation workspace.
+
+File actions stay host-side in :class:`BaseRuntime` (the workspace is bind-mounted at
+``/workspace``), so confinement, caps and results are the same as the local runtime's; only
+``terminal_run`` goes through ``docker exec``. The container is created on first use, reused
+by the conversation, removed after ``sandbox_idle_timeout`` of idleness, on ``forget`` and
+on ``close``; ``start`` removes the ones a crashed server left behind.
+
+Each command runs under a small bash wrapper inside the container that puts it in its own
+process group, kills that group after the timeout (so the timeout holds even if the server
+goes away) and when the command ends, and reports the exit status, the timeout and OOM
+kills on a trailer line of stderr marked with a per-run nonce.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import docker.errors
+import requests
+from docker.client import DockerClient
+from docker.types import Mount
+
+from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail, RuntimeUnavailable
+
+if TYPE_CHECKING:
+    from backend.config import Settings
+
+log = logging.getLogger(__name__)
+
+LABEL = "planact.sandbox"
+LABEL_ROOT = "planact.root"
+LABEL_WORKSPACE = "planact.workspace"
+SANDBOX_DIR = "/workspace"
+DEFAULT_UID = 1000  # who a root-owned workspace is handed to: the sandbox is never root
+KILL_GRACE = 15.0  # seconds past the timeout before the server kills a command itself
+API_ERRORS = (docker.errors.DockerException, requests.RequestException, OSError)
+
+# $1 run id, $2 timeout (seconds), $3 the command. Runs as the exec's session leader; its
+# own stderr goes to /dev/null (bash's job notices), the command's and the trailer to fd 3.
+WRAPPER = r"""
+f=/tmp/.planact-$1
+oomk() {
+  K=0
+  local x k v
+  for x in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+    if [ -r "$x" ]; then
+      while read -r k v; do [ "$k" = oom_kill ] && K=$v; done < "$x"
+      return 0
+    fi
+  done
+}
+oomk; o=$K
+exec 3>&2 2>/dev/null
+set -m
+bash -c "$3" </dev/null 2>&3 3>&- &
+c=$!
+( sleep "$2"; : > "$f.t"; kill -KILL -- "-$c" ) </dev/null >/dev/null 3>&- &
+w=$!
+echo "$c $w" > "$f"
+wait "$c"; rc=$?
+kill -KILL -- "-$c" "-$w" 2>/dev/null
+t=0; [ -e "$f.t" ] && t=1
+oomk; m=0; [ "$K" != "$o" ] && m=1
+rm -f -- "$f" "$f.t"
+printf '\n@planact:%s:%s:%s:%s\n' "$1" "$rc" "$t" "$m" >&3
+exit "$rc"
+"""
+
+# $1 run id: kill the command's process group (and the watchdog) of that run.
+KILLER = r"""
+f=/tmp/.planact-$1; i=0
+while [ ! -s "$f" ] && [ "$i" -lt 100 ]; do sleep 0.01; i=$((i+1)); done
+if [ -s "$f" ]; then read -r c w < "$f"; kill -KILL -- "-$c" "-$w" 2>/dev/null; fi
+exit 0
+"""
+
+ENVIRONMENT = {
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
+    "LANG": "C.UTF-8",
+    "PYTHONUNBUFFERED": "1",
+    "GIT_AUTHOR_NAME": "planact",
+    "GIT_AUTHOR_EMAIL": "planact@localhost",
+    "GIT_COMMITTER_NAME": "planact",
+    "GIT_COMMITTER_EMAIL": "planact@localhost",
+}
+
+
+@dataclass
+class _Sandbox:
+    key: str
+    container_id: str
+    user: str
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+
+
+class _Run:
+    """One exec: its stream, so that another thread can close it, and whether it started."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started = False
+        self.abandoned = False
+        self.stream: Any = None
+
+    def abandon(self) -> bool:
+        """Stop the run from starting; True when it had already started."""
+        with self.lock:
+            self.abandoned = True
+            return self.started
+
+    def close_stream(self) -> None:
+        with self.lock:
+            stream = self.stream
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()
+
+
+class DockerRuntime(BaseRuntime):
+    name = "docker"
+
+    def __init__(self, settings: Settings, *, base_url: str | None = None) -> None:
+        super().__init__(terminal_timeout=settings.terminal_timeout)
+        self.settings = settings
+        self.image = settings.sandbox_image
+        self.idle_timeout = settings.sandbox_idle_timeout
+        self._base_url = base_url
+        self._root = os.path.realpath(settings.workspace_dir)
+        self._client: DockerClient | None = None
+        self._client_lock = asyncio.Lock()
+        self._sandboxes: dict[str, _Sandbox] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._owners: dict[str, tuple[int, int]] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Remove sandboxes a previous server left (same WORKSPACE_DIR) and start the reaper."""
+        try:
+            client = await self._get_client()
+            removed = await anyio.to_thread.run_sync(self._reap_orphans, client)
+        except RuntimeUnavailable as exc:
+            log.warning("docker runtime: %s", exc)
+            return
+        except API_ERRORS as exc:
+            log.warning("docker runtime: could not reap orphaned sandboxes: %s", exc)
+            return
+        if removed:
+            log.info("docker runtime: removed %d orphaned sandbox container(s)", removed)
+        self._ensure_reaper()
+
+    async def forget(self, workspace: Path) -> None:
+        key = os.path.realpath(workspace)
+        async with self._lock_for(key):
+            sandbox = self._sandboxes.pop(key, None)
+            self._owners.pop(key, None)
+            if self._client is None:
+                return
+            client = self._client
+            try:
+                await anyio.to_thread.run_sync(self._remove_workspace, client, key, sandbox)
+            except API_ERRORS as exc:
+                log.warning("docker runtime: could not remove the sandbox of %s: %s", key, exc)
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        sandboxes, self._sandboxes = list(self._sandboxes.values()), {}
+        client, self._client = self._client, None
+        if client is None:
+            return
+        for sandbox in sandboxes:
+            with contextlib.suppress(*API_ERRORS):
+                await anyio.to_thread.run_sync(_remove_container, client, sandbox.container_id)
+        with contextlib.suppress(*API_ERRORS):
+            client.close()
+
+    # ---- BaseRuntime hooks -----------------------------------------------------------
+
+    async def _prepare(self, workspace: Path) -> None:
+        key = os.path.realpath(workspace)
+        if key not in self._owners:
+            self._owners[key] = await anyio.to_thread.run_sync(self._claim_workspace, key)
+
+    def _file_owner(self, workspace: Path) -> tuple[int, int] | None:
+        if os.geteuid() != 0:
+            return None  # only root can give files away; ours are ours
+        return self._owners.get(os.path.realpath(workspace))
+
+    async def _run_command(self, command: str, workspace: Path, cwd: str) -> CommandOutput:
+        key = os.path.realpath(workspace)
+        sandbox = await self._acquire(key)
+        try:
+            try:
+                exec_id = await self._exec_create(sandbox, command, cwd)
+            except _ContainerGone:
+                # died while idle (killed from outside, engine restart): start a fresh one
+                await self._drop(sandbox)
+                sandbox.busy -= 1
+                sandbox = await self._acquire(key)
+                exec_id = await self._exec_create(sandbox, command, cwd)
+            return await self._exec_run(sandbox, exec_id)
+        finally:
+            sandbox.busy -= 1
+            sandbox.last_used = time.monotonic()
+
+    # ---- the exec --------------------------------------------------------------------
+
+    async def _exec_create(self, sandbox: _Sandbox, command: str, cwd: str) -> tuple[str, str]:
+        client = await self._get_client()
+        run_id = secrets.token_hex(8)
+        workdir = SANDBOX_DIR if cwd == "." else f"{SANDBOX_DIR}/{cwd}"
+        timeout = f"{max(self.terminal_timeout, 0.001):.3f}"
+        argv = ["bash", "-c", WRAPPER, "planact", run_id, timeout, command]
+
+        def create() -> str:
+            try:
+                created = client.api.exec_create(
+                    sandbox.container_id,
+                    argv,
+                    stdout=True,
+                    stderr=True,
+                    stdin=False,
+                    tty=False,
+                    workdir=workdir,
+                    user=sandbox.user,
+                )
+            except docker.errors.NotFound as exc:
+                raise _ContainerGone from exc
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:  # "container ... is not running"
+                    raise _ContainerGone from exc
+                raise
+            return str(created["Id"])
+
+        try:
+            return run_id, await anyio.to_thread.run_sync(create)
+        except _ContainerGone:
+            raise
+        except API_ERRORS as exc:
+            raise RuntimeUnavailable(f"could not start the command in the sandbox: {exc}") from exc
+
+    async def _exec_run(self, sandbox: _Sandbox, exec_ids: tuple[str, str]) -> CommandOutput:
+        run_id, exec_id = exec_ids
+        client = await self._get_client()
+        api: Any = client.api
+        out, err = HeadTail(), HeadTail()
+        run = _Run()
+
+        def pump() -> None:
+            with run.lock:
+                if run.abandoned:
+                    return
+                run.started = True
+                stream = api.exec_start(exec_id, stream=True, demux=True)
+                run.stream = stream
+            try:
+                # the stream may stay silent for the whole timeout: no socket timeout
+                api._disable_socket_timeout(api._get_raw_response_socket(stream._response))
+                for chunk_out, chunk_err in stream:
+                    if chunk_out:
+                        out.feed(chunk_out)
+                    if chunk_err:
+                        err.feed(chunk_err)
+            finally:
+                stream.close()
+
+        server_killed = False
+        try:
+            with anyio.move_on_after(self.terminal_timeout + KILL_GRACE) as deadline:
+                await anyio.to_thread.run_sync(pump, abandon_on_cancel=True)
+            if deadline.cancelled_caught:
+                # the wrapper did not end it (e.g. the sandbox could not fork): do it here
+                server_killed = True
+                await self._kill_run(sandbox, run, run_id)
+        except BaseException:
+            # cancelled (the run was stopped) or the engine went away: the command dies too
+            with anyio.CancelScope(shield=True):
+                await self._kill_run(sandbox, run, run_id)
+            raise
+
+        stderr = err.value()
+        trailer = stderr.rfind(f"\n@planact:{run_id}:".encode())
+        if trailer >= 0 and not server_killed:
+            fields = stderr[trailer:].decode("ascii", "replace").strip().split(":")
+            stderr = stderr[:trailer]
+            exit_code, timed_out, oom = int(fields[2]), fields[3] == "1", fields[4] == "1"
+            note = ""
+            if oom and exit_code == 137:
+                note = (
+                    "killed: out of memory (the sandbox is limited to "
+                    f"{self.settings.sandbox_memory} of memory)"
+                )
+            return CommandOutput(
+                exit_code=None if timed_out else exit_code,
+                stdout=out.value(),
+                stderr=stderr,
+                timed_out=timed_out,
+                note=note,
+                stdout_dropped=out.dropped,
+                stderr_dropped=err.dropped,
+            )
+        # no trailer: the wrapper itself was killed, or the container went away
+        code, note = await self._post_mortem(sandbox, exec_id)
+        return CommandOutput(
+            exit_code=None if server_killed else code,
+            stdout=out.value(),
+            stderr=stderr,
+            timed_out=server_killed,
+            note=note,
+            stdout_dropped=out.dropped,
+            stderr_dropped=err.dropped,
+        )
+
+    async def _kill_run(self, sandbox: _Sandbox, run: _Run, run_id: str) -> None:
+        """Kill a run's processes inside the container (cancel, or the server's deadline)."""
+        if not run.abandon():
+            return  # never started
+        client = self._client
+        if client is None:
+            return
+
+        def kill() -> None:
+            try:
+                client.api.exec_start(
+                    client.api.exec_create(
+                        sandbox.container_id, ["bash", "-c", KILLER, "planact-kill", run_id]
+                    )["Id"]
+                )
+            except API_ERRORS as exc:
+                log.warning(
+                    "docker runtime: could not kill run %s, killing its sandbox: %s", run_id, exc
+                )
+                with contextlib.suppress(*API_ERRORS):
+                    client.api.kill(sandbox.container_id)
+            run.close_stream()
+
+        await anyio.to_thread.run_sync(kill)
+
+    async def _post_mortem(self, sandbox: _Sandbox, exec_id: str) -> tuple[int | None, str]:
+        client = await self._get_client()
+
+        def inspect() -> tuple[int | None, dict[str, Any] | None]:
+            code: int | None = None
+            with contextlib.suppress(*API_ERRORS):
+                code = client.api.exec_inspect(exec_id).get("ExitCode")
+            state: dict[str, Any] | None = None
+            with contextlib.suppress(*API_ERRORS):
+                state = client.api.inspect_container(sandbox.container_id)["State"]
+            return code, state
+
+        code, state = await anyio.to_thread.run_sync(inspect)
+        if state is None or not state.get("Running"):
+            await self._drop(sandbox)
+            why = " (out of memory)" if state and state.get("OOMKilled") else ""
+            return code, (
+                f"The sandbox container stopped{why} while the command ran; the next command "
+                "starts a fresh one (files in the workspace are kept)."
+            )
+        if code == 137:
+            return code, (
+                "killed (SIGKILL), probably out of memory (the sandbox is limited to "
+                f"{self.settings.sandbox_memory} of memory)"
+            )
+        return code, ""
+
+    # ---- containers ------------------------------------------------------------------
+
+    def _lock_for(self, key: str) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    async def _acquire(self, key: str) -> _Sandbox:
+        async with self._lock_for(key):
+            sandbox = self._sandboxes.get(key)
+            if sandbox is None:
+                client = await self._get_client()
+                owner = self._owners.get(key)
+                if owner is None:
+                    owner = await anyio.to_thread.run_sync(self._claim_workspace, key)
+                    self._owners[key] = owner
+                try:
+                    sandbox = await anyio.to_thread.run_sync(self._create, client, key, owner)
+                except RuntimeUnavailable:
+                    raise
+                except API_ERRORS as exc:
+                    raise RuntimeUnavailable(f"could not start a sandbox container: {exc}") from exc
+                self._sandboxes[key] = sandbox
+                self._ensure_reaper()
+            sandbox.busy += 1
+            sandbox.last_used = time.monotonic()
+            return sandbox
+
+    async def _drop(self, sandbox: _Sandbox) -> None:
+        if self._sandboxes.get(sandbox.key) is sandbox:
+            del self._sandboxes[sandbox.key]
+        client = self._client
+        if client is not None:
+            with contextlib.suppress(*API_ERRORS):
+                await anyio.to_thread.run_sync(_remove_container, client, sandbox.container_id)
+
+    async def _get_client(self) -> DockerClient:
+        if self._client is not None:
+            return self._client
+        async with self._client_lock:
+            if self._client is None:
+
+                def connect() -> DockerClient:
+                    if self._base_url:
+                        client = DockerClient(base_url=self._base_url, timeout=60)
+                    else:
+                        client = DockerClient.from_env(timeout=60)
+                    try:
+                        client.ping()
+                    except BaseException:
+                        client.close()
+                        raise
+                    return client
+
+                try:
+                    self._client = await anyio.to_thread.run_sync(connect)
+                except API_ERRORS as exc:
+                    where = self._base_url or os.environ.get("DOCKER_HOST") or "the default socket"
+                    raise RuntimeUnavailable(
+                        f"no Docker engine answers at {where} ({_short(exc)}). Start Docker, "
+                        "or set RUNTIME=local."
+                    ) from exc
+            assert self._client is not None
+            return self._client
+
+    def _claim_workspace(self, key: str) -> tuple[int, int]:
+        """The uid/gid commands run as: the workspace owner's, never root's.
+
+        SANDBOX_UID / SANDBOX_GID override. A root-owned workspace (the server runs as root,
+        e.g. in a container) is handed to uid 1000 so that the sandbox user can write to it.
+        """
+        st = os.stat(key)
+        uid_set, gid_set = self.settings.sandbox_uid, self.settings.sandbox_gid
+        uid = uid_set if uid_set is not None else (st.st_uid or DEFAULT_UID)
+        if gid_set is not None:
+            gid = gid_set
+        elif uid_set is None and st.st_uid:
+            gid = st.st_gid
+        else:
+            gid = uid
+        if uid == 0:
+            raise RuntimeUnavailable("SANDBOX_UID=0: the sandbox refuses to run commands as root")
+        if st.st_uid == 0 and os.geteuid() == 0:
+            _hand_over(key, uid, gid)
+        return uid, gid
+
+    def _host_path(self, key: str) -> str:
+        host_dir = self.settings.sandbox_host_workspace_dir
+        if host_dir is None:
+            return key
+        try:
+            rel = Path(key).relative_to(self._root)
+        except ValueError:
+            raise RuntimeUnavailable(
+                f"workspace {key} is outside WORKSPACE_DIR ({self._root}), so it cannot be "
+                "mapped onto SANDBOX_HOST_WORKSPACE_DIR"
+            ) from None
+        return str(Path(host_dir) / rel)
+
+    def _create(self, client: DockerClient, key: str, owner: tuple[int, int]) -> _Sandbox:
+        try:
+            client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise RuntimeUnavailable(
+                f"the sandbox image {self.image!r} does not exist. Build it with "
+                "`make sandbox-image` (see docs/docker.md), or set RUNTIME=local."
+            ) from None
+        name = "planact-sbx-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        with contextlib.suppress(docker.errors.NotFound):
+            _remove_container(client, name)  # a leftover of a crash or of a forgotten one
+        user = f"{owner[0]}:{owner[1]}"
+        memory = self.settings.sandbox_memory
+        container = client.containers.run(
+            self.image,
+            ["sleep", "infinity"],
+            name=name,
+            detach=True,
+            init=True,
+            user=user,
+            working_dir=SANDBOX_DIR,
+            hostname="sandbox",
+            environment=ENVIRONMENT,
+            labels={LABEL: "1", LABEL_ROOT: self._root, LABEL_WORKSPACE: key},
+            mounts=[Mount(SANDBOX_DIR, self._host_path(key), type="bind")],
+            network_mode=self.settings.sandbox_network,
+            mem_limit=memory,
+            memswap_limit=memory,
+            nano_cpus=int(self.settings.sandbox_cpus * 1e9),
+            pids_limit=self.settings.sandbox_pids,
+            security_opt=["no-new-privileges"],
+            cap_drop=["ALL"],
+            read_only=True,
+            tmpfs={"/tmp": "rw,exec,nosuid,nodev,mode=1777"},
+        )
+        return _Sandbox(key=key, container_id=str(container.id), user=user)
+
+    def _sandbox_containers(self, client: DockerClient, **labels: str) -> list[Any]:
+        wanted = [f"{LABEL}=1", f"{LABEL_ROOT}={self._root}"]
+        wanted += [f"{k}={v}" for k, v in labels.items()]
+        return list(client.api.containers(all=True, filters={"label": wanted}))
+
+    def _reap_orphans(self, client: DockerClient) -> int:
+        ours = {s.container_id for s in self._sandboxes.values()}
+        removed = 0
+        for info in self._sandbox_containers(client):
+            if info["Id"] not in ours:
+                with contextlib.suppress(docker.errors.NotFound):
+                    _remove_container(client, info["Id"])
+                    removed += 1
+        return removed
+
+    def _remove_workspace(self, client: DockerClient, key: str, sandbox: _Sandbox | None) -> None:
+        ids = {info["Id"] for info in self._sandbox_containers(client, **{LABEL_WORKSPACE: key})}
+        if sandbox is not None:
+            ids.add(sandbox.container_id)
+        for container_id in ids:
+            with contextlib.suppress(docker.errors.NotFound):
+                _remove_container(client, container_id)
+
+    # ---- idle reaper -----------------------------------------------------------------
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(
+                self._reap_idle(), name="planact-sandbox-reaper"
+            )
+
+    async def _reap_idle(self) -> None:
+        interval = max(0.05, min(30.0, self.idle_timeout / 4))
+        while True:
+            await asyncio.sleep(interval)
+            for key, sandbox in list(self._sandboxes.items()):
+                if sandbox.busy or time.monotonic() - sandbox.last_used < self.idle_timeout:
+                    continue
+                async with self._lock_for(key):
+                    idle = time.monotonic() - sandbox.last_used >= self.idle_timeout
+                    if self._sandboxes.get(key) is sandbox and not sandbox.busy and idle:
+                        log.info("docker runtime: removing idle sandbox of %s", key)
+                        try:
+                            await self._drop(sandbox)
+                        except Exception:  # keep reaping the others
+                            log.exception("docker runtime: removing an idle sandbox failed")
+
+
+class _ContainerGone(Exception):
+    pass
+
+
+def _remove_container(client: DockerClient, container_id: str) -> None:
+    client.api.remove_container(container_id, force=True, v=True)
+
+
+def _hand_over(root: str, uid: int, gid: int) -> None:
+    """Give a root-owned workspace and its root-owned entries to uid:gid (no symlink follows)."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_uid == 0:
+                    os.chown(path, uid, gid, follow_symlinks=False)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 200 else text[:200] + "…"
