@@ -1,0 +1,688 @@
+"""Realistic model replies and what the parser must make of them.
+
+Each case notes which model habit or failure it imitates. `expect` is either the exact
+list of (type, params) or Err(substring of the message for the model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Err:
+    contains: str
+    truncated: bool = False
+
+
+Expected = list[tuple[str, dict[str, str]]] | Err
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    note: str
+    text: str
+    expect: Expected
+    finish_reason: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    warnings: tuple[str, ...] = field(default=())  # substrings expected among warnings
+
+
+def W(path: str, content: str) -> tuple[str, dict[str, str]]:
+    return ("write_code", {"path": path, "content": content})
+
+
+def T(command: str, cwd: str | None = None) -> tuple[str, dict[str, str]]:
+    params = {"command": command}
+    if cwd is not None:
+        params["cwd"] = cwd
+    return ("terminal_run", params)
+
+
+def R(path: str) -> tuple[str, dict[str, str]]:
+    return ("read_file", {"path": path})
+
+
+def F(message: str) -> tuple[str, dict[str, str]]:
+    return ("finish", {"message": message})
+
+
+ATOM = """<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom">
+  <title>Example</title>
+  <entry>
+    <title>First</title>
+    <content type="html">&lt;p&gt;Hello &amp; welcome&lt;/p&gt;</content>
+  </entry>
+</feed>
+"""
+
+FIXTURE_TEST = """from backend.actions import parse_actions
+
+
+def test_closing_tag_in_content():
+    reply = "<write_code><path>a</path><content>x</content></write_code>"
+    assert parse_actions(reply)[0].params["content"] == "x"
+
+
+TAIL = "</content>\\n</write_code>\\n"
+"""
+
+PROTOCOL_DOC = """# Protocol
+
+Write a file like this:
+
+<write_code>
+<path>src/app.py</path>
+<content>
+print('hi')
+</content>
+</write_code>
+
+Run a command:
+
+<write_code>
+<path>b.txt</path>
+<content>
+b
+</content>
+</write_code>
+
+That is all.
+"""
+
+PARSER_SRC = """def body(text):
+    start = text.find("<content>") + len("<content>")
+    end = text.find("</content>", start)
+    return text[start:end]
+"""
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------ canonical
+    Case(
+        "canonical-basic",
+        "the format the prompt asks for",
+        "<write_code>\n<path>src/app.py</path>\n<content>\nprint('hi')\n</content>\n</write_code>",
+        [W("src/app.py", "print('hi')\n")],
+    ),
+    Case(
+        "canonical-one-line",
+        "small models put everything on one line",
+        "<write_code><path>a.txt</path><content>hello</content></write_code>",
+        [W("a.txt", "hello")],
+    ),
+    Case(
+        "canonical-prose-around",
+        "GPT-4o style: explanation, action, closing remark",
+        "I'll create the script now.\n\n<write_code>\n<path>hello.py</path>\n<content>\n"
+        "print('hello')\n</content>\n</write_code>\n\nThis prints a greeting.",
+        [W("hello.py", "print('hello')\n")],
+    ),
+    Case(
+        "canonical-indented-close",
+        "model indents the closing tag inside the action",
+        "<write_code>\n  <path>a.py</path>\n  <content>\nx = 1\n  </content>\n</write_code>",
+        [W("a.py", "x = 1\n")],
+    ),
+    Case(
+        "content-lt-gt-amp",
+        "raw comparison and shell operators in code (lxml recover=True corrupted these)",
+        "<write_code><path>a.py</path><content>\nif a < b and c>d:\n    x = a & b\n"
+        "</content></write_code>",
+        [W("a.py", "if a < b and c>d:\n    x = a & b\n")],
+    ),
+    Case(
+        "command-redirects",
+        "shell redirections in a command",
+        "<terminal_run><command>python3 app.py 2>&1 && cat < out.txt</command></terminal_run>",
+        [T("python3 app.py 2>&1 && cat < out.txt")],
+    ),
+    Case(
+        "terminal-cwd",
+        "optional param given",
+        "<terminal_run>\n<command>npm test</command>\n<cwd>web</cwd>\n</terminal_run>",
+        [T("npm test", "web")],
+    ),
+    Case(
+        "read-file",
+        "read before editing",
+        "Let me look first.\n<read_file><path>src/app.py</path></read_file>",
+        [R("src/app.py")],
+    ),
+    Case(
+        "finish",
+        "task done",
+        "<finish><message>Created app.py and ran it: it prints 42.</message></finish>",
+        [F("Created app.py and ran it: it prints 42.")],
+    ),
+    Case(
+        "null-stays-text",
+        "values are never type-converted",
+        "<write_code><path>v.txt</path><content>null</content></write_code>",
+        [W("v.txt", "null")],
+    ),
+    Case(
+        "crlf-content",
+        "Windows line endings kept byte-exact",
+        "<write_code><path>w.bat</path><content>\r\n@echo off\r\necho hi\r\n</content>"
+        "</write_code>",
+        [W("w.bat", "@echo off\r\necho hi\r\n")],
+    ),
+    Case(
+        "no-final-newline",
+        "closing tag right after the last line",
+        "<write_code><path>a.txt</path><content>\nline</content></write_code>",
+        [W("a.txt", "line")],
+    ),
+    Case(
+        "empty-content",
+        "an empty file is allowed",
+        "<write_code><path>pkg/__init__.py</path><content></content></write_code>",
+        [W("pkg/__init__.py", "")],
+    ),
+    Case(
+        "leading-spaces-kept",
+        "only one leading newline is dropped, indentation is content",
+        "<write_code><path>a.py</path><content>\n\n    x = 1\n</content></write_code>",
+        [W("a.py", "\n    x = 1\n")],
+    ),
+    # ------------------------------------------------------------ tricky content
+    Case(
+        "content-with-closing-tag-in-string",
+        "a test fixture quoting the protocol: `</content></write_code>` inside the file",
+        "<write_code>\n<path>tests/test_fixture.py</path>\n<content>\n"
+        + FIXTURE_TEST
+        + "</content>\n</write_code>",
+        [W("tests/test_fixture.py", FIXTURE_TEST)],
+    ),
+    Case(
+        "content-atom-feed",
+        "an Atom feed has its own <content> elements",
+        "<write_code>\n<path>feed.xml</path>\n<content>\n" + ATOM + "</content>\n</write_code>",
+        [W("feed.xml", ATOM)],
+    ),
+    Case(
+        "content-protocol-doc",
+        "docs about this protocol: whole actions with <path> inside the content",
+        "<write_code>\n<path>docs/protocol.md</path>\n<content>\n"
+        + PROTOCOL_DOC
+        + "</content>\n</write_code>\n<finish><message>docs</message></finish>",
+        [W("docs/protocol.md", PROTOCOL_DOC), F("docs")],
+    ),
+    Case(
+        "content-parser-source",
+        "source code searching for the closing tag (unbalanced `</content>` in a string)",
+        "<write_code><path>p.py</path><content>\n"
+        + PARSER_SRC
+        + "</content></write_code>\n<terminal_run><command>python3 p.py</command></terminal_run>",
+        [W("p.py", PARSER_SRC), T("python3 p.py")],
+    ),
+    Case(
+        "content-with-fence-and-think",
+        "a README holding code fences and a <think> example",
+        "<write_code><path>README.md</path><content>\n# Demo\n\n```python\nprint(1)\n```\n\n"
+        "Models emit <think>…</think> first.\n</content></write_code>",
+        [
+            W(
+                "README.md",
+                "# Demo\n\n```python\nprint(1)\n```\n\nModels emit <think>…</think> first.\n",
+            )
+        ],
+    ),
+    Case(
+        "content-cdata",
+        "Claude-style CDATA wrapping",
+        "<write_code><path>a.html</path><content><![CDATA[<p>a & b</p>\n]]></content></write_code>",
+        [W("a.html", "<p>a & b</p>\n")],
+    ),
+    Case(
+        "content-cdata-split-idiom",
+        "CDATA holding `]]>` via the split idiom",
+        "<write_code><path>x.xml</path><content>\n<![CDATA[<a>]]]]><![CDATA[></a>\n]]>\n"
+        "</content></write_code>",
+        [W("x.xml", "<a>]]></a>\n")],
+    ),
+    Case(
+        "content-cdata-not-decoded",
+        "entities inside CDATA are text",
+        "<write_code><path>e.txt</path><content><![CDATA[&lt;b&gt;]]></content></write_code>",
+        [W("e.txt", "&lt;b&gt;")],
+    ),
+    Case(
+        "content-escaped-consistently",
+        "model XML-escaped the whole file (older GPT habit): decoded once",
+        "<write_code><path>c.py</path><content>\nif a &lt; b &amp;&amp; c:\n    pass\n"
+        "</content></write_code>",
+        [W("c.py", "if a < b && c:\n    pass\n")],
+    ),
+    Case(
+        "content-mixed-entities-kept",
+        "HTML with raw tags and &amp; is not decoded",
+        "<write_code><path>i.html</path><content>\n<p>Tom &amp; Jerry</p>\n</content></write_code>",
+        [W("i.html", "<p>Tom &amp; Jerry</p>\n")],
+    ),
+    Case(
+        "content-double-escaped-once",
+        "decoded once only: &amp;lt; becomes &lt;",
+        "<write_code><path>d.txt</path><content>a &amp;lt; b</content></write_code>",
+        [W("d.txt", "a &lt; b")],
+    ),
+    Case(
+        "content-bare-ampersand",
+        "a bare & means the text is not escaped",
+        "<write_code><path>s.sh</path><content>\necho a && echo &lt;\n</content></write_code>",
+        [W("s.sh", "echo a && echo &lt;\n")],
+    ),
+    Case(
+        "path-not-replaced-by-content",
+        "a <path> inside the content must not replace the real path",
+        "<write_code><path>real.md</path><content>\nUse <path>fake.md</path> and </content> "
+        "then more.\n</content></write_code>",
+        [W("real.md", "Use <path>fake.md</path> and </content> then more.\n")],
+    ),
+    Case(
+        "content-doctype",
+        "a DOCTYPE with an entity declaration is just text (no entity resolution)",
+        '<write_code><path>x.xml</path><content>\n<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
+        "\n<x>&e;</x>\n</content></write_code>",
+        [W("x.xml", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n<x>&e;</x>\n')],
+    ),
+    # ------------------------------------------------------------ attributes
+    Case(
+        "attr-body",
+        "path as attribute, body is the content",
+        '<write_code path="a.py">\nimport os\n</write_code>',
+        [W("a.py", "import os\n")],
+    ),
+    Case(
+        "attr-selfclosing",
+        "self-closing read",
+        '<read_file path="src/x.py"/>',
+        [R("src/x.py")],
+    ),
+    Case(
+        "body-command",
+        "command as the tag body",
+        "<terminal_run>ls -la</terminal_run>",
+        [T("ls -la")],
+    ),
+    Case(
+        "body-finish",
+        "finish message as the tag body",
+        "All done.\n<finish>Wrote the app.</finish>",
+        [F("Wrote the app.")],
+    ),
+    # ------------------------------------------------------------ Qwen
+    Case(
+        "qwen-coder",
+        "Qwen3-Coder native format inside <tool_call>",
+        "<tool_call>\n<function=write_code>\n<parameter=path>\nsrc/a.py\n</parameter>\n"
+        "<parameter=content>\nprint(1)\n</parameter>\n</function>\n</tool_call>",
+        [W("src/a.py", "print(1)\n")],
+    ),
+    Case(
+        "qwen-missing-parameter-close",
+        "Qwen3-Coder drops the last </parameter>",
+        "<tool_call>\n<function=terminal_run>\n<parameter=command>\npytest -q\n</function>\n"
+        "</tool_call>",
+        [T("pytest -q\n")],
+    ),
+    Case(
+        "qwen-two-calls",
+        "two Qwen calls in one reply, same type",
+        "<function=write_code><parameter=path>a</parameter><parameter=content>A</parameter>"
+        "</function>\n<function=write_code><parameter=path>b</parameter>"
+        "<parameter=content>B</parameter></function>",
+        [W("a", "A"), W("b", "B")],
+    ),
+    Case(
+        "qwen-unknown-function",
+        "Qwen calls a tool we do not have",
+        "<tool_call><function=web_search><parameter=query>x</parameter></function></tool_call>",
+        Err("Unknown action `web_search`"),
+    ),
+    Case(
+        "qwen-alias-function",
+        "Qwen uses another agent's tool name",
+        "<function=run_command><parameter=cmd>ls</parameter></function>",
+        [T("ls")],
+    ),
+    # ------------------------------------------------------------ wrappers
+    Case(
+        "minimax-namespaced",
+        "MiniMax-M2 namespaced wrapper with invoke/parameter",
+        '<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">a.txt</parameter>'
+        "\n</invoke>\n</minimax:tool_call>",
+        [R("a.txt")],
+    ),
+    Case(
+        "function-calls-invoke",
+        "Anthropic-style <function_calls><invoke>",
+        '<function_calls>\n<invoke name="terminal_run">\n<parameter name="command">echo hi'
+        '</parameter>\n<parameter name="cwd">.</parameter>\n</invoke>\n</function_calls>',
+        [T("echo hi", ".")],
+    ),
+    Case(
+        "actions-wrapper",
+        "model wraps several actions in <actions>",
+        "<actions>\n<write_code><path>a</path><content>1</content></write_code>\n"
+        "<terminal_run><command>cat a</command></terminal_run>\n</actions>",
+        [W("a", "1"), T("cat a")],
+    ),
+    # ------------------------------------------------------------ JSON
+    Case(
+        "json-hermes",
+        "Hermes/Qwen2.5 JSON inside <tool_call>",
+        '<tool_call>\n{"name": "write_code", "arguments": {"path": "a.py", "content": '
+        '"print(1)\\n"}}\n</tool_call>',
+        [W("a.py", "print(1)\n")],
+    ),
+    Case(
+        "json-bare-parameters",
+        "Llama-3 style bare JSON with `parameters`",
+        '{"name": "terminal_run", "parameters": {"command": "ls"}}',
+        [T("ls")],
+    ),
+    Case(
+        "json-fenced",
+        "JSON tool call in a ```json fence, the only action",
+        'Running it:\n```json\n{"name": "read_file", "arguments": {"file_path": "x.txt"}}\n```',
+        [R("x.txt")],
+    ),
+    Case(
+        "json-string-arguments",
+        "arguments as a JSON string, OpenAI-style",
+        '{"name": "finish", "arguments": "{\\"message\\": \\"ok\\"}"}',
+        [F("ok")],
+    ),
+    Case(
+        "json-null-optional",
+        "`cwd: null` means not given",
+        '{"name": "terminal_run", "arguments": {"command": "ls", "cwd": null}}',
+        [T("ls")],
+    ),
+    Case(
+        "json-raw-newlines",
+        "model put raw newlines inside the JSON string",
+        '{"name": "write_code", "arguments": {"path": "a", "content": "x\ny\n"}}',
+        [W("a", "x\ny\n")],
+    ),
+    Case(
+        "json-list",
+        "a JSON list of calls",
+        '[{"name": "read_file", "arguments": {"path": "a"}}, '
+        '{"name": "read_file", "arguments": {"path": "b"}}]',
+        [R("a"), R("b")],
+    ),
+    Case(
+        "json-unknown-tool",
+        "JSON call to a tool we do not have",
+        '{"name": "browse", "arguments": {"url": "http://x"}}',
+        Err("Unknown action `browse`"),
+    ),
+    Case(
+        "json-in-prose-not-a-call",
+        "JSON data in prose is not an action",
+        'The config is {"name": "demo"} — <finish><message>ok</message></finish>',
+        [F("ok")],
+    ),
+    # ------------------------------------------------------------ native
+    Case(
+        "native-tool-calls",
+        "provider returned OpenAI tool_calls; text is only commentary",
+        "I'll run the tests.",
+        [T("pytest")],
+        tool_calls=[
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "terminal_run", "arguments": '{"command": "pytest"}'},
+            }
+        ],
+    ),
+    Case(
+        "native-dict-arguments",
+        "arguments already decoded",
+        "",
+        [W("a", "1")],
+        tool_calls=[
+            {
+                "id": "c",
+                "type": "function",
+                "function": {"name": "write_code", "arguments": {"path": "a", "content": "1"}},
+            }
+        ],
+    ),
+    Case(
+        "native-bad-json",
+        "truncated JSON arguments from the provider",
+        "",
+        Err("could not be read"),
+        tool_calls=[
+            {
+                "id": "c",
+                "type": "function",
+                "function": {"name": "write_code", "arguments": '{"path": "a'},
+            }
+        ],
+    ),
+    # ------------------------------------------------------------ reasoning
+    Case(
+        "think-then-act",
+        "DeepSeek-R1/Qwen3 with a <think> block",
+        "<think>\nI should list files.\n</think>\n"
+        "<terminal_run><command>ls</command></terminal_run>",
+        [T("ls")],
+    ),
+    Case(
+        "think-draft-not-run",
+        "a draft action inside reasoning never runs",
+        "<think>maybe <write_code><path>bad</path><content>x</content></write_code>? no.</think>"
+        "<write_code><path>good</path><content>y</content></write_code>",
+        [W("good", "y")],
+    ),
+    Case(
+        "think-stray-close",
+        "chat template opened <think> in the prompt: only the closer is in the reply",
+        "Let me draft: <finish><message>draft</message></finish>\nNo, test first.\n</think>\n\n"
+        "<terminal_run><command>pytest</command></terminal_run>",
+        [T("pytest")],
+    ),
+    Case(
+        "thinking-tag",
+        "Claude-style <thinking>",
+        "<thinking>read it first</thinking>\n<read_file><path>a</path></read_file>",
+        [R("a")],
+    ),
+    Case(
+        "think-unclosed",
+        "reasoning never closed: nothing runs",
+        "<think>I will write <write_code><path>a</path><content>x</content></write_code>",
+        Err("never closed its <think>"),
+    ),
+    Case(
+        "think-unclosed-cut",
+        "reasoning cut off by the length limit",
+        "<think>long long reasoning",
+        Err("cut off inside its <think>", truncated=True),
+        finish_reason="length",
+    ),
+    # ------------------------------------------------------------ fences and mentions
+    Case(
+        "fenced-only-action",
+        "whole action in an ```xml fence: runs, since it is the only one",
+        "```xml\n<write_code>\n<path>a.py</path>\n<content>\nx = 1\n</content>\n</write_code>\n```",
+        [W("a.py", "x = 1\n")],
+    ),
+    Case(
+        "fenced-example-beside-real",
+        "a fenced example next to the real action does not run",
+        "The format is:\n```xml\n<finish><message>example</message></finish>\n```\n"
+        "<terminal_run><command>make</command></terminal_run>",
+        [T("make")],
+    ),
+    Case(
+        "inline-mention",
+        "inline code mentions are not actions",
+        "I'll call `<finish>` when done; first `<read_file>`:\n"
+        "<read_file><path>a</path></read_file>",
+        [R("a")],
+    ),
+    Case(
+        "prose-mention-unclosed",
+        "a bare <finish> mention in prose, then the real action",
+        "When everything passes I will use <finish> to end.\n<terminal_run><command>pytest"
+        "</command></terminal_run>",
+        [T("pytest")],
+    ),
+    Case(
+        "prose-mention-same-name-later",
+        "a bare mention followed by the same action for real",
+        "I will use <finish> now.\n<finish><message>done</message></finish>",
+        [F("done")],
+    ),
+    Case(
+        "html-comment",
+        "a commented-out action does not run",
+        "<!-- <terminal_run><command>rm -rf /</command></terminal_run> -->\n"
+        "<read_file><path>a</path></read_file>",
+        [R("a")],
+    ),
+    Case(
+        "fenced-content-inside-fenced-action",
+        "fenced action whose content holds a fence",
+        "````xml\n<write_code><path>R.md</path><content>\n```sh\nls\n```\n</content></write_code>\n````",
+        [W("R.md", "```sh\nls\n```\n")],
+    ),
+    # ------------------------------------------------------------ several actions
+    Case(
+        "several-in-order",
+        "write, run, finish in one reply",
+        "<write_code><path>a.py</path><content>print(2)</content></write_code>\n"
+        "<terminal_run><command>python3 a.py</command></terminal_run>\n"
+        "<finish><message>printed 2</message></finish>",
+        [W("a.py", "print(2)"), T("python3 a.py"), F("printed 2")],
+    ),
+    Case(
+        "same-type-not-merged",
+        "two write_code in a row stay two",
+        "<write_code><path>a</path><content>\nA\n</content></write_code>\nand\n"
+        "<write_code><path>b</path><content>\nB\n</content></write_code>",
+        [W("a", "A\n"), W("b", "B\n")],
+    ),
+    Case(
+        "missing-action-close-stop-seq",
+        "stop sequence ate the final </write_code>",
+        "<write_code><path>a</path><content>\nA\n</content>",
+        [W("a", "A\n")],
+    ),
+    Case(
+        "missing-action-close-between",
+        "first action lacks its close tag, the next one follows",
+        "<write_code><path>a</path><content>A</content>\n"
+        "<terminal_run><command>cat a</command></terminal_run>",
+        [W("a", "A"), T("cat a")],
+    ),
+    Case(
+        "content-before-path",
+        "params in another order",
+        "<write_code><content>\nz\n</content><path>z.txt</path></write_code>",
+        [W("z.txt", "z\n")],
+    ),
+    # ------------------------------------------------------------ truncation
+    Case(
+        "truncated-length",
+        "hit max_tokens inside a big file",
+        "<write_code><path>big.py</path><content>\ndef f():\n    return 1\n\ndef g(",
+        Err("smaller parts", truncated=True),
+        finish_reason="length",
+    ),
+    Case(
+        "truncated-no-finish-reason",
+        "cut off, provider did not say so",
+        "<write_code><path>big.py</path><content>\nimport os\n",
+        Err("smaller parts", truncated=True),
+    ),
+    Case(
+        "truncated-qwen",
+        "Qwen cut off inside a parameter",
+        "<tool_call>\n<function=write_code>\n<parameter=path>a.py</parameter>\n"
+        "<parameter=content>\nimport sys\n",
+        Err("smaller parts", truncated=True),
+        finish_reason="length",
+    ),
+    Case(
+        "truncated-after-path",
+        "cut right after the path",
+        "<write_code>\n<path>a.py</path>\n",
+        Err("smaller parts", truncated=True),
+        finish_reason="length",
+    ),
+    Case(
+        "length-but-complete",
+        "length limit hit in trailing prose after a complete action",
+        "<read_file><path>a</path></read_file>\nNext I will",
+        [R("a")],
+        finish_reason="length",
+    ),
+    # ------------------------------------------------------------ validation
+    Case(
+        "no-action",
+        "model only talks",
+        "Sure! I can help with that. What language would you like?",
+        Err("contains no action"),
+    ),
+    Case(
+        "missing-required",
+        "write_code without content",
+        "<write_code><path>a.py</path></write_code>",
+        Err("missing required parameter(s): content"),
+    ),
+    Case(
+        "empty-path",
+        "empty path",
+        "<write_code><path> </path><content>x</content></write_code>",
+        Err("empty `path`"),
+    ),
+    Case(
+        "empty-command",
+        "empty command",
+        "<terminal_run><command></command></terminal_run>",
+        Err("empty `command`"),
+    ),
+    Case(
+        "duplicate-param",
+        "path given twice (alias and canonical)",
+        "<write_code><path>a</path><file_path>b</file_path><content>x</content></write_code>",
+        Err("more than once"),
+    ),
+    Case(
+        "unknown-param-dropped",
+        "extra param is dropped with a warning",
+        "<read_file><path>a</path><encoding>utf-8</encoding></read_file>",
+        [R("a")],
+        warnings=("unknown parameter `encoding`",),
+    ),
+    Case(
+        "aliases",
+        "file_path / code / cmd / working_dir aliases",
+        "<write_code><file_path>a.py</file_path><code>x</code></write_code>"
+        "<terminal_run><cmd>ls</cmd><working_dir>src</working_dir></terminal_run>",
+        [W("a.py", "x"), T("ls", "src")],
+    ),
+    Case(
+        "alias-action-tag",
+        "Cline-style write_file / attempt_completion tags",
+        "<write_file><path>a</path><content>1</content></write_file>\n"
+        "<attempt_completion><result>done</result></attempt_completion>",
+        [W("a", "1"), F("done")],
+    ),
+    Case(
+        "error-lists-actions",
+        "the no-action message lists the allowed actions and their params",
+        "Done thinking.",
+        Err("write_code(path, content)"),
+    ),
+]
