@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""End-to-end checks of a running planact deployment, over HTTP only (stdlib only).
+
+  smoke.py run   --url URL --token T --fake-url FAKE [--runtime docker]
+      scripts the fake model (tests/fakellm.py) for one run whose task runs a command in
+      the runtime and writes a file; POSTs the goal, follows the SSE stream to
+      `finish_summery` and `end`, downloads the files it lists and compares their bytes;
+      prints the conversation id on stdout.
+  smoke.py check --url URL --token T --conversation ID
+      the conversation, its messages and its files are still there (after a restart).
+  smoke.py wait  --url URL [--timeout S]
+      waits until GET /api/health answers {"status": "ok"}; prints the seconds it took.
+
+Exit status 0 when every check passed; each check prints one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+# What the scripted task makes: a binary file written by a command in the runtime (every
+# byte value, so that any transcoding on the way shows) and a text file from write_code.
+BLOB = bytes(range(256)) * 64
+TEXT = "planact: é <ok> & fin"
+GEN = (
+    "import os\n"
+    "open('blob.bin', 'wb').write(bytes(range(256)) * 64)\n"
+    "open('sandbox-uid.txt', 'w').write(str(os.getuid()))\n"
+)
+THINKING = (
+    f"<write_code><path>gen.py</path><content>{GEN}</content></write_code>\n"
+    "<terminal_run><command>python3 gen.py</command></terminal_run>\n"
+    f"<write_code><path>notes/text.txt</path><content>{TEXT}</content></write_code>\n"
+    "<finish><message>Made blob.bin and notes/text.txt.</message></finish>"
+)
+PLAN = json.dumps(
+    [{"title": "Make the files", "description": "blob.bin and notes/text.txt",
+      "requirement": "both exist"}]
+)
+
+
+def ok(msg: str) -> None:
+    print(f"  ok   {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg: str) -> None:
+    print(f"  FAIL {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def request(
+    url: str, token: str | None = None, body: Any = None, timeout: float = 30,
+    accept: str = "application/json",
+) -> urllib.request.Request:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    req.add_header("Accept", accept)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    return req
+
+
+def get(url: str, token: str | None = None, timeout: float = 30) -> bytes:
+    with urllib.request.urlopen(request(url, token), timeout=timeout) as resp:
+        return resp.read()
+
+
+def get_json(url: str, token: str | None = None) -> Any:
+    return json.loads(get(url, token))
+
+
+def post_json(url: str, body: Any, token: str | None = None) -> Any:
+    with urllib.request.urlopen(request(url, token, body), timeout=30) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def follow(resp: Any, deadline: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Read an SSE stream to its `end` event: (messages, end payload)."""
+    messages: list[dict[str, Any]] = []
+    event, data = "message", []
+    for raw in resp:
+        if time.monotonic() > deadline:
+            fail("the stream did not end in time")
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if line.startswith(":"):
+            continue
+        if line == "":
+            if data:
+                payload = json.loads("\n".join(data))
+                if event == "end":
+                    return messages, payload
+                messages.append(payload)
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    fail(f"the stream closed without an end event after {len(messages)} messages")
+    raise AssertionError  # unreachable
+
+
+def check_files(url: str, token: str, files: list[dict[str, Any]]) -> None:
+    by_path = {f["filepath"]: f for f in files}
+    for path, expected in (("blob.bin", BLOB), ("notes/text.txt", TEXT.encode())):
+        if path not in by_path:
+            fail(f"{path} is not among the run's files: {sorted(by_path)}")
+        got = get(url + by_path[path]["url"], token)
+        if got != expected:
+            fail(f"{path}: downloaded {len(got)} bytes that differ from the {len(expected)} "
+                 f"expected (first bytes {got[:40]!r})")
+        ok(f"downloaded {path}: {len(got)} bytes, identical")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    fake = args.fake_url.rstrip("/")
+    post_json(f"{fake}/_control/reset", {})
+    post_json(f"{fake}/_control/script", {"replies": [
+        {"stage": "auto_reply", "content": "I will make two files."},
+        {"stage": "planning", "content": PLAN},
+        {"stage": "thinking", "content": THINKING},
+        {"stage": "summary", "content": "Made blob.bin and notes/text.txt."},
+    ]})
+    body: dict[str, Any] = {"goal": "Make blob.bin and notes/text.txt", "mode": "agent"}
+    if args.runtime:
+        body["runtime"] = args.runtime
+    started = time.monotonic()
+    req = request(f"{args.url}/api/agent/run", args.token, body, accept="text/event-stream")
+    with urllib.request.urlopen(req, timeout=args.timeout) as resp:
+        cid = resp.headers.get("X-Conversation-Id")
+        messages, end = follow(resp, started + args.timeout)
+    kinds = [m.get("meta", {}).get("action_type") for m in messages]
+    if end.get("status") != "completed":
+        errors = [m.get("content") for m in messages if m["meta"].get("action_type") == "error"]
+        fail(f"run ended {end.get('status')}: {errors or kinds}")
+    ok(f"run completed in {time.monotonic() - started:.1f}s: {len(messages)} messages "
+       f"({', '.join(dict.fromkeys(k for k in kinds if k))})")
+    actions = {m["meta"]["action_type"]: m for m in messages
+               if m["meta"].get("action_type") in ("terminal_run", "write_code")
+               and m.get("status") != "running"}
+    for name in ("terminal_run", "write_code"):
+        if actions.get(name, {}).get("status") != "success":
+            fail(f"{name} did not succeed: {actions.get(name, {}).get('content')!r}")
+    ok("terminal_run and write_code succeeded")
+    summaries = [m for m in messages if m["meta"].get("action_type") == "finish_summery"]
+    if not summaries:
+        fail(f"no finish_summery in the stream: {kinds}")
+    ok(f"finish_summery lists {[f['filepath'] for f in summaries[-1]['meta']['json']]}")
+    check_files(args.url, args.token, summaries[-1]["meta"]["json"])
+    files = get_json(f"{args.url}/api/conversations/{cid}/files", args.token)
+    uid = next((f for f in files if f["filepath"] == "sandbox-uid.txt"), None)
+    if uid:
+        ok("the command ran as uid "
+           + get(args.url + uid["url"], args.token).decode().strip())
+    print(cid)
+
+
+def cmd_check(args: argparse.Namespace) -> None:
+    cid = args.conversation
+    conv = get_json(f"{args.url}/api/conversations/{cid}", args.token)
+    ok(f"conversation {cid} is there (status {conv.get('status')})")
+    messages = get_json(f"{args.url}/api/conversations/{cid}/messages", args.token)
+    summaries = [m for m in messages if m["meta"].get("action_type") == "finish_summery"]
+    if not summaries:
+        fail("its messages lost the finish_summery")
+    ok(f"its {len(messages)} messages are there, finish_summery included")
+    check_files(args.url, args.token, summaries[-1]["meta"]["json"])
+
+
+def cmd_wait(args: argparse.Namespace) -> None:
+    started = time.monotonic()
+    last = ""
+    while time.monotonic() - started < args.timeout:
+        try:
+            health = get_json(f"{args.url}/api/health")
+            if health.get("status") == "ok":
+                print(f"{time.monotonic() - started:.1f}")
+                ok(f"/api/health: {json.dumps(health)}")
+                return
+            last = json.dumps(health)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    fail(f"/api/health did not answer ok within {args.timeout:.0f}s (last: {last})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "check", "wait"):
+        p = sub.add_parser(name)
+        p.add_argument("--url", required=True)
+        p.add_argument("--token")
+        p.add_argument("--timeout", type=float, default=120)
+        if name == "run":
+            p.add_argument("--fake-url", required=True)
+            p.add_argument("--runtime")
+        if name == "check":
+            p.add_argument("--conversation", required=True)
+    args = parser.parse_args()
+    args.url = args.url.rstrip("/")
+    {"run": cmd_run, "check": cmd_check, "wait": cmd_wait}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except urllib.error.HTTPError as exc:
+        fail(f"{exc.url}: HTTP {exc.code} {exc.read()[:300]!r}")

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Verify the containerized deployment end to end (CI runs it from scripts/ci.d/40-compose.sh;
+# it runs by hand too, from any directory):
+#   1. build the app, sandbox and (with the postgres pass) PostgreSQL images with Compose;
+#   2. `docker compose up -d`, wait for /api/health, time it;
+#   3. a goal against a fake OpenAI-compatible model server on the host (tests/fakellm.py,
+#      reached from the container as host.docker.internal): follow the stream to
+#      finish_summery, download the files, compare bytes; the command runs in a sandbox
+#      container started by the app through the mounted Docker socket (RUNTIME=docker);
+#   4. `docker compose down` (volumes kept) + `up -d`: the conversation and files are still there;
+#   5. `docker compose down -v`.
+# Passes: "sqlite" (default) and "postgres" (profile postgres). VERIFY_PASSES="sqlite" skips
+# PostgreSQL.
+# Uses its own project name, env file and port: a developer's .env and running stack are
+# left alone. Images stay (the layer cache makes a rerun with unchanged inputs quick).
+#
+# Environment (all optional):
+#   VERIFY_PASSES    "sqlite postgres"
+#   VERIFY_OVERRIDE  compose override file; default scripts/compose/ci.override.yml (local
+#                    base image, no registry); empty = the official images of docker-compose.yml
+#   BASE_IMAGE       local base for the override (planact-base:bookworm)
+#   VERIFY_RUNTIME   runtime of the checked run (docker)
+#   VERIFY_REPORT    file to append the measured figures to (markdown lines)
+#   VERIFY_TIMEOUT   seconds for each wait on health / a run (120)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+say() { echo "verify: $*" >&2; }
+die() { say "FAIL: $*"; exit 1; }
+
+passes=${VERIFY_PASSES:-sqlite postgres}
+override=${VERIFY_OVERRIDE-scripts/compose/ci.override.yml}
+runtime=${VERIFY_RUNTIME:-docker}
+wait_s=${VERIFY_TIMEOUT:-120}
+project=planact-verify
+export BASE_IMAGE=${BASE_IMAGE:-planact-base:bookworm}
+
+# ---- preconditions -----------------------------------------------------------------------
+docker info >/dev/null 2>&1 || die "no Docker engine answers 'docker info' (scripts/docker/engine.sh starts one)"
+bash scripts/compose/ensure-compose.sh
+if [ -n "$override" ]; then
+  docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 \
+    || die "base image $BASE_IMAGE is missing (scripts/docker/base-image.sh builds it)"
+fi
+command -v uv >/dev/null 2>&1 || die "uv is needed to run the fake model server (make setup)"
+
+tmp=$(mktemp -d)
+fake_pid=
+cleanup() {
+  local rc=$?
+  set +e
+  if [ "$rc" != 0 ] && [ -n "${compose_args:-}" ]; then
+    say "logs of the app container (last 60 lines):"
+    compose logs --no-color --tail 60 app >&2 2>/dev/null
+  fi
+  remove_sandboxes
+  [ -n "${compose_args:-}" ] && compose --profile postgres down -v --remove-orphans >/dev/null 2>&1
+  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
+  rm -rf "$tmp"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+# Sandbox containers are the app's, not Compose's: remove the ones that bind-mount this
+# project's workspace volume before the volume goes.
+remove_sandboxes() {
+  local id
+  for id in $(docker ps -aq --filter label=planact.sandbox 2>/dev/null); do
+    if docker inspect -f '{{range .Mounts}}{{.Source}} {{end}}' "$id" 2>/dev/null \
+        | grep -q "/volumes/${project}_workspace/"; then
+      docker rm -f "$id" >/dev/null 2>&1 || true
+    fi
+  done
+}
+
+# ---- the web client: built on the host when the override builds without Node ------------
+if [ -n "$override" ]; then
+  stamp=frontend/dist/index.html
+  if [ ! -f "$stamp" ] || [ -n "$(find frontend/src frontend/index.html frontend/package-lock.json \
+        frontend/vite.config.ts -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+    say "building frontend/dist on the host"
+    (cd frontend && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run build) >&2 \
+      || die "the frontend does not build (cd frontend && npm run build)"
+  fi
+fi
+
+# ---- a fake model server on the host -------------------------------------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
+fake_port=$(free_port)
+app_port=$(free_port)
+# listens on all interfaces: containers reach the host through their network's gateway
+uv run --frozen python tests/fakellm.py --host 0.0.0.0 --port "$fake_port" >"$tmp/fakellm.log" 2>&1 &
+fake_pid=$!
+for _ in $(seq 1 300); do
+  curl -fsS -o /dev/null "http://127.0.0.1:$fake_port/v1/models" 2>/dev/null && break
+  kill -0 "$fake_pid" 2>/dev/null || { cat "$tmp/fakellm.log" >&2; die "the fake model server exited"; }
+  sleep 0.2
+done
+curl -fsS -o /dev/null "http://127.0.0.1:$fake_port/v1/models" || die "the fake model server does not answer"
+say "fake model server on port $fake_port"
+
+# ---- compose with an env file of its own -----------------------------------------------------
+token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+gateway=
+if [ -n "$override" ]; then
+  gateway=${PLANACT_HOST_GATEWAY:-172.31.250.1}
+fi
+cat >"$tmp/verify.env" <<EOF
+PLANACT_ENV_FILE=$tmp/verify.env
+AUTH_TOKEN=$token
+LLM_MODEL=openai/fake-model
+LLM_API_KEY=sk-fake
+LLM_BASE_URL=http://host.docker.internal:$fake_port/v1
+LLM_MAX_RETRIES=0
+RUNTIME=$runtime
+SANDBOX_IDLE_TIMEOUT=600
+PLANACT_PORT=127.0.0.1:$app_port
+PLANACT_IMAGE=planact:latest
+${gateway:+PLANACT_HOST_GATEWAY=$gateway}
+EOF
+# a TLS-intercepting proxy's CA (as on CI machines) for the builds' package downloads
+if [ -z "${EXTRA_CA_CERTS:-}" ] && ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  EXTRA_CA_CERTS=$(cat /usr/local/share/ca-certificates/*.crt)
+  export EXTRA_CA_CERTS
+fi
+
+compose_args=(--env-file "$tmp/verify.env" -p "$project" -f docker-compose.yml)
+[ -n "$override" ] && compose_args+=(-f "$override")
+compose() { docker compose "${compose_args[@]}" "$@"; }
+url=http://127.0.0.1:$app_port
+report=()
+figure() { report+=("$*"); say "figure: $*"; }
+
+wait_healthy() {  # $1: label; prints seconds to /api/health ok and to docker's "healthy"
+  local t0=$1 secs cid status
+  secs=$(python3 scripts/compose/smoke.py wait --url "$url" --timeout "$wait_s") \
+    || die "the app did not become healthy"
+  cid=$(compose ps -q app)
+  for _ in $(seq 1 $((wait_s * 5))); do
+    status=$(docker inspect -f '{{.State.Health.Status}}' "$cid")
+    [ "$status" = healthy ] && break
+    sleep 0.2
+  done
+  [ "$status" = healthy ] || die "docker reports the app container $status"
+  echo "$secs $(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")"
+}
+
+build_images() {  # $@: compose arguments
+  local t0
+  t0=$(date +%s)
+  say "building images: docker compose $*"
+  compose "$@" >"$tmp/build.log" 2>&1 || { tail -40 "$tmp/build.log" >&2; die "build failed"; }
+  say "images built in $(( $(date +%s) - t0 ))s"
+}
+
+run_pass() {  # $1: sqlite | postgres
+  local pass=$1 profile=() t0 times cid sandboxes
+  if [ "$pass" = postgres ]; then
+    profile=(--profile postgres)
+    cat >>"$tmp/verify.env" <<EOF
+DATABASE_URL=postgresql+psycopg://planact:planact@postgres:5432/planact
+EOF
+  fi
+  say "=== pass $pass"
+  # the sandbox image: `make sandbox-image` (scripts/ci.d/20-docker.sh) may have built it
+  # already; Compose builds it otherwise (and the app image always, from the layer cache)
+  if docker image inspect planact-sandbox:latest >/dev/null 2>&1; then
+    build_images "${profile[@]}" build app ${profile:+postgres}
+  else
+    build_images "${profile[@]}" build
+  fi
+
+  t0=$(python3 -c 'import time; print(time.time())')
+  compose "${profile[@]}" up -d >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log" >&2; die "docker compose up failed"; }
+  times=$(wait_healthy "$t0")
+  figure "$pass: up -d -> /api/health ok ${times% *}s, -> docker healthy ${times#* }s"
+
+  say "a run against the fake model (runtime $runtime)"
+  cid=$(python3 scripts/compose/smoke.py run --url "$url" --token "$token" \
+        --fake-url "http://127.0.0.1:$fake_port" --runtime "$runtime" --timeout "$wait_s") \
+    || die "the run check failed"
+  if [ "$runtime" = docker ]; then
+    sandboxes=$(for id in $(docker ps -aq --filter label=planact.sandbox); do
+        docker inspect -f '{{range .Mounts}}{{.Source}}{{end}}' "$id"; echo; done \
+      | grep "/volumes/${project}_workspace/" || true)
+    [ -n "$sandboxes" ] || die "no sandbox container of this project was started"
+    say "  ok   a sandbox container ran the command (sibling of the app container)"
+  fi
+
+  say "down (volumes kept) and up again"
+  remove_sandboxes
+  compose "${profile[@]}" down >/dev/null 2>&1 || die "docker compose down failed"
+  t0=$(python3 -c 'import time; print(time.time())')
+  compose "${profile[@]}" up -d >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log" >&2; die "docker compose up failed"; }
+  times=$(wait_healthy "$t0")
+  figure "$pass: recreated container -> /api/health ok ${times% *}s"
+  python3 scripts/compose/smoke.py check --url "$url" --token "$token" --conversation "$cid" \
+    || die "the conversation did not survive down + up"
+
+  say "stop and start"
+  compose "${profile[@]}" stop >/dev/null 2>&1
+  compose "${profile[@]}" start >/dev/null 2>&1
+  wait_healthy "$(python3 -c 'import time; print(time.time())')" >/dev/null
+  python3 scripts/compose/smoke.py check --url "$url" --token "$token" --conversation "$cid" \
+    || die "the conversation did not survive stop + start"
+
+  remove_sandboxes
+  compose "${profile[@]}" down -v >/dev/null 2>&1 || die "docker compose down -v failed"
+  say "pass $pass: ok"
+}
+
+for pass in $passes; do
+  run_pass "$pass"
+done
+
+for img in planact:latest planact-sandbox:latest planact-postgres:15; do
+  docker image inspect "$img" >/dev/null 2>&1 || continue
+  figure "image $img: $(docker image inspect -f '{{.Size}}' "$img" | awk '{printf "%.0f MB", $1/1e6}')"
+done
+if [ -n "${VERIFY_REPORT:-}" ]; then
+  printf -- '- %s\n' "${report[@]}" >>"$VERIFY_REPORT"
+fi
+say "all passes ok: $passes"
