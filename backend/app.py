@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def make_llm(settings: Settings) -> LiteLLM:
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
+        stream=settings.llm_stream,
     )
 
 
@@ -88,6 +90,9 @@ def create_app(
         if recovered:
             log.warning("marked %d interrupted run(s) as failed", recovered)
         checker = asyncio.create_task(_probe_docker(app, manager))
+        if isinstance(manager.llm, LiteLLM) and settings.llm_model:
+            # import litellm (seconds) in the background so the first run does not wait
+            threading.Thread(target=_prewarm_litellm, daemon=True).start()
         try:
             yield
         finally:
@@ -135,6 +140,13 @@ async def _probe_docker(app: Starlette, manager: RunManager) -> None:
         ok = False
     if ok and "docker" not in app.state.runtimes_available:
         app.state.runtimes_available = [*app.state.runtimes_available, "docker"]
+
+
+def _prewarm_litellm() -> None:
+    try:
+        import litellm  # noqa: F401
+    except Exception:  # reported on first use
+        log.debug("litellm prewarm failed", exc_info=True)
 
 
 async def _no_ui(_request: Request) -> Response:

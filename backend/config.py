@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     llm_timeout: float = 120.0
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
+    llm_stream: bool = True
 
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"

@@ -1,0 +1,122 @@
+"""Start the real `planact serve` in a subprocess, black-box."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.sse_client import collect
+
+PLANACT = str(Path(sys.executable).with_name("planact"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, workdir: Path, env: dict[str, str], port: int | None = None) -> None:
+        self.workdir = workdir
+        self.env = env
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = workdir / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> Server:
+        env = {**os.environ, **self.env}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [PLANACT, "serve", "--port", str(self.port)],
+                cwd=self.workdir,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise RuntimeError(f"server not healthy in {timeout}s: {self.log.read_text()[-3000:]}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+
+    def run(self, body: dict[str, Any], **kwargs: Any) -> tuple[list[dict[str, Any]], Any, Any]:
+        """POST a goal and read its whole stream."""
+        with (
+            self.client(**kwargs) as c,
+            c.stream("POST", "/api/agent/run", json=body) as resp,
+        ):
+            assert resp.status_code == 200, resp.read()
+            messages, end = collect(resp.iter_lines())
+            return messages, end, resp.headers
+
+
+def server_env(tmp: Path, model_url: str, **extra: str) -> dict[str, str]:
+    return {
+        "DATABASE_URL": f"sqlite:///{tmp}/planact.db",
+        "WORKSPACE_DIR": str(tmp / "workspace"),
+        "LLM_MODEL": "openai/fake-model",
+        "LLM_API_KEY": "sk-fake",
+        "LLM_BASE_URL": model_url,
+        "LLM_RETRY_BASE_DELAY": "0.01",
+        "TERMINAL_TIMEOUT": "30",
+        "FRONTEND_DIST": str(tmp / "no-ui"),
+        "LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
+@contextmanager
+def running_server(tmp: Path, model_url: str, **extra: str) -> Iterator[Server]:
+    server = Server(tmp, server_env(tmp, model_url, **extra)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_for(predicate: Any, timeout: float = 20, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
