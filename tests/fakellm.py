@@ -90,8 +90,12 @@ class FakeModel:
         reply = self.next_reply(stage)
         if reply is None:
             return JSONResponse(
-                {"error": {"message": f"fakellm: no scripted reply for stage {stage!r}",
-                           "type": "server_error"}},
+                {
+                    "error": {
+                        "message": f"fakellm: no scripted reply for stage {stage!r}",
+                        "type": "server_error",
+                    }
+                },
                 status_code=500,
             )
         hold = reply.get("hold")
@@ -101,8 +105,13 @@ class FakeModel:
         status = int(reply.get("status", 200))
         if status != 200:
             return JSONResponse(
-                {"error": {"message": reply.get("content", "scripted error"),
-                           "type": "scripted_error", "code": status}},
+                {
+                    "error": {
+                        "message": reply.get("content", "scripted error"),
+                        "type": "scripted_error",
+                        "code": status,
+                    }
+                },
                 status_code=status,
             )
         content = reply.get("content", "")
@@ -274,8 +283,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9100)
     parser.add_argument("--auto", action="store_true", help="answer unscripted calls")
     args = parser.parse_args()
-    uvicorn.run(FakeModel(auto=args.auto).app(), host=args.host, port=args.port,
-                log_level="warning")
+    uvicorn.run(
+        FakeModel(auto=args.auto).app(), host=args.host, port=args.port, log_level="warning"
+    )
 
 
 if __name__ == "__main__":

@@ -8,9 +8,7 @@ TRICKY = 'print("a < b && c > d") # & \'quotes\' "double" ]]> </content> done\n'
 
 
 def plan_reply(*titles: str, prose: str = "I'll do it.") -> str:
-    tasks = [
-        {"title": t, "description": f"Do: {t}", "requirement": f"{t} is done"} for t in titles
-    ]
+    tasks = [{"title": t, "description": f"Do: {t}", "requirement": f"{t} is done"} for t in titles]
     return f"{prose}\n{json.dumps(tasks)}"
 
 
