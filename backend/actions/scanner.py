@@ -78,9 +78,35 @@ _FOLLOW_ANY = (
     r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:)?(?:" + _NAMES + "|" + "|".join(_WRAPPERS) + r")(?=[\s=/>])"
     r"|</?(?:[\w.-]+:)?parameter(?=[\s=/>]))"
 )
+# an action opener at the start of a line: a CDATA "section" spanning one is really an
+# unclosed `<![CDATA[` in raw text running into the next action
+_LINE_ACTION = re.compile(
+    r"\n[ \t]*<(?:(?:" + _NAMES + r")(?=[\s/>])|function=|(?:[\w.-]+:)?invoke\s)", re.I
+)
 _NEW_ACTION = re.compile(
     r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:)?invoke\s)", re.I
 )
+
+
+def _cdata_spans(text: str) -> list[tuple[int, int]]:
+    """CDATA sections that start in place (a line start or right after a tag)."""
+    spans: list[tuple[int, int]] = []
+    pos = text.find(_CDATA)
+    while pos >= 0:
+        run = parse_cdata_run(text, pos) if _opener_in_place(text, pos) else None
+        if run is not None and not _LINE_ACTION.search(text, pos, run[1]):
+            spans.append((pos, run[1]))
+            pos = text.find(_CDATA, run[1])
+        else:
+            pos = text.find(_CDATA, pos + 1)
+    return spans
+
+
+def _opener_in_place(text: str, start: int) -> bool:
+    k = start - 1
+    while k >= 0 and text[k] in " \t":
+        k -= 1
+    return k < 0 or text[k] in "\n>"
 
 
 @dataclass(frozen=True)
@@ -93,12 +119,25 @@ class _Tok:
 class _Tokens:
     """Openers and closers of one tag over the whole reply, found once."""
 
-    def __init__(self, text: str, opener: str, closer: str, follow: re.Pattern[str]) -> None:
+    def __init__(
+        self,
+        text: str,
+        opener: str,
+        closer: str,
+        follow: re.Pattern[str],
+        cdata: list[tuple[int, int]],
+    ) -> None:
         both = re.compile(f"(?P<o>{opener})|(?P<c>{closer})", re.I)
         toks: list[_Tok] = []
+        cdata_starts = [a for a, _ in cdata]
         for m in both.finditer(text):
+            k = bisect_left(cdata_starts, m.start() + 1) - 1
+            if k >= 0 and m.start() < cdata[k][1]:
+                continue  # inside a CDATA section: text, not a tag
             if m.group("o") is not None:
-                if not m.group(0).endswith("/>"):
+                # an opener counts when it starts a line or follows a tag: not when quoted
+                # in code (`"<content>"`), which would otherwise unbalance the count
+                if not m.group(0).endswith("/>") and _opener_in_place(text, m.start()):
                     toks.append(_Tok(m.start(), m.end(), 1))
             else:
                 kind = -1 if follow.match(text, m.end()) else 0
@@ -114,19 +153,29 @@ class _Tokens:
 
         Candidates are closers followed by what can follow a body (the action's close
         tag, another parameter, a new action, the end). The chosen one is the FIRST
-        candidate after which no later candidate would be left without an opener to close,
-        i.e. every later candidate in the window is balanced by an opener before it. So a
-        file that quotes `</content></write_code>` is not cut there (the real closer after
-        it would be left over), nested examples stay inside, and two actions in a row
-        still split at the first one's closer. The last candidate always qualifies.
+        candidate after which the rest of the window stays balanced: read on, an opener
+        opens, any closer closes an open one, and a candidate closer with nothing open
+        means the earlier candidate was text inside the body. A closer that cannot end a
+        body (quoted in code: `find("</content>")`) never unbalances. So a file quoting
+        `</content></write_code>` is not cut there, nested examples and Atom `<content>`
+        elements stay inside, and two actions in a row still split at the first closer.
+        The last candidate always qualifies.
         """
-        best: _Tok | None = None
-        low = 0  # the lowest running sum of the tokens after the one being looked at
-        for tok in reversed(self.window(lo, hi)):
-            if tok.kind == -1 and low >= 0:
-                best = tok
-            low = min(0, tok.kind + low)
-        return best
+        window = self.window(lo, hi)
+        for i, tok in enumerate(window):
+            if tok.kind != -1:
+                continue
+            depth = 0
+            for later in window[i + 1 :]:
+                if later.kind == 1:
+                    depth += 1
+                elif depth > 0:
+                    depth -= 1
+                elif later.kind == -1:
+                    break
+            else:
+                return tok
+        return None
 
     def any_close(self, lo: int, hi: int) -> _Tok | None:
         closers = [t for t in self.window(lo, hi) if t.kind <= 0]
@@ -153,6 +202,7 @@ class Scanner:
         self.unclosed_reasoning = False
         self._cache: dict[tuple[str, str], _Tokens] = {}
         self._follow: dict[str, re.Pattern[str]] = {}
+        self._cdata: list[tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ top level
 
@@ -292,7 +342,9 @@ class Scanner:
         cache_key = (key, follow.pattern)
         toks = self._cache.get(cache_key)
         if toks is None:
-            toks = _Tokens(self.text, opener, closer, follow)
+            if self._cdata is None:
+                self._cdata = _cdata_spans(self.text)
+            toks = _Tokens(self.text, opener, closer, follow, self._cdata)
             self._cache[cache_key] = toks
         return toks
 
