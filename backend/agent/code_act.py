@@ -53,7 +53,8 @@ async def run_task(
     format_errors = 0
     for _step in range(ctx.settings.max_steps_per_task):
         completion = await ctx.call_model("thinking", messages, specialist=True)
-        for thought in extract_thinking(completion.text):
+        thoughts = [completion.reasoning.strip()] if completion.reasoning.strip() else []
+        for thought in thoughts + extract_thinking(completion.text):
             await ctx.publish(Message.build("thinking", thought, task_id=task["id"]))
         try:
             actions = parse_actions(

@@ -17,6 +17,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    # reasoning the provider (or litellm) split off the text, e.g. from <think> blocks
+    reasoning: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

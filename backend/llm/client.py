@@ -113,6 +113,7 @@ class LiteLLM:
         if not self.stream:
             return _from_response(litellm, response, model)
         parts: list[str] = []
+        reasoning: list[str] = []
         finish: str | None = None
         usage: Any = None
         tool_calls: dict[int, dict[str, Any]] = {}
@@ -124,6 +125,8 @@ class LiteLLM:
                 if delta is not None:
                     if delta.content:
                         parts.append(delta.content)
+                    if getattr(delta, "reasoning_content", None):
+                        reasoning.append(delta.reasoning_content)
                     for tc in getattr(delta, "tool_calls", None) or []:
                         slot = tool_calls.setdefault(
                             tc.index or 0,
@@ -148,6 +151,7 @@ class LiteLLM:
             model=model,
             finish_reason=finish,
             tool_calls=[tool_calls[i] for i in sorted(tool_calls)] or None,
+            reasoning="".join(reasoning),
         )
         _fill_usage(litellm, completion, usage, model)
         return completion
@@ -167,7 +171,11 @@ def _from_response(litellm: Any, response: Any, model: str) -> Completion:
             for tc in msg.tool_calls
         ]
     completion = Completion(
-        text=msg.content or "", model=model, finish_reason=choice.finish_reason, tool_calls=calls
+        text=msg.content or "",
+        model=model,
+        finish_reason=choice.finish_reason,
+        tool_calls=calls,
+        reasoning=getattr(msg, "reasoning_content", None) or "",
     )
     _fill_usage(litellm, completion, getattr(response, "usage", None), model)
     return completion
