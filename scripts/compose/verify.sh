@@ -76,13 +76,7 @@ remove_sandboxes() {
 
 # ---- the web client: built on the host when the override builds without Node ------------
 if [ -n "$override" ]; then
-  stamp=frontend/dist/index.html
-  if [ ! -f "$stamp" ] || [ -n "$(find frontend/src frontend/index.html frontend/package-lock.json \
-        frontend/vite.config.ts -newer "$stamp" -print -quit 2>/dev/null)" ]; then
-    say "building frontend/dist on the host"
-    (cd frontend && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run build) >&2 \
-      || die "the frontend does not build (cd frontend && npm run build)"
-  fi
+  make --no-print-directory frontend >&2 || die "the frontend does not build (make frontend)"
 fi
 
 # ---- a fake model server on the host -------------------------------------------------------
@@ -117,6 +111,7 @@ RUNTIME=$runtime
 SANDBOX_IDLE_TIMEOUT=600
 PLANACT_PORT=127.0.0.1:$app_port
 PLANACT_IMAGE=planact:latest
+SANDBOX_IMAGE=planact-sandbox:verify
 ${gateway:+PLANACT_HOST_GATEWAY=$gateway}
 EOF
 # a TLS-intercepting proxy's CA (as on CI machines) for the builds' package downloads
@@ -155,7 +150,7 @@ build_images() {  # $@: compose arguments
 }
 
 run_pass() {  # $1: sqlite | postgres
-  local pass=$1 profile=() t0 times cid sandboxes
+  local pass=$1 profile=() t0 times cid sandboxes n
   if [ "$pass" = postgres ]; then
     profile=(--profile postgres)
     cat >>"$tmp/verify.env" <<EOF
@@ -163,19 +158,21 @@ DATABASE_URL=postgresql+psycopg://planact:planact@postgres:5432/planact
 EOF
   fi
   say "=== pass $pass"
-  # the sandbox image: `make sandbox-image` (scripts/ci.d/20-docker.sh) may have built it
-  # already; Compose builds it otherwise (and the app image always, from the layer cache)
-  if docker image inspect planact-sandbox:latest >/dev/null 2>&1; then
-    build_images "${profile[@]}" build app ${profile:+postgres}
-  else
-    build_images "${profile[@]}" build
-  fi
+  # every image through Compose, the sandbox under a tag of its own (planact-sandbox:verify)
+  # so that the one `make sandbox-image` keeps up to date is left alone
+  build_images "${profile[@]}" build
 
   t0=$(python3 -c 'import time; print(time.time())')
   compose "${profile[@]}" up -d >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log" >&2; die "docker compose up failed"; }
   times=$(wait_healthy "$t0")
   figure "$pass: up -d -> /api/health ok ${times% *}s, -> docker healthy ${times#* }s"
 
+  if [ "$pass" = postgres ]; then
+    compose "${profile[@]}" exec -T postgres psql -U planact -d planact -Atc \
+      'select version_num from alembic_version' >"$tmp/pg.txt" 2>&1 \
+      || { cat "$tmp/pg.txt" >&2; die "the app did not migrate the PostgreSQL database"; }
+    say "  ok   PostgreSQL holds the schema (alembic revision $(cat "$tmp/pg.txt"))"
+  fi
   say "a run against the fake model (runtime $runtime)"
   cid=$(python3 scripts/compose/smoke.py run --url "$url" --token "$token" \
         --fake-url "http://127.0.0.1:$fake_port" --runtime "$runtime" --timeout "$wait_s") \
@@ -197,6 +194,12 @@ EOF
   figure "$pass: recreated container -> /api/health ok ${times% *}s"
   python3 scripts/compose/smoke.py check --url "$url" --token "$token" --conversation "$cid" \
     || die "the conversation did not survive down + up"
+  if [ "$pass" = postgres ]; then
+    n=$(compose "${profile[@]}" exec -T postgres psql -U planact -d planact -Atc \
+      "select count(*) from conversations where id = '$cid'" 2>/dev/null || true)
+    [ "$n" = 1 ] || die "conversation $cid is not in PostgreSQL (got '$n')"
+    say "  ok   the conversation is stored in PostgreSQL"
+  fi
 
   say "stop and start"
   compose "${profile[@]}" stop >/dev/null 2>&1
@@ -214,7 +217,7 @@ for pass in $passes; do
   run_pass "$pass"
 done
 
-for img in planact:latest planact-sandbox:latest planact-postgres:15; do
+for img in planact:latest planact-sandbox:verify planact-postgres:15; do
   docker image inspect "$img" >/dev/null 2>&1 || continue
   figure "image $img: $(docker image inspect -f '{{.Size}}' "$img" | awk '{printf "%.0f MB", $1/1e6}')"
 done
