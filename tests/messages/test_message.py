@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import asyncio
+import json
+
+from backend.messages.bus import Bus
+from backend.messages.message import Message
+
+
+def test_message_has_the_vue_shape() -> None:
+    msg = Message.build("plan", "1. x", json=[{"id": "t1"}], task_id=None)
+    data = json.loads(msg.to_json())
+    assert list(data) == [
+        "role",
+        "uuid",
+        "status",
+        "content",
+        "comments",
+        "memorized",
+        "timestamp",
+        "type",
+        "conversation_id",
+        "run_id",
+        "seq",
+        "meta",
+    ]
+    assert data["meta"] == {
+        "pid": "",
+        "task_id": None,
+        "action_type": "plan",
+        "filepath": "",
+        "url": "",
+        "json": [{"id": "t1"}],
+        "content": "",
+        "is_active": True,
+    }
+    assert data["role"] == "assistant" and data["status"] == "success"
+    assert isinstance(data["timestamp"], int) and data["timestamp"] > 1_700_000_000_000
+    assert Message.from_dict(data) == msg
+
+
+def test_running_and_final_share_a_uuid_when_asked() -> None:
+    a = Message.build("write_code", "Writing a", status="running", uuid="u1")
+    b = Message.build("write_code", "done", uuid="u1")
+    assert a.uuid == b.uuid == "u1"
+    assert Message.build("x").uuid != Message.build("x").uuid
+
+
+def test_json_is_one_line_and_keeps_unicode() -> None:
+    text = Message.build("auto_reply", "line1\nline2 ✓ <b>&").to_json()
+    assert "\n" not in text and "✓" in text
+
+
+async def test_bus_wakes_subscribers_and_times_out() -> None:
+    bus = Bus()
+    event = bus.subscribe("r")
+    assert await bus.wait("r", event, 0.01) is False
+    waiter = asyncio.create_task(bus.wait("r", event, 5))
+    await asyncio.sleep(0)
+    bus.notify("r")
+    assert await waiter is True
+    bus.notify("r")  # a notify before waiting is not lost
+    assert await bus.wait("r", event, 0.01) is True
+    bus.unsubscribe("r", event)
+    bus.notify("r")
+    assert not event.is_set()

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from backend.messages.message import Message
+from backend.store.repo import ConflictError, NotFoundError, Store
+
+
+@pytest.fixture
+async def store(tmp_path: Path):  # type: ignore[no-untyped-def]
+    s = Store(f"sqlite:///{tmp_path}/db.sqlite")
+    s.migrate()
+    s.migrate()  # idempotent
+    yield s
+    await s.close()
+
+
+def msg(cid: str, rid: str, kind: str = "x") -> Message:
+    m = Message.build(kind, kind)
+    m.conversation_id, m.run_id = cid, rid
+    return m
+
+
+async def test_seq_strictly_increases_per_conversation_under_concurrency(store: Store) -> None:
+    a = await store.create_conversation("1", "a")
+    b = await store.create_conversation("1", "b")
+    ra = await store.start_run("1", a, "g", "auto", "local")
+    rb = await store.start_run("1", b, "g", "auto", "local")
+    await asyncio.gather(
+        *(store.append_message(msg(a, ra)) for _ in range(50)),
+        *(store.append_message(msg(b, rb)) for _ in range(20)),
+    )
+    assert [m.seq for m in await store.messages(a)] == list(range(1, 51))
+    assert [m.seq for m in await store.messages(b)] == list(range(1, 21))
+    assert [m.seq for m in await store.messages(a, after=45)] == [46, 47, 48, 49, 50]
+
+
+async def test_one_active_run_per_conversation(store: Store) -> None:
+    cid = await store.create_conversation("1", "t")
+    rid = await store.start_run("1", cid, "g", "auto", "local")
+    with pytest.raises(ConflictError):
+        await store.start_run("1", cid, "g", "auto", "local")
+    await store.end_run(rid, "completed")
+    assert (await store.get_run(rid))["status"] == "completed"  # type: ignore[index]
+    await store.start_run("1", cid, "g", "auto", "local")
+    with pytest.raises(NotFoundError):
+        await store.start_run("2", cid, "g", "auto", "local")
+
+
+async def test_users_see_only_their_own(store: Store) -> None:
+    cid = await store.create_conversation("1", "mine")
+    assert await store.get_conversation("2", cid) is None
+    assert await store.list_conversations("2") == []
+    assert await store.delete_conversation("2", cid) is False
+    assert (await store.get_conversation("1", cid))["title"] == "mine"  # type: ignore[index]
+
+
+async def test_usage_per_stage_and_total(store: Store) -> None:
+    cid = await store.create_conversation("1", "t")
+    rid = await store.start_run("1", cid, "g", "auto", "local")
+    await store.record_usage(cid, rid, "planning", "m", 10, 5, 0.001)
+    await store.record_usage(cid, rid, "thinking", "m", 20, 10, None)
+    await store.record_usage(cid, rid, "thinking", "m", 1, 1, None)
+    usage = await store.run_usage(rid)
+    assert usage["stages"]["thinking"] == {
+        "calls": 2,
+        "prompt_tokens": 21,
+        "completion_tokens": 11,
+        "total_tokens": 32,
+        "cost": None,
+    }
+    assert usage["total"]["total_tokens"] == 47
+    assert usage["total"]["cost"] == pytest.approx(0.001)
+
+
+async def test_delete_cascades(store: Store) -> None:
+    cid = await store.create_conversation("1", "t")
+    rid = await store.start_run("1", cid, "g", "auto", "local")
+    await store.append_message(msg(cid, rid))
+    await store.record_files(cid, rid, [("a.txt", 3)])
+    assert await store.delete_conversation("1", cid)
+    assert await store.messages(cid) == []
+    assert await store.get_run(rid) is None
