@@ -1,28 +1,292 @@
-"""Placeholder plan parser (JSON array only); replaced by the full planner parser."""
+"""The planner's reply -> (prose before the plan, tasks). Pure.
+
+Accepted (first that yields tasks wins):
+1. JSON: an array of task objects (or of strings), or an object with a "tasks"/"plan"
+   array; bare, in a ```json fence, or with prose around it;
+2. Markdown `##`/`###` headings, one per task, with bullet points under each;
+3. a numbered list (`1.` / `1)`), one item per task, with indented lines or bullets.
+Reasoning (`<think>…</think>`, or everything before a `</think>` with no opener) is
+dropped first. Each task is {"title", "description", "requirement"} ("" when absent).
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
+
+_DECODER = json.JSONDecoder(strict=False)
+_THINK_BLOCK = re.compile(r"<(think|thinking)\b[^>]*>.*?</\1\s*>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
+_THINK_OPEN = re.compile(r"<(?:think|thinking)\b[^>]*>", re.I)
+_FENCE_OPEN = re.compile(r"(?:^|\n)[ \t]*(`{3,}|~{3,})[\w+-]*[ \t]*\n?$")
+_TRAILING_COMMA = re.compile(r",(\s*[\]}])")
+_HEADING = re.compile(r"^[ \t]{0,3}#{2,3}[ \t]+(.+?)[ \t#]*$", re.M)
+_NUMBERED = re.compile(r"^[ \t]{0,3}(?:\*\*)?(\d{1,3})[.)](?:\*\*)?[ \t]+(.+)$", re.M)
+_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+(.*)$")
+_LABEL = re.compile(
+    r"^(?:\*\*|__)?(title|task|description|details|requirements?|acceptance(?: criteria)?"
+    r"|done when|success criteria|verification)(?:\*\*|__)?\s*[:：-]\s*(?:\*\*|__)?\s*(.*)$",
+    re.I,
+)
+_TITLE_PREFIX = re.compile(r"^(?:(?:task|step|phase)\s*\d+\s*[:.)\-–—]\s*|\d{1,3}[.)]\s+)", re.I)
+_BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*\s*[:\-–—]?\s*(.*)$")
+
+TITLE_KEYS = ("title", "name", "task", "step", "summary")
+DESCRIPTION_KEYS = ("description", "details", "desc", "detail", "instructions", "steps")
+REQUIREMENT_KEYS = (
+    "requirement",
+    "requirements",
+    "acceptance",
+    "acceptance_criteria",
+    "done_when",
+    "success_criteria",
+    "verification",
+)
+
+EXAMPLE = (
+    '```json\n[\n  {"title": "Write the script", "description": "Create src/app.py that …", '
+    '"requirement": "python3 src/app.py prints …"},\n  {"title": "…", "description": "…"}\n]\n```'
+)
 
 
 class PlanFormatError(ValueError):
-    pass
+    """The plan could not be read. The message is written for the model."""
 
 
 def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
-    m = re.search(r"\[.*\]", text, re.S)
-    if not m:
-        raise PlanFormatError("Reply with a JSON array of tasks.")
-    try:
-        data = json.loads(m.group(0))
-    except json.JSONDecodeError as exc:
-        raise PlanFormatError(f"Reply with a JSON array of tasks: {exc}") from exc
-    tasks = [
-        {"title": str(t.get("title", "")), "description": str(t.get("description", "")),
-         "requirement": str(t.get("requirement", ""))}
-        for t in data if isinstance(t, dict)
-    ]
+    text = _drop_reasoning(text)
+    json_error = ""
+    found = _from_json(text)
+    if isinstance(found, str):
+        json_error, found = found, None
+    if found is None:
+        found = _from_headings(text) or _from_numbered(text)
+    if found is None:
+        detail = f" (the JSON in it did not parse: {json_error})" if json_error else ""
+        raise PlanFormatError(
+            f"Your plan could not be read{detail}. Reply with a short sentence for the user, "
+            f"then the plan as a JSON array of tasks, each with a title, a description and "
+            f"optionally a requirement (how to check it is done):\n{EXAMPLE}"
+        )
+    prose, tasks = found
     if not tasks:
-        raise PlanFormatError("The plan is empty.")
-    return text[: m.start()].strip(), tasks
+        raise PlanFormatError(
+            "The plan is empty. Give at least one task, as a JSON array of tasks:\n" + EXAMPLE
+        )
+    return prose.strip(), tasks
+
+
+# ------------------------------------------------------------------------ helpers
+
+
+def _drop_reasoning(text: str) -> str:
+    text = _THINK_BLOCK.sub("", text)
+    close = _THINK_CLOSE.search(text)
+    if close is not None:  # a closer with no opener: everything before it was reasoning
+        text = text[close.end() :]
+    opener = _THINK_OPEN.search(text)
+    if opener is not None:  # never closed
+        text = text[: opener.start()]
+    return text
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return "\n".join(f"- {_text(v)}" for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _pick(obj: dict[str, Any], keys: tuple[str, ...]) -> str:
+    lowered = {str(k).lower().replace(" ", "_"): v for k, v in obj.items()}
+    for key in keys:
+        if key in lowered:
+            return _text(lowered[key])
+    return ""
+
+
+def _task(title: str, description: str = "", requirement: str = "") -> dict[str, str]:
+    title = title.strip().strip("*_").strip()
+    if not title:
+        title = description.strip().splitlines()[0][:120] if description.strip() else ""
+    return {"title": title, "description": description.strip(), "requirement": requirement.strip()}
+
+
+def _tasks_from_value(value: Any) -> list[dict[str, str]] | None:
+    if isinstance(value, dict):
+        for key in ("tasks", "plan", "steps"):
+            inner = value.get(key)
+            if isinstance(inner, list):
+                return _tasks_from_value(inner)
+        return None
+    if not isinstance(value, list):
+        return None
+    tasks: list[dict[str, str]] = []
+    for item in value:
+        if isinstance(item, str):
+            tasks.append(_task(item))
+        elif isinstance(item, dict):
+            task = _task(
+                _pick(item, TITLE_KEYS),
+                _pick(item, DESCRIPTION_KEYS),
+                _pick(item, REQUIREMENT_KEYS),
+            )
+            if not task["title"]:
+                return None
+            tasks.append(task)
+        else:
+            return None
+    return tasks
+
+
+def _from_json(text: str) -> tuple[str, list[dict[str, str]]] | str | None:
+    """(prose, tasks), or a JSON error message when something plan-like did not parse."""
+    error = ""
+    for m in re.finditer(r"[\[{]", text):
+        start = m.start()
+        after = text[start + 1 : start + 200].lstrip()
+        if text[start] == "[" and not after.startswith(("{", '"', "]")):
+            continue
+        if text[start] == "{" and not after.startswith(('"', "}")):
+            continue
+        value, err = _decode(text, start)
+        if value is None:
+            error = error or err
+            continue
+        tasks = _tasks_from_value(value)
+        if tasks is None:
+            continue
+        return _prose_before(text, start), tasks
+    return error or None
+
+
+def _decode(text: str, start: int) -> tuple[Any, str]:
+    try:
+        return _DECODER.raw_decode(text, start)[0], ""
+    except json.JSONDecodeError as exc:
+        first = exc
+    # a common slip: trailing commas. Retry on the balanced span with them removed.
+    end = _balanced_end(text, start)
+    if end is not None:
+        try:
+            return _DECODER.decode(_TRAILING_COMMA.sub(r"\1", text[start:end])), ""
+        except json.JSONDecodeError:
+            pass
+    return None, f"{first.msg} at line {first.lineno} column {first.colno}"
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    depth = 0
+    in_str = False
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _prose_before(text: str, start: int) -> str:
+    prose = text[:start]
+    fence = _FENCE_OPEN.search(prose)
+    if fence is not None:
+        prose = prose[: fence.start()]
+    return prose.rstrip()
+
+
+def _split_body(lines: list[str]) -> tuple[str, str]:
+    """Bullet/plain lines under a task -> (description, requirement)."""
+    description: list[str] = []
+    requirement: list[str] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        bullet = _BULLET.match(line)
+        content = bullet.group(1).strip() if bullet else line.strip()
+        label = _LABEL.match(content)
+        if label:
+            kind = label.group(1).lower()
+            rest = label.group(2).strip().strip("*_").strip()
+            if kind.startswith(("requirement", "acceptance", "done", "success", "verif")):
+                requirement.append(rest)
+                continue
+            if kind in ("description", "details"):
+                description.append(rest)
+                continue
+        description.append(f"- {content}" if bullet else content)
+    return "\n".join(d for d in description if d), "\n".join(r for r in requirement if r)
+
+
+def _clean_title(raw: str) -> tuple[str, str]:
+    """Heading or item text -> (title, inline description after a bold title)."""
+    title = _TITLE_PREFIX.sub("", raw.strip())
+    bold = _BOLD_LEAD.match(title)
+    if bold:
+        return bold.group(1).strip(), bold.group(2).strip()
+    if title.startswith("**") and title.endswith("**"):
+        title = title[2:-2]
+    return title.strip(), ""
+
+
+def _from_headings(text: str) -> tuple[str, list[dict[str, str]]] | None:
+    heads = list(_HEADING.finditer(text))
+    if not heads:
+        return None
+    tasks: list[dict[str, str]] = []
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        title, inline = _clean_title(head.group(1))
+        lines = text[head.end() : end].splitlines()
+        description, requirement = _split_body(lines)
+        if inline:
+            description = f"{inline}\n{description}".strip()
+        if re.fullmatch(r"(?:the\s+)?plan|tasks?|steps?|summary|overview", title, re.I):
+            continue  # a heading over the plan, not a task
+        tasks.append(_task(title, description, requirement))
+    return text[: heads[0].start()], tasks
+
+
+def _from_numbered(text: str) -> tuple[str, list[dict[str, str]]] | None:
+    items = list(_NUMBERED.finditer(text))
+    if not items:
+        return None
+    tasks: list[dict[str, str]] = []
+    for i, item in enumerate(items):
+        end = items[i + 1].start() if i + 1 < len(items) else len(text)
+        title, inline = _clean_title(item.group(2))
+        body = text[item.end() : end]
+        # the list ends at a blank line followed by unindented prose
+        tail = re.search(r"\n[ \t]*\n(?=\S)", body)
+        if tail is not None and i + 1 == len(items):
+            body = body[: tail.start()]
+        label = _LABEL.match(title)
+        description, requirement = _split_body(body.splitlines())
+        if inline:
+            inline_label = _LABEL.match(inline)
+            if inline_label and inline_label.group(1).lower().startswith("requirement"):
+                requirement = f"{inline_label.group(2)}\n{requirement}".strip()
+            else:
+                description = f"{inline}\n{description}".strip()
+        if label:
+            title = label.group(2)
+        tasks.append(_task(title, description, requirement))
+    return text[: items[0].start()], tasks

@@ -1,0 +1,128 @@
+"""The planner's reply parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.agent.plan_parse import PlanFormatError, parse_plan
+
+
+def t(title: str, description: str = "", requirement: str = "") -> dict[str, str]:
+    return {"title": title, "description": description, "requirement": requirement}
+
+
+TWO = (
+    '[{"title": "Write app", "description": "Create app.py", "requirement": "prints 1"},'
+    ' {"title": "Test", "description": "Run it"}]'
+)
+TWO_TASKS = [t("Write app", "Create app.py", "prints 1"), t("Test", "Run it")]
+
+CASES: list[tuple[str, str, str, list[dict[str, str]]]] = [
+    ("json-bare", TWO, "", TWO_TASKS),
+    ("json-fenced", f"```json\n{TWO}\n```", "", TWO_TASKS),
+    (
+        "json-prose-fenced",
+        f"Sure! I'll build it in two steps.\n\n```json\n{TWO}\n```\nLet me start.",
+        "Sure! I'll build it in two steps.",
+        TWO_TASKS,
+    ),
+    ("json-prose-bare", f"Plan below:\n{TWO}", "Plan below:", TWO_TASKS),
+    ("json-object-tasks", '{"tasks": ' + TWO + "}", "", TWO_TASKS),
+    ("json-object-plan", 'Here: {"plan": ' + TWO + "}", "Here:", TWO_TASKS),
+    (
+        "json-trailing-comma",
+        '[{"title": "A", "description": "a",},]',
+        "",
+        [t("A", "a")],
+    ),
+    (
+        "json-key-variants",
+        '[{"name": "A", "details": "a", "acceptance_criteria": ["x", "y"]}]',
+        "",
+        [t("A", "a", "- x\n- y")],
+    ),
+    ("json-strings", '["Set up", "Build"]', "", [t("Set up"), t("Build")]),
+    (
+        "json-brackets-in-prose-first",
+        "Use a list [like this] of tasks:\n" + TWO,
+        "Use a list [like this] of tasks:",
+        TWO_TASKS,
+    ),
+    (
+        "json-after-think",
+        "<think>hmm [1, 2]</think>\nOK.\n" + TWO,
+        "OK.",
+        TWO_TASKS,
+    ),
+    ("json-stray-think-close", "reasoning...</think>\n" + TWO, "", TWO_TASKS),
+    (
+        "markdown-headings",
+        "I'll do it.\n\n## Write the script\n- Create hello.py printing hi\n"
+        "- Requirement: `python3 hello.py` prints hi\n\n## Document it\n- Add a README\n",
+        "I'll do it.",
+        [
+            t("Write the script", "- Create hello.py printing hi", "`python3 hello.py` prints hi"),
+            t("Document it", "- Add a README"),
+        ],
+    ),
+    (
+        "markdown-task-prefix-and-bold-labels",
+        "### Task 1: Setup\n* **Description:** make venv\n* **Requirement:** venv exists\n",
+        "",
+        [t("Setup", "make venv", "venv exists")],
+    ),
+    (
+        "markdown-plan-heading-skipped",
+        "## Plan\n## Build\n- do it\n",
+        "",
+        [t("Build", "- do it")],
+    ),
+    (
+        "numbered",
+        "Here is the plan:\n1. Create the app\n2. Write tests\n3. Run them\n",
+        "Here is the plan:",
+        [t("Create the app"), t("Write tests"), t("Run them")],
+    ),
+    (
+        "numbered-bold-with-details",
+        "1. **Scaffold** - create the package\n   - Requirement: imports work\n"
+        "2) **Ship**: build the wheel\n",
+        "",
+        [t("Scaffold", "create the package", "imports work"), t("Ship", "build the wheel")],
+    ),
+    (
+        "numbered-then-prose",
+        "1. Do A\n2. Do B\n\nThat's all.",
+        "",
+        [t("Do A"), t("Do B")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "prose", "tasks"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_parse_plan(text: str, prose: str, tasks: list[dict[str, str]]) -> None:
+    assert parse_plan(text) == (prose, tasks)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[]", "empty"),
+        ('{"tasks": []}', "empty"),
+        ("I think we should just do it.", "JSON array of tasks"),
+        ("", "JSON array of tasks"),
+        ('[{"title": "A", "description": }]', "did not parse"),
+        ("<think>planning forever", "JSON array of tasks"),
+    ],
+)
+def test_plan_errors(text: str, message: str) -> None:
+    with pytest.raises(PlanFormatError) as info:
+        parse_plan(text)
+    assert message in str(info.value)
+    assert '"title"' in str(info.value)  # shows the format to use
+
+
+def test_plan_error_is_value_error() -> None:
+    assert issubclass(PlanFormatError, ValueError)
