@@ -26,11 +26,13 @@ _NUMBERED = re.compile(r"^[ \t]{0,3}(?:\*\*)?(\d{1,3})[.)](?:\*\*)?[ \t]+(.+)$",
 _BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+(.*)$")
 _LABEL = re.compile(
     r"^(?:\*\*|__)?(title|task|description|details|requirements?|acceptance(?: criteria)?"
-    r"|done when|success criteria|verification)(?:\*\*|__)?\s*[:：-]\s*(?:\*\*|__)?\s*(.*)$",
+    r"|done when|success criteria|verification)(?:\*\*|__)?\s*[:\uff1a-]\s*(?:\*\*|__)?\s*(.*)$",
     re.I,
 )
-_TITLE_PREFIX = re.compile(r"^(?:(?:task|step|phase)\s*\d+\s*[:.)\-–—]\s*|\d{1,3}[.)]\s+)", re.I)
-_BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*\s*[:\-–—]?\s*(.*)$")
+_TITLE_PREFIX = re.compile(
+    r"^(?:(?:task|step|phase)\s*\d+\s*[:.)\-\u2013\u2014]\s*|\d{1,3}[.)]\s+)", re.I
+)
+_BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*\s*[:\-\u2013\u2014]?\s*(.*)$")
 
 TITLE_KEYS = ("title", "name", "task", "step", "summary")
 DESCRIPTION_KEYS = ("description", "details", "desc", "detail", "instructions", "steps")
