@@ -128,8 +128,7 @@ class _Run:
         with self.lock:
             stream = self.stream
         if stream is not None:
-            with contextlib.suppress(Exception):
-                stream.close()
+            _close_stream(stream)
 
 
 class DockerRuntime(BaseRuntime):
@@ -283,7 +282,7 @@ class DockerRuntime(BaseRuntime):
                     if chunk_err:
                         err.feed(chunk_err)
             finally:
-                stream.close()
+                _close_stream(stream)
 
         server_killed = False
         try:
@@ -568,6 +567,14 @@ class DockerRuntime(BaseRuntime):
 
 class _ContainerGone(Exception):
     pass
+
+
+def _close_stream(stream: Any) -> None:
+    """Close an exec stream: shut its socket down (unblocks a reader) and the response."""
+    with contextlib.suppress(Exception):
+        stream.close()
+    with contextlib.suppress(Exception):
+        stream._response.close()
 
 
 def _remove_container(client: DockerClient, container_id: str) -> None:

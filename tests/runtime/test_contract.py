@@ -1,0 +1,285 @@
+"""The runtime contract (CONTRACT.md section 5), one suite for both runtimes.
+
+Every test runs against ``local`` and ``docker`` and expects the same results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from backend.actions.model import Action
+from backend.runtime.base import OUTPUT_CAP, READ_CAP, BaseRuntime
+from tests.runtime.conftest import (
+    RuntimeFactory,
+    eventually,
+    process_gone,
+    read,
+    run,
+    stdout_of,
+    wait_for_file,
+    write,
+)
+
+# ---- files -------------------------------------------------------------------------------
+
+EXACT = [
+    'a < b && c > d; <tag attr="&amp;">&lt;</tag>\n',
+    "line one\r\nline two\r\n",
+    "no final newline",
+    "",
+    "  leading and trailing blanks  \n\n\n",
+    "unicode: héllo wörld ✓ 日本語 🚀\n",
+    "tabs\tand\\backslashes\\n literal\n",
+]
+
+
+@pytest.mark.parametrize("content", EXACT)
+async def test_write_is_byte_exact_and_reads_back(
+    runtime: BaseRuntime, workspace: Path, content: str
+) -> None:
+    result = await write(runtime, workspace, "src/f.txt", content)
+    assert result.status == "success"
+    assert result.content == "File src/f.txt written successfully."
+    assert result.filepath == "src/f.txt"
+    assert (workspace / "src" / "f.txt").read_bytes() == content.encode()
+    back = await read(runtime, workspace, "src/f.txt")
+    assert back.status == "success"
+    assert back.content == content
+    # and the command side sees the same bytes
+    listed = await run(runtime, workspace, "od -An -c src/f.txt | tr -s ' ' | tr -d '\\n'")
+    expected = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        "od -An -c f.txt | tr -s ' ' | tr -d '\\n'",
+        cwd=workspace / "src",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await expected.communicate()
+    assert stdout_of(listed) == out.decode()
+
+
+async def test_write_through_a_symlink_inside_updates_its_target(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    (workspace / "target.txt").write_text("old")
+    os.symlink("target.txt", workspace / "link.txt")
+    result = await write(runtime, workspace, "link.txt", "new")
+    assert result.ok
+    assert result.filepath == "target.txt"
+    assert (workspace / "link.txt").is_symlink()
+    assert (workspace / "target.txt").read_text() == "new"
+    overwritten = await write(runtime, workspace, "target.txt", "newer")
+    assert overwritten.ok
+    assert (await read(runtime, workspace, "link.txt")).content == "newer"
+
+
+async def test_workspace_paths_are_the_same_folder(runtime: BaseRuntime, workspace: Path) -> None:
+    result = await write(runtime, workspace, "/workspace/dir/a.txt", "A")
+    assert result.ok, result.content
+    assert result.filepath == "dir/a.txt"
+    assert (workspace / "dir" / "a.txt").read_text() == "A"
+    assert (await read(runtime, workspace, "/workspace/dir/a.txt")).content == "A"
+    assert (await read(runtime, workspace, str(workspace / "dir" / "a.txt"))).content == "A"
+    ran = await run(runtime, workspace, "cat a.txt", cwd="/workspace/dir")
+    assert stdout_of(ran) == "A"
+
+
+async def test_read_missing_file_and_directory(runtime: BaseRuntime, workspace: Path) -> None:
+    missing = await read(runtime, workspace, "nope.txt")
+    assert missing.status == "failure"
+    assert "does not exist" in missing.content
+    (workspace / "d").mkdir()
+    assert (await read(runtime, workspace, "d")).status == "failure"
+    assert (await write(runtime, workspace, "d", "x")).status == "failure"
+
+
+async def test_binary_read_is_safe(runtime: BaseRuntime, workspace: Path) -> None:
+    (workspace / "blob.bin").write_bytes(bytes(range(256)) * 10)
+    result = await read(runtime, workspace, "blob.bin")
+    assert result.status == "success"
+    assert result.content == "blob.bin is a binary file (2560 bytes); not shown as text."
+
+
+async def test_invalid_utf8_is_replaced_not_fatal(runtime: BaseRuntime, workspace: Path) -> None:
+    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    result = await read(runtime, workspace, "latin1.txt")
+    assert result.ok
+    assert result.content == "caf\ufffd\n"
+
+
+async def test_long_file_is_cut_with_a_note(runtime: BaseRuntime, workspace: Path) -> None:
+    (workspace / "big.txt").write_text("y" * (READ_CAP + 5000))
+    result = await read(runtime, workspace, "big.txt")
+    assert result.ok
+    assert result.content.startswith("y" * READ_CAP + "\n[... file is")
+    assert "only the first" in result.content
+
+
+# ---- confinement -------------------------------------------------------------------------
+
+OUTSIDE_PATHS = ["../escape.txt", "a/../../escape.txt", "/etc/passwd", "/tmp/escape.txt", "/"]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_PATHS)
+async def test_paths_outside_are_refused(
+    runtime: BaseRuntime, workspace: Path, tmp_path: Path, path: str
+) -> None:
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    wrote = await write(runtime, workspace, path, "pwned")
+    assert wrote.status == "failure"
+    assert wrote.content.startswith("Refused:")
+    got = await read(runtime, workspace, path)
+    assert got.status == "failure"
+    assert got.content.startswith("Refused:")
+    assert "root:" not in got.content
+    ran = await run(runtime, workspace, "pwd", cwd=path)
+    assert ran.status == "failure"
+    assert ran.content.startswith("Refused:")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+async def test_symlinks_leaving_the_workspace_are_refused(
+    runtime: BaseRuntime, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    os.symlink(outside, workspace / "out")
+    os.symlink(outside / "secret.txt", workspace / "secret-link")
+    os.symlink(outside / "new.txt", workspace / "dangling")
+
+    for path in ("out/secret.txt", "secret-link", "dangling"):
+        got = await read(runtime, workspace, path)
+        assert got.status == "failure", path
+        assert "secret" not in got.content.replace(path, "")
+    for path in ("out/new.txt", "out/sub/new.txt", "secret-link", "dangling"):
+        wrote = await write(runtime, workspace, path, "pwned")
+        assert wrote.status == "failure", path
+    ran = await run(runtime, workspace, "touch pwned", cwd="out")
+    assert ran.status == "failure"
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert (outside / "secret.txt").read_text() == "secret"
+
+
+async def test_nul_in_path_is_refused(runtime: BaseRuntime, workspace: Path) -> None:
+    assert (await write(runtime, workspace, "a\x00b", "x")).status == "failure"
+
+
+# ---- terminal_run ------------------------------------------------------------------------
+
+
+async def test_exit_codes_and_streams(runtime: BaseRuntime, workspace: Path) -> None:
+    ok = await run(runtime, workspace, "echo out; echo err >&2")
+    assert ok.status == "success"
+    assert ok.content == "Exit code: 0\nstdout:\nout\n\nstderr:\nerr\n"
+    failed = await run(runtime, workspace, "echo partial; exit 3")
+    assert failed.status == "failure"
+    assert failed.content == "Exit code: 3\nstdout:\npartial\n\nstderr: (empty)"
+    quiet = await run(runtime, workspace, "true")
+    assert quiet.content == "Exit code: 0\nstdout: (empty)\nstderr: (empty)"
+    missing = await run(runtime, workspace, "no-such-command-xyz")
+    assert missing.status == "failure"
+    assert missing.content.startswith("Exit code: 127")
+
+
+async def test_unicode_output(runtime: BaseRuntime, workspace: Path) -> None:
+    result = await run(
+        runtime, workspace, "printf 'h\\303\\251llo \\342\\234\\223 \\360\\237\\232\\200'"
+    )
+    assert stdout_of(result) == "héllo ✓ 🚀"
+    broken = await run(runtime, workspace, "printf 'bad \\377 byte'")
+    assert stdout_of(broken) == "bad \ufffd byte"
+
+
+async def test_cwd_and_stdin(runtime: BaseRuntime, workspace: Path) -> None:
+    (workspace / "sub" / "deeper").mkdir(parents=True)
+    result = await run(runtime, workspace, 'basename "$PWD"; ls', cwd="sub")
+    assert stdout_of(result) == "sub\ndeeper\n"
+    # stdin is empty, not the server's: a command waiting for input ends at once
+    got = await run(runtime, workspace, 'read -r line; echo "eof:$?"')
+    assert stdout_of(got) == "eof:1\n"
+    notdir = await run(runtime, workspace, "pwd", cwd="nope")
+    assert notdir.status == "failure"
+    assert "not a directory" in notdir.content
+    assert (await run(runtime, workspace, "   ")).status == "failure"
+
+
+async def test_files_written_by_commands_are_readable(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    result = await run(runtime, workspace, "mkdir -p out && printf 'x\\r\\ny' > out/made.txt")
+    assert result.ok, result.content
+    assert (workspace / "out" / "made.txt").read_bytes() == b"x\r\ny"
+    assert (await read(runtime, workspace, "out/made.txt")).content == "x\r\ny"
+    # a file written host-side can be changed by commands
+    await write(runtime, workspace, "host.txt", "one\n")
+    appended = await run(runtime, workspace, "echo two >> host.txt && cat host.txt")
+    assert appended.ok, appended.content
+    assert stdout_of(appended) == "one\ntwo\n"
+
+
+async def test_huge_output_keeps_head_and_tail(runtime: BaseRuntime, workspace: Path) -> None:
+    command = "printf BEGIN; head -c 3000000 /dev/zero | tr '\\0' x; printf END; echo oops >&2"
+    result = await run(runtime, workspace, command)
+    assert result.ok
+    out = stdout_of(result)
+    assert out.startswith("BEGIN")
+    assert out.endswith("END")
+    assert "characters cut from the middle of the output" in out
+    assert len(out) < OUTPUT_CAP + 200
+    assert result.content.endswith("stderr:\noops\n")
+
+
+async def test_timeout_kills_the_process_group(make_rt: RuntimeFactory, workspace: Path) -> None:
+    runtime = make_rt(terminal_timeout=2)
+    command = "sleep 300 & echo $! > bg.pid; echo started; sleep 300"
+    result = await run(runtime, workspace, command)
+    assert result.status == "failure"
+    assert result.content.startswith("Command timed out after 2 seconds")
+    assert stdout_of(result) == "started\n"
+    await eventually(lambda: process_gone(runtime, workspace, "bg.pid"), what="background child")
+
+
+async def test_background_children_die_with_the_command(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    result = await run(runtime, workspace, "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid")
+    assert result.ok
+    await eventually(lambda: process_gone(runtime, workspace, "bg.pid"), what="background child")
+
+
+async def test_cancel_kills_the_command(runtime: BaseRuntime, workspace: Path) -> None:
+    command = "sleep 300 & echo $! > bg.pid; echo $$ > main.pid; wait"
+    task = asyncio.create_task(run(runtime, workspace, command))
+    await wait_for_file(workspace / "main.pid")
+    await wait_for_file(workspace / "bg.pid")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await eventually(lambda: process_gone(runtime, workspace, "main.pid"), what="main process")
+    await eventually(lambda: process_gone(runtime, workspace, "bg.pid"), what="background child")
+    # the runtime still works afterwards
+    assert stdout_of(await run(runtime, workspace, "echo again")) == "again\n"
+
+
+async def test_other_actions(runtime: BaseRuntime, workspace: Path) -> None:
+    done = await runtime.execute(Action("finish", {"message": "all done"}), workspace)
+    assert (done.status, done.content) == ("success", "all done")
+    odd = await runtime.execute(Action("explode", {}), workspace)
+    assert odd.status == "failure"
+
+
+async def test_workspace_is_created_on_first_use(runtime: BaseRuntime, tmp_path: Path) -> None:
+    ws = tmp_path / "workspace" / "user_2" / "Conversation_9"
+    result = await run(runtime, ws, "echo hi > hi.txt")
+    assert result.ok, result.content
+    assert (ws / "hi.txt").read_text() == "hi\n"
+
+
+async def test_concurrent_commands_in_one_workspace(runtime: BaseRuntime, workspace: Path) -> None:
+    results = await asyncio.gather(*(run(runtime, workspace, f"echo {i}") for i in range(5)))
+    assert [stdout_of(r) for r in results] == [f"{i}\n" for i in range(5)]
