@@ -18,7 +18,7 @@ $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || python3 -m pip install --quiet uv
 
 .venv/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode
 	@touch $@
 
 run: setup $(RUN_PREREQS)

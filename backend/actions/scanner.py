@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 
 from backend.actions.jsoncalls import RawAction, calls_in, canonical_action, decode_at
 from backend.actions.model import ACTION_ALIASES, ACTIONS, PARAM_ALIASES, ActionSpec
@@ -25,14 +26,32 @@ _ALL_ACTION_NAMES = sorted({*ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
 _WRAPPERS = ("function", "invoke", "tool_call", "tool_calls", "actions", "function_calls")
 
 
-def _param_names(spec: ActionSpec | None) -> list[str]:
+@lru_cache(maxsize=32)
+def _param_names(spec: ActionSpec | None) -> tuple[str, ...]:
     """Tag names that open a param of this action (ours and aliases)."""
     if spec is None:
         own = {p for s in ACTIONS.values() for p in (*s.required, *s.optional)}
     else:
         own = {*spec.required, *spec.optional}
     names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
-    return sorted(names, key=len, reverse=True)
+    return tuple(sorted(names, key=len, reverse=True))
+
+
+@lru_cache(maxsize=32)
+def _param_names_lower(spec: ActionSpec | None) -> frozenset[str]:
+    return frozenset(p.lower() for p in _param_names(spec))
+
+
+@lru_cache(maxsize=32)
+def _body_follow(spec: ActionSpec | None) -> re.Pattern[str]:
+    """What can follow the real end of a parameter body of this action."""
+    params = "|".join(re.escape(p) for p in _param_names(spec))
+    return re.compile(_FOLLOW_ANY[:-1] + r"|<(?:" + params + r")(?=[\s/>]))", re.I)
+
+
+@lru_cache(maxsize=64)
+def _tag_open(name: str) -> re.Pattern[str]:
+    return re.compile(_TAG_OPEN_FULL.format(name=re.escape(name)))
 
 
 def canonical_param(spec: ActionSpec | None, name: str) -> str:
@@ -78,14 +97,14 @@ _FOLLOW_ANY = (
     r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:)?(?:" + _NAMES + "|" + "|".join(_WRAPPERS) + r")(?=[\s=/>])"
     r"|</?(?:[\w.-]+:)?parameter(?=[\s=/>]))"
 )
-# an action opener at the start of a line: a CDATA "section" spanning one is really an
-# unclosed `<![CDATA[` in raw text running into the next action
-_LINE_ACTION = re.compile(
-    r"\n[ \t]*<(?:(?:" + _NAMES + r")(?=[\s/>])|function=|(?:[\w.-]+:)?invoke\s)", re.I
-)
 _NEW_ACTION = re.compile(
     r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:)?invoke\s)", re.I
 )
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def _cdata_spans(text: str) -> list[tuple[int, int]]:
@@ -94,7 +113,7 @@ def _cdata_spans(text: str) -> list[tuple[int, int]]:
     pos = text.find(_CDATA)
     while pos >= 0:
         run = parse_cdata_run(text, pos) if _opener_in_place(text, pos) else None
-        if run is not None and not _LINE_ACTION.search(text, pos, run[1]):
+        if run is not None:
             spans.append((pos, run[1]))
             pos = text.find(_CDATA, run[1])
         else:
@@ -117,38 +136,64 @@ class _Tok:
 
 
 class _Tokens:
-    """Openers and closers of one tag over the whole reply, found once."""
+    """Openers and closers of one tag over the whole reply, found once.
+
+    `pattern` matches `<` or `</` plus the tag name (group 1 is the slash); it starts
+    with a literal `<` and is case-sensitive, so the regex engine skips ahead fast.
+    """
 
     def __init__(
         self,
         text: str,
-        opener: str,
-        closer: str,
+        pattern: re.Pattern[str],
         follow: re.Pattern[str],
         cdata: list[tuple[int, int]],
     ) -> None:
-        both = re.compile(f"(?P<o>{opener})|(?P<c>{closer})", re.I)
         toks: list[_Tok] = []
         cdata_starts = [a for a, _ in cdata]
-        for m in both.finditer(text):
-            k = bisect_left(cdata_starts, m.start() + 1) - 1
-            if k >= 0 and m.start() < cdata[k][1]:
-                continue  # inside a CDATA section: text, not a tag
-            if m.group("o") is not None:
+        n = len(text)
+        for m in pattern.finditer(text):
+            start = m.start()
+            if cdata:
+                k = bisect_left(cdata_starts, start + 1) - 1
+                if k >= 0 and start < cdata[k][1]:
+                    continue  # inside a CDATA section: text, not a tag
+            if m.group(1):  # closer: `</name>` with optional spaces
+                end = m.end()
+                while end < n and text[end] in " \t\r\n":
+                    end += 1
+                if end >= n or text[end] != ">":
+                    continue
+                kind = -1 if follow.match(text, end + 1) else 0
+                toks.append(_Tok(start, end + 1, kind))
+            else:
                 # an opener counts when it starts a line or follows a tag: not when quoted
                 # in code (`"<content>"`), which would otherwise unbalance the count
-                if not m.group(0).endswith("/>") and _opener_in_place(text, m.start()):
-                    toks.append(_Tok(m.start(), m.end(), 1))
-            else:
-                kind = -1 if follow.match(text, m.end()) else 0
-                toks.append(_Tok(m.start(), m.end(), kind))
+                gt = text.find(">", m.end())
+                if gt < 0 or text[gt - 1] == "/" or not _opener_in_place(text, start):
+                    continue
+                toks.append(_Tok(start, gt + 1, 1))
         self.toks = toks
         self.starts = [t.start for t in toks]
+        self._sums: tuple[list[int], list[int]] | None = None
 
-    def window(self, lo: int, hi: int) -> list[_Tok]:
-        return self.toks[bisect_left(self.starts, lo) : bisect_left(self.starts, hi)]
+    def _range(self, lo: int, hi: int) -> range:
+        return range(bisect_left(self.starts, lo), bisect_left(self.starts, hi))
 
-    def pick_close(self, lo: int, hi: int) -> _Tok | None:
+    def _prefix(self) -> tuple[list[int], list[int]]:
+        """Running sums of +1 openers / -1 candidate closers (others 0), and their
+        suffix minima: for `pick_close` without pairing, in O(1) per candidate."""
+        if self._sums is None:
+            sums = [0]
+            for tok in self.toks:
+                sums.append(sums[-1] + tok.kind)
+            sufmin = sums[:]
+            for i in range(len(sufmin) - 2, -1, -1):
+                sufmin[i] = min(sufmin[i], sufmin[i + 1])
+            self._sums = (sums, sufmin)
+        return self._sums
+
+    def pick_close(self, lo: int, hi: int, *, pair_quoted: bool = True) -> _Tok | None:
         """The closer that ends a body starting at `lo`, looking no further than `hi`.
 
         Candidates are closers followed by what can follow a body (the action's close
@@ -156,40 +201,58 @@ class _Tokens:
         candidate after which the rest of the window stays balanced: read on, an opener
         opens, any closer closes an open one, and a candidate closer with nothing open
         means the earlier candidate was text inside the body. A closer that cannot end a
-        body (quoted in code: `find("</content>")`) never unbalances. So a file quoting
+        body (quoted in code: `find("</content>")`) never unbalances; with `pair_quoted`
+        off (action close tags, whose window runs to the end of the reply and so holds
+        the next actions' bodies) it is not counted at all. So a file quoting
         `</content></write_code>` is not cut there, nested examples and Atom `<content>`
         elements stay inside, and two actions in a row still split at the first closer.
         The last candidate always qualifies.
         """
-        window = self.window(lo, hi)
-        for i, tok in enumerate(window):
-            if tok.kind != -1:
+        toks = self.toks
+        idx = self._range(lo, hi)
+        if not pair_quoted and hi >= (toks[-1].start + 1 if toks else 0):
+            sums, sufmin = self._prefix()
+            for i in idx:
+                # the sums after toks[i] never drop below the sum right after it
+                if toks[i].kind == -1 and (i + 2 >= len(sums) or sufmin[i + 2] >= sums[i + 1]):
+                    return toks[i]
+            return None
+        stop = idx.stop
+        for i in idx:
+            if toks[i].kind != -1:
                 continue
             depth = 0
-            for later in window[i + 1 :]:
-                if later.kind == 1:
+            for j in range(i + 1, stop):
+                kind = toks[j].kind
+                if kind == 1:
                     depth += 1
+                elif kind == 0 and not pair_quoted:
+                    continue
                 elif depth > 0:
                     depth -= 1
-                elif later.kind == -1:
+                elif kind == -1:
                     break
             else:
-                return tok
+                return toks[i]
         return None
 
     def any_close(self, lo: int, hi: int) -> _Tok | None:
-        closers = [t for t in self.window(lo, hi) if t.kind <= 0]
-        return closers[-1] if closers else None
+        for i in reversed(self._range(lo, hi)):
+            if self.toks[i].kind <= 0:
+                return self.toks[i]
+        return None
 
     def first_close(self, lo: int, hi: int) -> _Tok | None:
-        return next((t for t in self.window(lo, hi) if t.kind <= 0), None)
+        for i in self._range(lo, hi):
+            if self.toks[i].kind <= 0:
+                return self.toks[i]
+        return None
 
 
 @dataclass
 class _Dialect:
     key: str
-    opener: str  # regex of an opener of this action kind (for balancing)
-    closer: str  # regex of its closer
+    tags: str  # regex: `<` or `</` (group 1) and the tag name, for balancing
 
 
 class Scanner:
@@ -201,7 +264,6 @@ class Scanner:
         self.mentions: list[str] = []
         self.unclosed_reasoning = False
         self._cache: dict[tuple[str, str], _Tokens] = {}
-        self._follow: dict[str, re.Pattern[str]] = {}
         self._cdata: list[tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ top level
@@ -270,22 +332,22 @@ class Scanner:
             fm = _FUNCTION_OPEN.match(text, i)
             if fm:
                 fname = fm.group(1) or fm.group(2) or ""
-                d = _Dialect("function", r"<function(?=[\s=])", r"</function\s*>")
+                d = _Dialect("function", r"<(/?)function(?=[\s=>])")
                 return self._action(fname, i, fm.end(), d, fenced, {}, loose=True)
         elif local == "invoke":
             im = _INVOKE_OPEN.match(text, i)
             if im:
-                d = _Dialect("invoke", r"<(?:[\w.-]+:)?invoke\s", r"</(?:[\w.-]+:)?invoke\s*>")
+                d = _Dialect("invoke", r"<(/?)(?:[\w.-]+:)?invoke(?=[\s>])")
                 return self._action(im.group(1), i, im.end(), d, fenced, {}, loose=True)
         elif low in TAG_ACTIONS:
-            om = re.compile(_TAG_OPEN_FULL.format(name=re.escape(name))).match(text, i)
+            om = _tag_open(name).match(text, i)
             if om:
                 attrs = {
                     a.group(1): a.group(2) if a.group(2) is not None else (a.group(3) or a.group(4))
                     for a in _ATTR.finditer(om.group(1))
                 }
                 esc = re.escape(name)
-                d = _Dialect("tag:" + low, rf"<{esc}(?:\s[^<>]*)?/?>", rf"</{esc}\s*>")
+                d = _Dialect("tag:" + name, rf"<(/?){esc}(?=[\s/>])")
                 if om.group(2):  # self-closing: attributes only
                     return self._finish_selfclosing(TAG_ACTIONS[low], attrs, fenced, om.end())
                 return self._action(name, i, om.end(), d, fenced, attrs, loose=False)
@@ -338,25 +400,15 @@ class Scanner:
 
     # ------------------------------------------------------------------ actions
 
-    def _tokens(self, key: str, opener: str, closer: str, follow: re.Pattern[str]) -> _Tokens:
+    def _tokens(self, key: str, tags: str, follow: re.Pattern[str]) -> _Tokens:
         cache_key = (key, follow.pattern)
         toks = self._cache.get(cache_key)
         if toks is None:
             if self._cdata is None:
                 self._cdata = _cdata_spans(self.text)
-            toks = _Tokens(self.text, opener, closer, follow, self._cdata)
+            toks = _Tokens(self.text, _compiled(tags), follow, self._cdata)
             self._cache[cache_key] = toks
         return toks
-
-    def _body_follow(self, spec: ActionSpec | None) -> re.Pattern[str]:
-        """What can follow the real end of a parameter body of this action."""
-        key = spec.name if spec else ""
-        pat = self._follow.get(key)
-        if pat is None:
-            params = "|".join(re.escape(p) for p in _param_names(spec))
-            pat = re.compile(_FOLLOW_ANY[:-1] + r"|<(?:" + params + r")(?=[\s/>]))", re.I)
-            self._follow[key] = pat
-        return pat
 
     def _finish_selfclosing(self, name: str, attrs: dict[str, str], fenced: bool, end: int) -> int:
         action = RawAction(name=name, known=True, fenced=fenced, closed=True)
@@ -383,8 +435,10 @@ class Scanner:
 
         # where the action ends: its close tag, balanced against nested/quoted ones
         action_close_ok = _ACTION_CLOSE_OK
-        region = self._tokens(dialect.key, dialect.opener, dialect.closer, action_close_ok)
-        close = region.pick_close(body_start, n) or region.first_close(body_start, n)
+        region = self._tokens(dialect.key, dialect.tags, action_close_ok)
+        close = region.pick_close(body_start, n, pair_quoted=False) or region.first_close(
+            body_start, n
+        )
         region_end = close.start if close else n
 
         pos = body_start
@@ -394,8 +448,8 @@ class Scanner:
         if is_tag and pos < region_end and not self._param_opener_at(pos, spec):
             # body mode: `<terminal_run>ls</terminal_run>`, `<write_code path="a">…`
             body = text[body_start:region_end]
-            same = re.compile(dialect.opener, re.I)
-            if close is None or same.search(body) or self._reasoning_inside(body):
+            same = any(not m.group(1) for m in _compiled(dialect.tags).finditer(body))
+            if close is None or same or self._reasoning_inside(body):
                 self.mentions.append(written)
                 return body_start  # a mention in prose, not an action
             target = _body_param(spec, {canonical_param(spec, k) for k in attrs})
@@ -430,7 +484,7 @@ class Scanner:
         tm = _PARAM_TAG_OPEN.match(text, pos)
         if tm is None:
             return False
-        return tm.group(1).lower() in {p.lower() for p in _param_names(spec)}
+        return tm.group(1).lower() in _param_names_lower(spec)
 
     def _params(
         self,
@@ -442,7 +496,7 @@ class Scanner:
     ) -> int:
         """Reads params until the region ends; returns where reading stopped."""
         text = self.text
-        follow = self._body_follow(spec)
+        follow = _body_follow(spec)
         while pos < region_end:
             j = text.find("<", pos, region_end)
             if j < 0:
@@ -452,8 +506,7 @@ class Scanner:
             pm = _PARAM_STYLE_OPEN.match(text, j)
             if pm:
                 written = pm.group(1) or pm.group(2) or ""
-                opener = r"<(?:[\w.-]+:)?parameter(?=[\s=])"
-                closer = r"</(?:[\w.-]+:)?parameter\s*>"
+                tags = r"<(/?)(?:[\w.-]+:)?parameter(?=[\s=>])"
                 key = "parameter"
                 selfclosing = False
                 vstart = pm.end()
@@ -467,9 +520,8 @@ class Scanner:
                     pos = tm.end()
                     continue
                 esc = re.escape(written)
-                opener = rf"<{esc}(?:\s[^<>]*)?/?>"
-                closer = rf"</{esc}\s*>"
-                key = "tag:" + written.lower()
+                tags = rf"<(/?){esc}(?=[\s/>])"
+                key = "tag:" + written
                 selfclosing = bool(tm.group(3))
                 vstart = tm.end()
             canon = canonical_param(spec, written)
@@ -478,7 +530,7 @@ class Scanner:
                 pos = vstart
                 continue
             raw = spec is None or canon in spec.raw
-            toks = self._tokens(key, opener, closer, follow)
+            toks = self._tokens(key, tags, follow)
             value, pos = self._value(
                 action, spec, written, canon, raw, toks, vstart, region_end, closed
             )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -35,8 +37,33 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def head_revision() -> str | None:
+    """The newest migration's id, read from the version files (no Alembic import)."""
+    revisions: dict[str, str | None] = {}
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        rev = re.search(r"^revision\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        down = re.search(r"^down_revision\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        if rev:
+            revisions[rev.group(1)] = down.group(1) if down else None
+    heads = set(revisions) - {d for d in revisions.values() if d}
+    return heads.pop() if len(heads) == 1 else None
+
+
+def current_revision(engine: Engine) -> str | None:
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except SQLAlchemyError:
+        return None
+
+
 def upgrade(engine: Engine) -> None:
-    """Apply every Alembic migration (idempotent)."""
+    """Apply every Alembic migration (idempotent). Alembic is only imported when the
+    database is not at the newest revision already (keeps restarts fast)."""
+    head = head_revision()
+    if head is not None and current_revision(engine) == head:
+        return
     from alembic import command
     from alembic.config import Config
 

@@ -13,9 +13,9 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, Table, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from backend.messages.message import Message
@@ -202,22 +202,25 @@ class Store:
                 .where(Conversation.id == msg.conversation_id)
                 .values(last_seq=Conversation.last_seq + 1, updated_at=utcnow())
                 .returning(Conversation.last_seq)
+                .execution_options(synchronize_session=False)
             ).scalar_one()
             stored = msg.model_copy(update={"seq": seq})
-            data = stored.to_dict()
-            s.add(
-                MessageRow(
-                    conversation_id=msg.conversation_id,
-                    run_id=msg.run_id,
-                    seq=seq,
-                    uuid=msg.uuid,
-                    role=msg.role,
-                    status=msg.status,
-                    action_type=msg.meta.action_type,
-                    content=msg.content,
-                    meta=data["meta"],
-                    timestamp=msg.timestamp,
-                )
+            s.execute(
+                insert(cast(Table, MessageRow.__table__)),
+                [
+                    {
+                        "conversation_id": msg.conversation_id,
+                        "run_id": msg.run_id,
+                        "seq": seq,
+                        "uuid": msg.uuid,
+                        "role": msg.role,
+                        "status": msg.status,
+                        "action_type": msg.meta.action_type,
+                        "content": msg.content,
+                        "meta": msg.meta.model_dump(by_alias=True),
+                        "timestamp": msg.timestamp,
+                    }
+                ],
             )
             return stored
 
