@@ -12,6 +12,7 @@ import pytest
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, wipe
 from tests.sse_client import collect, iter_events
 
 pytestmark = pytest.mark.e2e
@@ -23,10 +24,16 @@ def kinds(messages: list[dict[str, Any]]) -> list[str]:
     return [m["meta"]["action_type"] for m in messages]
 
 
-@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize(
+    ("stream", "database"), [("true", "sqlite"), ("false", "sqlite"), ("true", "postgresql")]
+)
 def test_two_task_run_full_order_and_shapes(
-    tmp_path: Path, fake_model: FakeModelServer, stream: str
+    tmp_path: Path, fake_model: FakeModelServer, stream: str, database: str
 ) -> None:
+    db_env = {}
+    if database == "postgresql":
+        db_env["DATABASE_URL"] = postgres_url()
+        wipe(db_env["DATABASE_URL"])
     fake_model.script(
         {"stage": "route", "content": '{"task_type": "code_generation", "needs_tools": true}'},
         {"stage": "planning", "content": plan_reply("Write", "Run", prose="Two steps.")},
@@ -39,7 +46,7 @@ def test_two_task_run_full_order_and_shapes(
         },
         {"stage": "summary", "content": "Summary: wrote and ran **tricky.py**."},
     )
-    with running_server(tmp_path, fake_model.base_url, LLM_STREAM=stream) as server:
+    with running_server(tmp_path, fake_model.base_url, LLM_STREAM=stream, **db_env) as server:
         messages, end, headers = server.run({"goal": "Please handle my request"})
         cid, rid = headers["x-conversation-id"], headers["x-run-id"]
         assert end == {"conversation_id": cid, "run_id": rid, "status": "completed"}

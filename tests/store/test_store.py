@@ -7,11 +7,17 @@ import pytest
 
 from backend.messages.message import Message
 from backend.store.repo import ConflictError, NotFoundError, Store
+from tests.pg import postgres_url, wipe
 
 
-@pytest.fixture
-async def store(tmp_path: Path):  # type: ignore[no-untyped-def]
-    s = Store(f"sqlite:///{tmp_path}/db.sqlite")
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/db.sqlite"
+    else:
+        url = postgres_url()
+        wipe(url)
+    s = Store(url)
     s.migrate()
     s.migrate()  # idempotent
     yield s
