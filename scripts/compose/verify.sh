@@ -124,6 +124,15 @@ compose_args=(--env-file "$tmp/verify.env" -p "$project" -f docker-compose.yml)
 [ -n "$override" ] && compose_args+=(-f "$override")
 compose() { docker compose "${compose_args[@]}" "$@"; }
 url=http://127.0.0.1:$app_port
+
+# without AUTH_TOKEN Compose refuses to start, saying what to set
+grep -v '^AUTH_TOKEN=' "$tmp/verify.env" >"$tmp/no-token.env"
+if env -u AUTH_TOKEN docker compose --env-file "$tmp/no-token.env" -p "$project" \
+    -f docker-compose.yml config -q >"$tmp/no-token.log" 2>&1; then
+  die "docker compose accepted a configuration without AUTH_TOKEN"
+fi
+grep -q "AUTH_TOKEN is not set" "$tmp/no-token.log" || { cat "$tmp/no-token.log" >&2; die "unclear refusal"; }
+say "  ok   without AUTH_TOKEN: $(head -c 200 "$tmp/no-token.log")"
 report=()
 figure() { report+=("$*"); say "figure: $*"; }
 
