@@ -131,7 +131,8 @@ def create_app(
 async def _probe_docker(app: Starlette, manager: RunManager) -> None:
     """Offer the docker runtime when an engine answers and the sandbox image exists."""
     try:
-        runtime = manager.runtime("docker")
+        # constructing it imports the docker SDK: off the event loop
+        runtime = await anyio.to_thread.run_sync(manager.runtime, "docker")
         await runtime.start()
         available = getattr(runtime, "available", None)
         ok = bool(await available()) if available is not None else True

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import anyio
 
 from backend.agent.context import Listener, RunContext
 from backend.agent.pipeline import run_pipeline
@@ -144,6 +147,17 @@ class RunManager:
             if ctx.conversation_id == conversation_id:
                 await self.stop(rid)
                 await self.wait(rid)
+
+    async def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        """Stop its run, then delete its rows, its sandbox and its workspace folder."""
+        await self.stop_conversation(conversation_id)
+        if not await self.store.delete_conversation(user_id, conversation_id):
+            return False
+        workspace = self.workspace(user_id, conversation_id)
+        for runtime in list(self._runtimes.values()):
+            await runtime.forget(workspace)
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
+        return True
 
     async def shutdown(self) -> None:
         for ctx in self._contexts.values():

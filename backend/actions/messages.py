@@ -93,3 +93,12 @@ def truncated(action: str, param: str, path: str, cut: bool) -> str:
         "replies with terminal_run (e.g. `cat >> file <<'EOF'`). Close every tag: "
         f"</{param}> then </{action}>."
     )
+
+
+def cut_before_action() -> str:
+    return (
+        "Your reply was cut off (it hit the output length limit) before any complete "
+        "action, so nothing was done. Keep the text before the action short; if a file is "
+        "large, write it in smaller parts: split it into several smaller files, or write a "
+        "first part and add the rest in later replies.\n" + format_help()
+    )

@@ -56,6 +56,8 @@ def parse_actions(
             if cut:
                 raise TruncatedReplyError(messages.unclosed_reasoning(cut=True))
             raise FormatError(messages.unclosed_reasoning(cut=False))
+        if cut:
+            raise TruncatedReplyError(messages.cut_before_action())
         raise FormatError(messages.no_action(list(dict.fromkeys(scan.mentions))))
     return [_validate(raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)]
 

@@ -2,7 +2,8 @@
 
 Rules (docs/dialects.md):
 - a value that is wholly CDATA (after trimming the whitespace around it) is unwrapped, the
-  `]]]]><![CDATA[>` split idiom included; the inside is never entity-decoded;
+  `]]]]><![CDATA[>` split idiom included; the inside is never entity-decoded (for raw
+  params one newline right after `<![CDATA[` is dropped, like the one after `<content>`);
 - otherwise entities are decoded once, and only when the whole value is consistently
   escaped: at least one entity, every `&` starts an entity, and no raw `<`;
 - raw params (file content, command, message) drop one leading newline and the closing
@@ -74,15 +75,20 @@ def unwrap_cdata(value: str) -> str | None:
     return stripped[len(_CDATA_OPEN) : -len(_CDATA_CLOSE)]
 
 
+def _drop_leading_newline(value: str) -> str:
+    if value.startswith("\r\n"):
+        return value[2:]
+    if value.startswith("\n"):
+        return value[1:]
+    return value
+
+
 def clean_raw(value: str) -> str:
     """A raw param (file content, command, message)."""
     inside = unwrap_cdata(value)
     if inside is not None:
-        return inside
-    if value.startswith("\r\n"):
-        value = value[2:]
-    elif value.startswith("\n"):
-        value = value[1:]
+        return _drop_leading_newline(inside)  # `<![CDATA[\n#!/bin/sh…` keeps the shebang first
+    value = _drop_leading_newline(value)
     m = _TRAILING_INDENT.search(value)
     if m:
         value = value[: m.start() + 1]

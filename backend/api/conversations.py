@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -34,14 +31,8 @@ async def conversation_messages(request: Request) -> Response:
 async def delete_conversation(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
-    runs = manager(request)
-    await runs.stop_conversation(cid)
-    if not await store(request).delete_conversation(user_id(request), cid):
+    if not await manager(request).delete_conversation(user_id(request), cid):
         raise ApiError(404, f"No conversation {cid!r}.")
-    workspace = runs.workspace(user_id(request), cid)
-    for runtime in list(runs._runtimes.values()):
-        await runtime.forget(workspace)
-    await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
     return JSONResponse({"deleted": cid})
 
 
