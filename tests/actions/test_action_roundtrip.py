@@ -8,10 +8,13 @@ The renderer (documented in docs/dialects.md) writes
 i.e. one newline after `<content>` (the parser drops exactly one) and nothing added before
 `</content>` (the parser keeps the final newline, so a file ending in "\\n" looks like the
 usual `…\\n</content>`). `body` is the content as is, except when the raw form would be
-read differently; then it is CDATA with `]]>` split as `]]]]><![CDATA[>`:
+read differently; then it is `<![CDATA[\n…]]>` (the newline after the opener is dropped like
+the one after `<content>`) with `]]>` split as `]]]]><![CDATA[>`:
 - the content is wholly CDATA (it would be unwrapped) or consistently entity-escaped
   (it would be decoded once);
 - it ends in a newline followed by spaces/tabs (read as the closing tag's indentation);
+- it opens a CDATA section at a line start or after a tag and never closes it (a reader
+  takes `<![CDATA[` there as the start of an opaque section);
 - it holds `</content>` followed by whitespace and `<` or a fence, or a `</write_code>`
   not inside a quoted string: a raw body like that is ambiguous for any reader.
 `test_roundtrip_raw_structured` then checks the hard raw cases on their own: quoted close
@@ -75,6 +78,8 @@ content_st = st.lists(
 
 _AMBIGUOUS = re.compile(r"</content\s*>\s*(?:<|```|~~~)|</write_code\s*>(?![\"'`\\)\]},;+])", re.I)
 _TRAILING_INDENT = re.compile(r"\n[ \t]+\Z")
+# a CDATA opener at a line start or after a tag with no `]]>` after it
+_UNCLOSED_CDATA = re.compile(r"(?:\A|[\n>])[ \t]*<!\[CDATA\[(?!.*\]\]>)", re.S)
 
 
 def raw_is_safe(content: str) -> bool:
@@ -83,11 +88,13 @@ def raw_is_safe(content: str) -> bool:
         return False
     if is_consistently_escaped(content) or _TRAILING_INDENT.search(content):
         return False
+    if _UNCLOSED_CDATA.search(content):
+        return False
     return _AMBIGUOUS.search(content) is None
 
 
 def cdata(content: str) -> str:
-    return "<![CDATA[" + content.replace("]]>", "]]]]><![CDATA[>") + "]]>"
+    return "<![CDATA[\n" + content.replace("]]>", "]]]]><![CDATA[>") + "]]>"
 
 
 def render(path: str, content: str, *, raw: bool | None = None) -> str:

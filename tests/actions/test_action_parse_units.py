@@ -1,0 +1,129 @@
+"""Focused checks beside the corpus: thinking, values, native calls, messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.actions import (
+    ACTIONS,
+    FormatError,
+    TruncatedReplyError,
+    extract_thinking,
+    parse_actions,
+)
+from backend.actions.values import clean_plain, clean_raw, decode_entities, unwrap_cdata
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<think>a</think> x <thinking>b</thinking>", ["a", "b"]),
+        ("plan first </think> <read_file path='a'/>", ["plan first"]),
+        ("<think>never closed", ["never closed"]),
+        ("no reasoning", []),
+        ("<write_code><path>a</path><content><think>no</think></content></write_code>", []),
+        ("`<think>` is a tag", []),
+    ],
+)
+def test_extract_thinking(text: str, expected: list[str]) -> None:
+    assert extract_thinking(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("\nx\n", "x\n"),
+        ("\r\nx\r\n", "x\r\n"),
+        ("\nx\n    ", "x\n"),
+        ("x", "x"),
+        ("\n\nx", "\nx"),
+        ("<![CDATA[a]]>", "a"),
+        ("\n  <![CDATA[\n#!/bin/sh\n]]>\n", "#!/bin/sh\n"),
+        ("<![CDATA[a]]]]><![CDATA[>b]]>", "a]]>b"),
+        ("<![CDATA[a ]]> b]]>", "a ]]> b"),
+        ("<![CDATA[&amp;]]>", "&amp;"),
+        ("a &lt; b", "a < b"),
+        ("a &amp;lt; b", "a &lt; b"),
+        ("a &lt; b & c", "a &lt; b & c"),
+        ("<a>&amp;</a>", "<a>&amp;</a>"),
+        ("&#65;&#x42;", "AB"),
+        ("null", "null"),
+    ],
+)
+def test_clean_raw(raw: str, value: str) -> None:
+    assert clean_raw(raw) == value
+
+
+def test_clean_plain_and_helpers() -> None:
+    assert clean_plain("  src/a.py\n") == "src/a.py"
+    assert clean_plain("<![CDATA[ a b ]]>") == "a b"
+    assert decode_entities("no entities") == "no entities"
+    assert unwrap_cdata("x <![CDATA[y]]>") is None
+
+
+def test_native_calls_win_over_text() -> None:
+    calls = [
+        {"id": "1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
+    ]
+    with pytest.raises(FormatError, match="missing required parameter"):
+        parse_actions("<finish>x</finish>", tool_calls=calls)
+    calls[0]["function"]["arguments"] = '{"path": "a", "extra": 1}'
+    (action,) = parse_actions("<finish>x</finish>", tool_calls=calls)
+    assert action.params == {"path": "a"}
+    assert any("extra" in w for w in action.warnings)
+
+
+def test_native_unknown_and_nameless() -> None:
+    with pytest.raises(FormatError, match="Unknown action `search`"):
+        parse_actions("", tool_calls=[{"function": {"name": "search", "arguments": "{}"}}])
+    with pytest.raises(FormatError, match="no function name"):
+        parse_actions("", tool_calls=[{"function": {"arguments": "{}"}}])
+
+
+def test_json_non_string_values_become_json_text() -> None:
+    (action,) = parse_actions(
+        '{"name": "write_code", "arguments": {"path": "p.json", "content": {"a": 1}}}'
+    )
+    assert action.params["content"] == '{\n  "a": 1\n}'
+
+
+def test_messages_teach_the_format() -> None:
+    with pytest.raises(FormatError) as info:
+        parse_actions("just talk")
+    message = str(info.value)
+    for spec in ACTIONS.values():
+        assert spec.name in message
+        assert spec.example in message
+
+
+def test_truncated_is_a_format_error_and_says_what_to_do() -> None:
+    with pytest.raises(TruncatedReplyError) as info:
+        parse_actions(
+            "<write_code><path>big.py</path><content>\nimport os\n", finish_reason="length"
+        )
+    assert isinstance(info.value, FormatError)
+    assert "big.py" in str(info.value)
+    assert "smaller parts" in str(info.value)
+
+
+def test_cut_before_any_action() -> None:
+    with pytest.raises(TruncatedReplyError, match="before any complete action"):
+        parse_actions("<terminal_run>npm run bu", finish_reason="length")
+
+
+def test_mention_is_not_an_action() -> None:
+    with pytest.raises(FormatError, match=r"Found <finish> without any parameters"):
+        parse_actions("I'll use <finish> when done.")
+
+
+def test_warning_for_unclosed_body_before_action_close() -> None:
+    (action,) = parse_actions("<write_code><path>a</path><content>\nx\n</write_code>")
+    assert action.params == {"path": "a", "content": "x\n"}
+    assert action.warnings
+
+
+def test_big_reply_parses() -> None:
+    body = "    if a < b and c > d:\n        x = '</content>'\n" * 3000
+    text = f"<write_code>\n<path>big.py</path>\n<content>\n{body}</content>\n</write_code>"
+    (action,) = parse_actions(text)
+    assert action.params["content"] == body
