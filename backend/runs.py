@@ -173,7 +173,9 @@ class RunManager:
 
     async def _history(self, cid: str) -> list[dict[str, str]]:
         """Earlier goals of the conversation with their answers, for follow-up goals."""
-        msgs = await self.store.messages(cid, limit=100_000)
+        msgs = await self.store.messages(
+            cid, limit=100_000, action_types=("question", "auto_reply", "finish_summery")
+        )
         turns: list[dict[str, str]] = []
         for m in msgs:
             kind = m.meta.action_type

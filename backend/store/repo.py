@@ -227,12 +227,20 @@ class Store:
         return await self._run(fn)
 
     async def messages(
-        self, cid: str, *, run_id: str | None = None, after: int = 0, limit: int = 500
+        self,
+        cid: str,
+        *,
+        run_id: str | None = None,
+        after: int = 0,
+        limit: int = 500,
+        action_types: tuple[str, ...] | None = None,
     ) -> list[Message]:
         def fn(s: Session) -> list[Message]:
             q = select(MessageRow).where(MessageRow.conversation_id == cid, MessageRow.seq > after)
             if run_id is not None:
                 q = q.where(MessageRow.run_id == run_id)
+            if action_types is not None:
+                q = q.where(MessageRow.action_type.in_(action_types))
             rows = s.scalars(q.order_by(MessageRow.seq).limit(limit)).all()
             return [_message(r) for r in rows]
 

@@ -237,3 +237,24 @@ def test_missing_model_config_ends_with_a_clear_error(tmp_path: Any) -> None:
     assert end is not None and end["status"] == "failed"
     error = next(m for m in messages if m["meta"]["action_type"] == "error")
     assert "LLM_MODEL" in error["content"]
+
+
+def test_follow_up_goal_sees_the_conversation_so_far(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            ("auto_reply", "Paris."),
+            ("auto_reply", "About 2.1 million."),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        _, _, headers = post_run(client, {"goal": "What is the capital of France?"})
+        cid = headers["x-conversation-id"]
+        messages, end, headers2 = post_run(
+            client, {"goal": "What is its population?", "conversation_id": cid, "mode": "chat"}
+        )
+        assert headers2["x-conversation-id"] == cid
+        assert end is not None and end["status"] == "completed"
+        assert messages[0]["seq"] == 3
+        assert len(client.get("/api/conversations").json()) == 1
+    system = llm.calls[1].messages[0]["content"]
+    assert "What is the capital of France?" in system and "Paris." in system
