@@ -283,6 +283,34 @@ CASES: list[Case] = [
         [W("real.md", "Use <path>fake.md</path> and </content> then more.\n")],
     ),
     Case(
+        "content-closer-then-path",
+        "content holds `</content>` followed by a `<path>` line: neither ends it nor moves it",
+        "<write_code>\n<path>real.txt</path>\n<content>\nline\n</content>\n<path>evil.txt</path>"
+        "\nmore\n</content>\n</write_code>",
+        [W("real.txt", "line\n</content>\n<path>evil.txt</path>\nmore\n")],
+    ),
+    Case(
+        "content-closer-pair-then-prose",
+        "docs line showing how an action ends, then more text: the last closer wins",
+        "<write_code><path>a.md</path><content>\nEnd it with\n</content>\n</write_code>\n"
+        "and you are done.\n</content>\n</write_code>\n",
+        [W("a.md", "End it with\n</content>\n</write_code>\nand you are done.\n")],
+    ),
+    Case(
+        "qwen-content-with-parameter-closer",
+        "Qwen writing a file that quotes `</parameter>`",
+        "<function=write_code>\n<parameter=path>p.py</parameter>\n<parameter=content>\n"
+        'END = "</parameter>"\n</parameter>\n</function>',
+        [W("p.py", 'END = "</parameter>"\n')],
+    ),
+    Case(
+        "cdata-shebang",
+        "CDATA opened on its own line: the newline after it is dropped",
+        "<write_code><path>run.sh</path><content><![CDATA[\n#!/bin/sh\necho ok\n]]></content>"
+        "</write_code>",
+        [W("run.sh", "#!/bin/sh\necho ok\n")],
+    ),
+    Case(
         "content-doctype",
         "a DOCTYPE with an entity declaration is just text (no entity resolution)",
         '<write_code><path>x.xml</path><content>\n<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
