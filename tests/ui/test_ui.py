@@ -115,6 +115,8 @@ def test_goal_shows_plan_actions_and_summary(
     expect(items.first).to_contain_text("completed")
 
     ARTIFACTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 1280})  # the whole run in one picture
+    page.get_by_test_id("goal").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "run-finished.png"))
     # the same finished run, on a phone and in dark mode
     phone = new_page(390, 800, color_scheme="dark", is_mobile=True, has_touch=True)
