@@ -32,6 +32,12 @@ async def start_run(request: Request) -> Response:
     runtime = body.get("runtime")
     if runtime is not None and runtime not in RUNTIMES:
         raise ApiError(400, f"'runtime' must be one of {', '.join(RUNTIMES)}.")
+    if runtime is not None and runtime not in request.app.state.runtimes_available:
+        raise ApiError(
+            400,
+            f"The {runtime} runtime is not available on this server (no Docker engine "
+            "answers, or the sandbox image is missing: see docs/docker.md).",
+        )
     runs = manager(request)
     try:
         cid, rid = await runs.start(

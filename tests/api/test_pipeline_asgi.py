@@ -258,3 +258,15 @@ def test_follow_up_goal_sees_the_conversation_so_far(settings: Settings) -> None
         assert len(client.get("/api/conversations").json()) == 1
     system = llm.calls[1].messages[0]["content"]
     assert "What is the capital of France?" in system and "Paris." in system
+
+
+def test_unavailable_runtime_is_refused_before_anything_is_created(settings: Settings) -> None:
+    llm = ScriptedLLM([])
+    app = create_app(settings, llm=llm)
+    with TestClient(app) as client:
+        app.state.runtimes_available = ["local"]
+        r = client.post("/api/agent/run", json={"goal": "write code", "runtime": "docker"})
+        assert r.status_code == 400
+        assert "docker runtime is not available" in r.json()["error"]["message"]
+        assert client.get("/api/conversations").json() == []
+    assert llm.calls == []
