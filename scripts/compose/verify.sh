@@ -43,7 +43,8 @@ if [ -n "$override" ]; then
   docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 \
     || die "base image $BASE_IMAGE is missing (scripts/docker/base-image.sh builds it)"
 fi
-command -v uv >/dev/null 2>&1 || die "uv is needed to run the fake model server (make setup)"
+# the project's environment (uv and the locked dependencies) runs the fake model server
+make --no-print-directory setup >&2 || die "make setup failed"
 
 tmp=$(mktemp -d)
 fake_pid=
@@ -61,6 +62,7 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 # Sandbox containers are the app's, not Compose's: remove the ones that bind-mount this
 # project's workspace volume before the volume goes.
@@ -84,7 +86,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); pri
 fake_port=$(free_port)
 app_port=$(free_port)
 # listens on all interfaces: containers reach the host through their network's gateway
-uv run --frozen python tests/fakellm.py --host 0.0.0.0 --port "$fake_port" >"$tmp/fakellm.log" 2>&1 &
+.venv/bin/python tests/fakellm.py --host 0.0.0.0 --port "$fake_port" >"$tmp/fakellm.log" 2>&1 &
 fake_pid=$!
 for _ in $(seq 1 300); do
   curl -fsS -o /dev/null "http://127.0.0.1:$fake_port/v1/models" 2>/dev/null && break
@@ -123,6 +125,9 @@ fi
 compose_args=(--env-file "$tmp/verify.env" -p "$project" -f docker-compose.yml)
 [ -n "$override" ] && compose_args+=(-f "$override")
 compose() { docker compose "${compose_args[@]}" "$@"; }
+# leftovers of an interrupted earlier run
+remove_sandboxes
+compose --profile postgres down -v --remove-orphans >/dev/null 2>&1 || true
 url=http://127.0.0.1:$app_port
 
 # without AUTH_TOKEN Compose refuses to start, saying what to set
