@@ -449,10 +449,15 @@ class Scanner:
             # body mode: `<terminal_run>ls</terminal_run>`, `<write_code path="a">…`
             body = text[body_start:region_end]
             same = any(not m.group(1) for m in _compiled(dialect.tags).finditer(body))
+            target = _body_param(spec, {canonical_param(spec, k) for k in attrs})
+            if close is None and attrs and target is not None and not same:
+                # `<write_code path="a.py">` + text, and the reply ends: cut off
+                action.truncated = target
+                self.actions.append(action)
+                return n
             if close is None or same or self._reasoning_inside(body):
                 self.mentions.append(written)
                 return body_start  # a mention in prose, not an action
-            target = _body_param(spec, {canonical_param(spec, k) for k in attrs})
             if target is None:
                 action.warnings.append(f"text directly inside <{written}> was ignored")
             else:

@@ -642,6 +642,12 @@ CASES: list[Case] = [
         finish_reason="length",
     ),
     Case(
+        "truncated-attr-body",
+        "path as attribute, body cut off with no finish_reason",
+        '<write_code path="a.py">\nimport os\ndef main(',
+        Err("smaller parts", truncated=True),
+    ),
+    Case(
         "truncated-after-path",
         "cut right after the path",
         "<write_code>\n<path>a.py</path>\n",
