@@ -40,8 +40,13 @@ THINKING = (
     "<finish><message>Made blob.bin and notes/text.txt.</message></finish>"
 )
 PLAN = json.dumps(
-    [{"title": "Make the files", "description": "blob.bin and notes/text.txt",
-      "requirement": "both exist"}]
+    [
+        {
+            "title": "Make the files",
+            "description": "blob.bin and notes/text.txt",
+            "requirement": "both exist",
+        }
+    ]
 )
 
 
@@ -55,7 +60,10 @@ def fail(msg: str) -> None:
 
 
 def request(
-    url: str, token: str | None = None, body: Any = None, timeout: float = 30,
+    url: str,
+    token: str | None = None,
+    body: Any = None,
+    timeout: float = 30,
     accept: str = "application/json",
 ) -> urllib.request.Request:
     data = json.dumps(body).encode() if body is not None else None
@@ -115,20 +123,42 @@ def check_files(url: str, token: str, files: list[dict[str, Any]]) -> None:
             fail(f"{path} is not among the run's files: {sorted(by_path)}")
         got = get(url + by_path[path]["url"], token)
         if got != expected:
-            fail(f"{path}: downloaded {len(got)} bytes that differ from the {len(expected)} "
-                 f"expected (first bytes {got[:40]!r})")
+            fail(
+                f"{path}: downloaded {len(got)} bytes that differ from the {len(expected)} "
+                f"expected (first bytes {got[:40]!r})"
+            )
         ok(f"downloaded {path}: {len(got)} bytes, identical")
+
+
+def wait_runtime(url: str, runtime: str, timeout: float) -> None:
+    """The server offers a runtime once it has probed it (the docker one asynchronously)."""
+    deadline = time.monotonic() + timeout
+    offered: list[str] = []
+    while time.monotonic() < deadline:
+        offered = get_json(f"{url}/api/health").get("runtimes", [])
+        if runtime in offered:
+            return
+        time.sleep(0.2)
+    fail(f"the server does not offer the {runtime} runtime (offers {offered})")
 
 
 def cmd_run(args: argparse.Namespace) -> None:
     fake = args.fake_url.rstrip("/")
+    if args.runtime:
+        wait_runtime(args.url, args.runtime, args.timeout)
+        ok(f"the server offers the {args.runtime} runtime")
     post_json(f"{fake}/_control/reset", {})
-    post_json(f"{fake}/_control/script", {"replies": [
-        {"stage": "auto_reply", "content": "I will make two files."},
-        {"stage": "planning", "content": PLAN},
-        {"stage": "thinking", "content": THINKING},
-        {"stage": "summary", "content": "Made blob.bin and notes/text.txt."},
-    ]})
+    post_json(
+        f"{fake}/_control/script",
+        {
+            "replies": [
+                {"stage": "auto_reply", "content": "I will make two files."},
+                {"stage": "planning", "content": PLAN},
+                {"stage": "thinking", "content": THINKING},
+                {"stage": "summary", "content": "Made blob.bin and notes/text.txt."},
+            ]
+        },
+    )
     body: dict[str, Any] = {"goal": "Make blob.bin and notes/text.txt", "mode": "agent"}
     if args.runtime:
         body["runtime"] = args.runtime
@@ -141,11 +171,16 @@ def cmd_run(args: argparse.Namespace) -> None:
     if end.get("status") != "completed":
         errors = [m.get("content") for m in messages if m["meta"].get("action_type") == "error"]
         fail(f"run ended {end.get('status')}: {errors or kinds}")
-    ok(f"run completed in {time.monotonic() - started:.1f}s: {len(messages)} messages "
-       f"({', '.join(dict.fromkeys(k for k in kinds if k))})")
-    actions = {m["meta"]["action_type"]: m for m in messages
-               if m["meta"].get("action_type") in ("terminal_run", "write_code")
-               and m.get("status") != "running"}
+    ok(
+        f"run completed in {time.monotonic() - started:.1f}s: {len(messages)} messages "
+        f"({', '.join(dict.fromkeys(k for k in kinds if k))})"
+    )
+    actions = {
+        m["meta"]["action_type"]: m
+        for m in messages
+        if m["meta"].get("action_type") in ("terminal_run", "write_code")
+        and m.get("status") != "running"
+    }
     for name in ("terminal_run", "write_code"):
         if actions.get(name, {}).get("status") != "success":
             fail(f"{name} did not succeed: {actions.get(name, {}).get('content')!r}")
@@ -158,8 +193,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     files = get_json(f"{args.url}/api/conversations/{cid}/files", args.token)
     uid = next((f for f in files if f["filepath"] == "sandbox-uid.txt"), None)
     if uid:
-        ok("the command ran as uid "
-           + get(args.url + uid["url"], args.token).decode().strip())
+        ok("the command ran as uid " + get(args.url + uid["url"], args.token).decode().strip())
     print(cid)
 
 
