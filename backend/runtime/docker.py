@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ import anyio
 import docker.errors
 import requests
 from docker.client import DockerClient
+from docker.constants import DEFAULT_DOCKER_API_VERSION
 from docker.types import Mount
+from docker.utils import version_lt
 
 from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail, RuntimeUnavailable
 
@@ -45,6 +48,7 @@ LABEL_WORKSPACE = "planact.workspace"
 SANDBOX_DIR = "/workspace"
 DEFAULT_UID = 1000  # who a root-owned workspace is handed to: the sandbox is never root
 KILL_GRACE = 15.0  # seconds past the timeout before the server kills a command itself
+MIN_API_VERSION = "1.25"  # init, pids_limit, mounts
 API_ERRORS = (docker.errors.DockerException, requests.RequestException, OSError)
 
 # $1 run id, $2 timeout (seconds), $3 the command. Runs as the exec's session leader; its
@@ -423,17 +427,25 @@ class DockerRuntime(BaseRuntime):
         async with self._client_lock:
             if self._client is None:
 
-                def connect() -> DockerClient:
+                def make(version: str, timeout: int) -> DockerClient:
                     if self._base_url:
-                        client = DockerClient(base_url=self._base_url, timeout=60)
-                    else:
-                        client = DockerClient.from_env(timeout=60)
+                        return DockerClient(
+                            base_url=self._base_url, version=version, timeout=timeout
+                        )
+                    return DockerClient.from_env(version=version, timeout=timeout)
+
+                def connect() -> DockerClient:
+                    _probe_unix_socket(self._base_url or os.environ.get("DOCKER_HOST"))
+                    # an explicit version: "auto" asks the engine inside the constructor
+                    # and leaks the connection when that fails
+                    probe = make(MIN_API_VERSION, 10)
                     try:
-                        client.ping()
-                    except BaseException:
-                        client.close()
-                        raise
-                    return client
+                        server = str(probe.version()["ApiVersion"])
+                    finally:
+                        probe.close()
+                    if version_lt(DEFAULT_DOCKER_API_VERSION, server):
+                        server = DEFAULT_DOCKER_API_VERSION
+                    return make(server, 60)
 
                 try:
                     self._client = await anyio.to_thread.run_sync(connect)
@@ -590,6 +602,20 @@ def _hand_over(root: str, uid: int, gid: int) -> None:
             with contextlib.suppress(OSError):
                 if os.lstat(path).st_uid == 0:
                     os.chown(path, uid, gid, follow_symlinks=False)
+
+
+def _probe_unix_socket(url: str | None) -> None:
+    """Fail early, without leaking a socket, when a unix-socket engine is not there.
+
+    (docker-py leaves the socket of a failed connect unclosed.)
+    """
+    url = url or "unix:///var/run/docker.sock"
+    for prefix in ("unix://", "http+unix://"):
+        if url.startswith(prefix):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(5)
+                sock.connect(url.removeprefix(prefix))
+            return
 
 
 def _short(exc: BaseException) -> str:

@@ -29,11 +29,14 @@ SANDBOX_IMAGE = os.environ.get("SANDBOX_IMAGE", "planact-sandbox:latest")
 @functools.cache
 def _docker_problem() -> str | None:
     """Why docker tests cannot run here, or None."""
-    try:
-        from docker.client import DockerClient
-        from docker.errors import DockerException, ImageNotFound
+    from docker.client import DockerClient
+    from docker.errors import DockerException, ImageNotFound
 
-        client = DockerClient.from_env(timeout=10)
+    from backend.runtime.docker import MIN_API_VERSION, _probe_unix_socket
+
+    try:
+        _probe_unix_socket(os.environ.get("DOCKER_HOST"))
+        client = DockerClient.from_env(version=MIN_API_VERSION, timeout=10)
     except Exception as exc:
         return f"no Docker engine answers: {exc}"
     try:

@@ -1,0 +1,291 @@
+"""What only the docker runtime promises: isolation, limits and the container lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.runtime.docker import LABEL_ROOT, LABEL_WORKSPACE, DockerRuntime
+from tests.runtime.conftest import (
+    eventually,
+    read,
+    require_docker,
+    run,
+    runtime_settings,
+    stdout_of,
+    wait_for_file,
+    write,
+)
+
+
+@pytest.fixture
+async def make_docker(tmp_path: Path) -> Any:
+    require_docker()
+    made: list[DockerRuntime] = []
+
+    def factory(**overrides: Any) -> DockerRuntime:
+        rt = DockerRuntime(runtime_settings(tmp_path, **overrides))
+        made.append(rt)
+        return rt
+
+    yield factory
+    for rt in made:
+        await rt.close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace" / "user_1" / "Conversation_1"
+    ws.mkdir(parents=True)
+    return ws
+
+
+def containers(client: Any, workspace: Path) -> list[Any]:
+    key = os.path.realpath(workspace)
+    return list(client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={key}"}))
+
+
+pytestmark = pytest.mark.docker
+
+
+async def test_runs_as_the_workspace_owner_not_root(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    os.chown(workspace, 4321, 4322)
+    rt = make_docker()
+    result = await run(rt, workspace, "id -u; id -g; touch made-by-command; mkdir dir")
+    assert stdout_of(result) == "4321\n4322\n"
+    for name in ("made-by-command", "dir"):
+        st = (workspace / name).stat()
+        assert (st.st_uid, st.st_gid) == (4321, 4322)
+    await write(rt, workspace, "deep/host.txt", "x")
+    if os.geteuid() == 0:
+        for rel in ("deep", "deep/host.txt"):
+            st = (workspace / rel).stat()
+            assert (st.st_uid, st.st_gid) == (4321, 4322)
+    assert (await run(rt, workspace, "echo y >> deep/host.txt")).ok
+    attrs = docker_client.containers.get(containers(docker_client, workspace)[0].id).attrs
+    host = attrs["HostConfig"]
+    assert host["NetworkMode"] == "none"
+    assert host["ReadonlyRootfs"] is True
+    assert host["CapDrop"] == ["ALL"]
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["PidsLimit"] == 128
+    assert host["Memory"] == 512 * 1024 * 1024
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing a root-owned workspace over needs root")
+async def test_root_owned_workspace_is_handed_to_a_non_root_user(
+    make_docker: Any, workspace: Path
+) -> None:
+    os.chown(workspace, 0, 0)
+    (workspace / "old.txt").write_text("from before")
+    rt = make_docker()
+    result = await run(rt, workspace, "id -u; echo more >> old.txt; touch new.txt")
+    assert result.ok, result.content
+    assert stdout_of(result) == "1000\n"
+    assert workspace.stat().st_uid == 1000
+    assert (workspace / "new.txt").stat().st_uid == 1000
+    assert (workspace / "old.txt").read_text() == "from beforemore\n"
+
+
+async def test_uid_override(make_docker: Any, workspace: Path) -> None:
+    rt = make_docker(sandbox_uid=2345, sandbox_gid=2346)
+    os.chmod(workspace, 0o777)
+    assert stdout_of(await run(rt, workspace, "id -u; id -g")) == "2345\n2346\n"
+    refused = make_docker(sandbox_uid=0)
+    other = workspace.parent / "Conversation_2"
+    result = await run(refused, other, "id -u")
+    assert result.status == "failure"
+    assert "root" in result.content
+
+
+async def test_no_network_and_read_only_root(make_docker: Any, workspace: Path) -> None:
+    rt = make_docker()
+    net = await run(rt, workspace, "ls /sys/class/net")
+    assert stdout_of(net) == "lo\n"
+    connect = await run(
+        rt,
+        workspace,
+        "python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=3)\"",
+    )
+    assert connect.status == "failure"
+    assert "Network is unreachable" in connect.content
+    root = await run(rt, workspace, "touch /usr/local/pwned")
+    assert root.status == "failure"
+    assert "Read-only file system" in root.content
+    tmp = await run(rt, workspace, "echo ok > /tmp/t && cat /tmp/t && echo $HOME")
+    assert stdout_of(tmp) == "ok\n/tmp\n"
+
+
+async def test_tools_of_a_coding_agent(make_docker: Any, workspace: Path) -> None:
+    rt = make_docker()
+    await write(rt, workspace, "hello.c", '#include <stdio.h>\nint main(){puts("hi from C");}\n')
+    built = await run(rt, workspace, "gcc -o hello hello.c && ./hello")
+    assert stdout_of(built) == "hi from C\n", built.content
+    git = await run(
+        rt, workspace, "git init -q repo && cd repo && git commit -q --allow-empty -m x"
+    )
+    assert git.ok, git.content
+    venv = await run(rt, workspace, "python3 -m venv /tmp/venv && /tmp/venv/bin/python -V")
+    assert venv.ok, venv.content
+
+
+async def test_allocation_above_the_memory_limit_is_killed_and_reported(
+    make_docker: Any, workspace: Path
+) -> None:
+    rt = make_docker(sandbox_memory="128m")
+    result = await run(
+        rt, workspace, "python3 -c 'b = bytearray(400 * 1024 * 1024); print(len(b))'"
+    )
+    assert result.status == "failure"
+    assert result.content.startswith("Exit code: 137\nkilled: out of memory")
+    assert stdout_of(await run(rt, workspace, "echo still here")) == "still here\n"
+
+
+async def test_fork_bomb_is_contained_and_the_container_survives(
+    make_docker: Any, workspace: Path
+) -> None:
+    rt = make_docker(sandbox_pids=64, terminal_timeout=3)
+    result = await run(rt, workspace, "bomb() { bomb | bomb & }; bomb")
+    # either the shell gives up (fork: retry / Resource temporarily unavailable) or the
+    # timeout kills the lot; both leave a working sandbox
+    assert result.status == "failure" or "Resource temporarily unavailable" in result.content
+
+    async def usable() -> bool:
+        return stdout_of(await run(rt, workspace, "echo alive")) == "alive\n"
+
+    await eventually(usable, what="the sandbox to run commands again")
+    count = await run(rt, workspace, "ps -e --no-headers | wc -l")
+    assert int(stdout_of(count)) < 10
+
+
+async def test_cancel_kills_the_command_inside_the_container(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker()
+    task = asyncio.create_task(run(rt, workspace, "echo $$ > pid; sleep 4242 & sleep 4343"))
+    await wait_for_file(workspace / "pid")
+    (container,) = containers(docker_client, workspace)
+
+    def sleeping() -> bool:
+        return any(
+            "4242" in " ".join(p) or "4343" in " ".join(p) for p in container.top()["Processes"]
+        )
+
+    assert sleeping()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    async def gone() -> bool:
+        return not await asyncio.to_thread(sleeping)
+
+    await eventually(gone, what="the cancelled command to die in the container")
+
+
+async def test_timeout_is_enforced_inside_the_container(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker(terminal_timeout=1.5)
+    result = await run(rt, workspace, "trap '' TERM; sleep 100")
+    assert result.content.startswith("Command timed out after 1.5 seconds")
+    (container,) = containers(docker_client, workspace)
+    assert not any("sleep 100" in " ".join(p) for p in container.top()["Processes"])
+
+
+async def test_idle_container_is_removed_and_restarted_on_demand(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker(sandbox_idle_timeout=0.5)
+    await write(rt, workspace, "kept.txt", "kept")
+    assert (await run(rt, workspace, "true")).ok
+    assert len(containers(docker_client, workspace)) == 1
+
+    async def removed() -> bool:
+        return not await asyncio.to_thread(containers, docker_client, workspace)
+
+    await eventually(removed, what="the idle container to be removed")
+    again = await run(rt, workspace, "cat kept.txt")
+    assert stdout_of(again) == "kept"
+
+
+async def test_busy_container_is_not_reaped(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker(sandbox_idle_timeout=0.3)
+    result = await run(rt, workspace, "sleep 1.5; echo survived")
+    assert stdout_of(result) == "survived\n"
+
+
+async def test_forget_removes_the_conversation_container(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker()
+    other = workspace.parent / "Conversation_2"
+    assert (await run(rt, workspace, "true")).ok
+    assert (await run(rt, other, "true")).ok
+    assert len(containers(docker_client, workspace)) == 1
+    await rt.forget(workspace)
+    assert containers(docker_client, workspace) == []
+    assert len(containers(docker_client, other)) == 1
+    assert (await run(rt, workspace, "echo back")).ok
+    await rt.close()
+    assert containers(docker_client, workspace) == []
+    assert containers(docker_client, other) == []
+
+
+async def test_orphans_of_a_crash_are_reaped_at_start(
+    make_docker: Any, workspace: Path, docker_client: Any, tmp_path: Path
+) -> None:
+    crashed = make_docker()
+    assert (await run(crashed, workspace, "true")).ok
+    # a sandbox of another deployment (another WORKSPACE_DIR) is not ours to remove
+    elsewhere = DockerRuntime(runtime_settings(tmp_path / "elsewhere"))
+    foreign_ws = tmp_path / "elsewhere" / "workspace" / "c"
+    try:
+        assert (await run(elsewhere, foreign_ws, "true")).ok
+        restarted = make_docker()
+        await restarted.start()
+        assert containers(docker_client, workspace) == []
+        assert len(containers(docker_client, foreign_ws)) == 1
+        assert (await run(restarted, workspace, "echo fresh")).ok
+    finally:
+        await elsewhere.close()
+    labels = {c.labels.get(LABEL_ROOT) for c in docker_client.containers.list(all=True)}
+    assert os.path.realpath(tmp_path / "elsewhere" / "workspace") not in labels
+
+
+async def test_container_killed_from_outside(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker()
+    assert (await run(rt, workspace, "true")).ok
+    (container,) = containers(docker_client, workspace)
+    container.kill()
+    # idle death: the next command starts a fresh container transparently
+    assert stdout_of(await run(rt, workspace, "echo fresh")) == "fresh\n"
+    # death during a command: a failure that says so, then a fresh container again
+    task = asyncio.create_task(run(rt, workspace, "echo $$ > pid; sleep 300"))
+    await wait_for_file(workspace / "pid")
+    running = [c for c in containers(docker_client, workspace) if c.status == "running"]
+    for c in running:
+        c.kill()
+    result = await task
+    assert result.status == "failure"
+    assert "sandbox container stopped" in result.content
+    assert stdout_of(await run(rt, workspace, "echo again")) == "again\n"
+
+
+async def test_missing_image_says_how_to_build_it(make_docker: Any, workspace: Path) -> None:
+    rt = make_docker(sandbox_image="planact-no-such-image:none")
+    result = await run(rt, workspace, "true")
+    assert result.status == "failure"
+    assert "make sandbox-image" in result.content
+    # files still work host-side
+    assert (await write(rt, workspace, "a.txt", "a")).ok
+    assert (await read(rt, workspace, "a.txt")).content == "a"

@@ -1,0 +1,41 @@
+"""Docker runtime behaviour that needs no engine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backend.runtime.base import RuntimeUnavailable
+from backend.runtime.docker import DockerRuntime
+from tests.runtime.conftest import read, run, runtime_settings, write
+
+
+async def test_no_engine_is_a_failure_result_not_an_exception(tmp_path: Path) -> None:
+    rt = DockerRuntime(runtime_settings(tmp_path), base_url="unix:///nonexistent/docker.sock")
+    ws = tmp_path / "workspace" / "c"
+    try:
+        await rt.start()  # logs, does not raise: the server must still start
+        result = await run(rt, ws, "true")
+        assert result.status == "failure"
+        assert "no Docker engine answers at unix:///nonexistent/docker.sock" in result.content
+        assert "RUNTIME=local" in result.content
+        # file actions are host-side and keep working
+        assert (await write(rt, ws, "a.txt", "a")).ok
+        assert (await read(rt, ws, "a.txt")).content == "a"
+        await rt.forget(ws)
+    finally:
+        await rt.close()
+
+
+def test_host_workspace_mapping(tmp_path: Path) -> None:
+    rt = DockerRuntime(
+        runtime_settings(tmp_path, sandbox_host_workspace_dir=Path("/srv/planact/workspace"))
+    )
+    ws = os.path.realpath(tmp_path / "workspace") + "/user_1/Conversation_7"
+    assert rt._host_path(ws) == "/srv/planact/workspace/user_1/Conversation_7"
+    with pytest.raises(RuntimeUnavailable, match="outside WORKSPACE_DIR"):
+        rt._host_path("/somewhere/else")
+    plain = DockerRuntime(runtime_settings(tmp_path))
+    assert plain._host_path(ws) == ws
