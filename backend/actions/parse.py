@@ -39,7 +39,7 @@ def parse_actions(
     the text. Raises FormatError (TruncatedReplyError when cut off) with a message for
     the model.
     """
-    cut = finish_reason == "length"
+    cut = finish_reason in ("length", "max_tokens")
     if tool_calls:
         return [_validate(raw, cut=False, last=False) for raw in native_calls(tool_calls)]
 

@@ -445,6 +445,25 @@ CASES: list[Case] = [
         [R("a"), R("b")],
     ),
     Case(
+        "json-mistral-prefix",
+        "Mistral `[TOOL_CALLS]` prefix before a JSON list",
+        '[TOOL_CALLS][{"name": "terminal_run", "arguments": {"command": "ls -1"}}]',
+        [T("ls -1")],
+    ),
+    Case(
+        "json-llama-python-tag",
+        "Llama 3.1 `<|python_tag|>` before the JSON call",
+        '<|python_tag|>{"name": "read_file", "parameters": {"path": "setup.py"}}',
+        [R("setup.py")],
+    ),
+    Case(
+        "json-openai-function-object",
+        "a pasted OpenAI tool-call object",
+        '{"type": "function", "function": {"name": "finish", '
+        '"arguments": "{\\"message\\": \\"ok\\"}"}}',
+        [F("ok")],
+    ),
+    Case(
         "json-unknown-tool",
         "JSON call to a tool we do not have",
         '{"name": "browse", "arguments": {"url": "http://x"}}',
@@ -653,6 +672,13 @@ CASES: list[Case] = [
         "<write_code>\n<path>a.py</path>\n",
         Err("smaller parts", truncated=True),
         finish_reason="length",
+    ),
+    Case(
+        "truncated-max-tokens",
+        "Anthropic-style finish reason",
+        "<terminal_run><command>echo start &&",
+        Err("smaller parts", truncated=True),
+        finish_reason="max_tokens",
     ),
     Case(
         "length-but-complete",
