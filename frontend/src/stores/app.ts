@@ -106,12 +106,12 @@ export const useApp = defineStore('app', () => {
     }
   }
 
-  async function loadConversations(): Promise<void> {
+  async function loadConversations(silent = false): Promise<void> {
     try {
       const list = await api.conversations()
       conversations.value = Array.isArray(list) ? list : []
     } catch (e) {
-      showError(e)
+      if (!silent) showError(e)
     }
   }
 
@@ -308,6 +308,10 @@ export const useApp = defineStore('app', () => {
     await Promise.all([loadHealth(), loadConversations()])
     const id = readHash()
     if (id) await openConversation(id)
+    // keep the sidebar's statuses fresh (other tabs, other runs)
+    setInterval(() => {
+      if (document.visibilityState === 'visible') void loadConversations(true)
+    }, 10000)
     window.addEventListener('hashchange', () => {
       const h = readHash()
       if (h && h !== currentId.value) void openConversation(h)
