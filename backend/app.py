@@ -96,7 +96,9 @@ def create_app(
         try:
             yield
         finally:
-            checker.cancel()
+            # let the probe finish (a ping) so that no half-made docker client leaks
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(checker, 10)
             await manager.shutdown()
             await store.close()
 
