@@ -95,8 +95,13 @@ _ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
 _NAMES = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
 _FOLLOW_ANY = (
     r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:)?(?:" + _NAMES + "|" + "|".join(_WRAPPERS) + r")(?=[\s=/>])"
-    r"|</?(?:[\w.-]+:)?parameter(?=[\s=/>]))"
+    r"|</?(?:[\w.-]+:)?parameter(?=[\s=/>])|<arg_key>)"
 )
+# GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
+_GLM_OPEN = re.compile(
+    r"<((?:[\w.-]+:)?tool_call)>[ \t]*([A-Za-z_][\w.-]*)[ \t]*\r?\n?\s*(?=<arg_key>)"
+)
+_ARG_KEY = re.compile(r"<arg_key>\s*([^<>]+?)\s*</arg_key>\s*<arg_value>")
 _NEW_ACTION = re.compile(
     r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:)?invoke\s)", re.I
 )
@@ -334,6 +339,11 @@ class Scanner:
                 fname = fm.group(1) or fm.group(2) or ""
                 d = _Dialect("function", r"<(/?)function(?=[\s=>])")
                 return self._action(fname, i, fm.end(), d, fenced, {}, loose=True)
+        elif local == "tool_call":
+            gm = _GLM_OPEN.match(text, i)
+            if gm:
+                d = _Dialect("glm", r"<(/?)(?:[\w.-]+:)?tool_call(?=[\s>])")
+                return self._action(gm.group(2), i, gm.end(), d, fenced, {}, loose=True)
         elif local == "invoke":
             im = _INVOKE_OPEN.match(text, i)
             if im:
@@ -508,8 +518,15 @@ class Scanner:
                 return region_end
             if _NEW_ACTION.match(text, j) or _THINK_OPEN.match(text, j):
                 return j  # the close tag is missing; a new action starts here
-            pm = _PARAM_STYLE_OPEN.match(text, j)
-            if pm:
+            am = _ARG_KEY.match(text, j)
+            pm = None if am else _PARAM_STYLE_OPEN.match(text, j)
+            if am:
+                written = am.group(1)
+                tags = r"<(/?)arg_value(?=[\s>])"
+                key = "arg_value"
+                selfclosing = False
+                vstart = am.end()
+            elif pm:
                 written = pm.group(1) or pm.group(2) or ""
                 tags = r"<(/?)(?:[\w.-]+:)?parameter(?=[\s=>])"
                 key = "parameter"

@@ -377,6 +377,13 @@ CASES: list[Case] = [
         "<function=run_command><parameter=cmd>ls</parameter></function>",
         [T("ls")],
     ),
+    Case(
+        "glm-arg-key-value",
+        "GLM-4.5 <tool_call>NAME with <arg_key>/<arg_value> pairs",
+        "<tool_call>write_code\n<arg_key>path</arg_key>\n<arg_value>app.py</arg_value>\n"
+        "<arg_key>content</arg_key>\n<arg_value>if a < b:\n    pass\n</arg_value>\n</tool_call>",
+        [W("app.py", "if a < b:\n    pass\n")],
+    ),
     # ------------------------------------------------------------ wrappers
     Case(
         "minimax-namespaced",
