@@ -41,7 +41,11 @@ def parse_actions(
     """
     cut = finish_reason in ("length", "max_tokens")
     if tool_calls:
-        return [_validate(raw, cut=False, last=False) for raw in native_calls(tool_calls)]
+        calls = native_calls(tool_calls)
+        if cut and calls and calls[-1].error is not None:
+            # the arguments were cut off mid-JSON
+            raise TruncatedReplyError(messages.truncated(calls[-1].name, "arguments", "", cut=True))
+        return [_validate(raw, cut=False, last=False) for raw in calls]
 
     scan = Scanner(text).run()
     found = scan.actions

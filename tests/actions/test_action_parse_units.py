@@ -127,3 +127,9 @@ def test_big_reply_parses() -> None:
     text = f"<write_code>\n<path>big.py</path>\n<content>\n{body}</content>\n</write_code>"
     (action,) = parse_actions(text)
     assert action.params["content"] == body
+
+
+def test_native_arguments_cut_off() -> None:
+    calls = [{"function": {"name": "write_code", "arguments": '{"path": "a.py", "content": "imp'}}]
+    with pytest.raises(TruncatedReplyError, match="smaller parts"):
+        parse_actions("", finish_reason="length", tool_calls=calls)
