@@ -140,6 +140,25 @@ describe('RunFollower', () => {
     expect(live).toEqual(buildView(run))
   })
 
+  it('learns the run id from the messages when the headers lack it', async () => {
+    const starts: string[] = []
+    const afters: (number | null)[] = []
+    const run = fullRun()
+    const f = new RunFollower({
+      sleep: noSleep,
+      async open(attempt, after, runId) {
+        afters.push(after)
+        if (attempt === 0) return sseResponse(encode(run.slice(0, 3)))
+        expect(runId).toBe('r1')
+        return sseResponse(encode(run.slice(3), END))
+      },
+      handlers: { onMessage: () => {}, onEnd: () => {}, onStart: (i) => starts.push(i.runId) },
+    })
+    await f.run()
+    expect(starts).toEqual(['r1'])
+    expect(afters).toEqual([null, 3])
+  })
+
   it('does not reconnect after end even if the server keeps the connection open', async () => {
     let opens = 0
     const f = new RunFollower({

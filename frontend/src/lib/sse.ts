@@ -267,6 +267,11 @@ export class RunFollower {
             if (seq > 0 && seq <= this.lastSeq) return true // overlap after reconnect
             if (seq > this.lastSeq) this.lastSeq = seq
             if (!this.conversationId && msg.conversation_id) this.conversationId = msg.conversation_id
+            if (!this.runId && msg.run_id) {
+              // no X-Run-Id header (a proxy dropped it?): the messages name the run too
+              this.runId = msg.run_id
+              handlers.onStart?.({ runId: this.runId, conversationId: this.conversationId })
+            }
             handlers.onMessage(msg)
             return true
           },
