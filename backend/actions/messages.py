@@ -84,14 +84,16 @@ def unclosed_reasoning(cut: bool) -> str:
 
 
 def truncated(action: str, param: str, path: str, cut: bool) -> str:
-    where = f"`<{param}>` of `{action}`" + (f" for `{path}`" if path else "")
+    where = f"`<{param}>` of `{action}`" + (f" for `{path}`" if path else "") + " was closed"
     why = "was cut off (it hit the output length limit)" if cut else "ended"
+    if param == "arguments":  # a native/JSON tool call
+        where = f"the arguments of `{action}` were complete"
+    close = "" if param == "arguments" else f" Close every tag: </{param}> then </{action}>."
     return (
-        f"Your reply {why} before {where} was closed, so nothing from it was run and no "
+        f"Your reply {why} before {where}, so nothing from it was run and no "
         "partial file was written. Write the file in smaller parts: split it into several "
         "smaller files, or write a first part with write_code and add the rest in later "
-        "replies with terminal_run (e.g. `cat >> file <<'EOF'`). Close every tag: "
-        f"</{param}> then </{action}>."
+        "replies with terminal_run (e.g. `cat >> file <<'EOF'`)." + close
     )
 
 
