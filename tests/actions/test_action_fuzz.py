@@ -1,0 +1,79 @@
+"""Whatever the model sends, the parser answers with actions or a FormatError."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backend.actions import FormatError, extract_thinking, parse_actions
+
+PIECES = [
+    "<write_code>",
+    "</write_code>",
+    "<terminal_run>",
+    "</terminal_run>",
+    "<finish>",
+    "</finish>",
+    "<read_file path='a'/>",
+    "<path>",
+    "</path>",
+    "<content>",
+    "</content>",
+    "<command>",
+    "</command>",
+    "<message>",
+    "</message>",
+    "<function=write_code>",
+    "<function=nope>",
+    "</function>",
+    "<parameter=path>",
+    "<parameter=content>",
+    "</parameter>",
+    '<invoke name="read_file">',
+    "</invoke>",
+    '<parameter name="path">',
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>path</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<think>",
+    "</think>",
+    "<![CDATA[",
+    "]]>",
+    "<!--",
+    "-->",
+    "```",
+    "```xml\n",
+    "`",
+    "~~~",
+    '{"name": "read_file", "arguments": {"path": "x"}}',
+    '{"name": "write_code", "arguments": "{bad"}',
+    '[{"name": ',
+    "&amp;",
+    "&lt;",
+    "&#xZZ;",
+    "&#99999999;",
+    "a.py",
+    "\n",
+    "  ",
+    "x",
+]
+
+reply_st = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=30).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(reply_st, st.sampled_from([None, "stop", "length"]))
+def test_never_crashes(text: str, finish_reason: str | None) -> None:
+    try:
+        actions = parse_actions(text, finish_reason=finish_reason)
+    except FormatError as exc:
+        assert str(exc)
+    else:
+        assert actions
+        for action in actions:
+            assert all(isinstance(v, str) for v in action.params.values())
+            spec = action.spec
+            assert set(spec.required) <= set(action.params)
+    assert all(isinstance(t, str) for t in extract_thinking(text))
