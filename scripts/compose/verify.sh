@@ -11,8 +11,12 @@
 #   5. `docker compose down -v`.
 # Passes: "sqlite" (default) and "postgres" (profile postgres). VERIFY_PASSES="sqlite" skips
 # PostgreSQL.
-# Uses its own project name, env file and port: a developer's .env and running stack are
-# left alone. Images stay (the layer cache makes a rerun with unchanged inputs quick).
+# Uses its own project name (planact-verify), env file (the variables of the calling shell
+# do not leak in) and port: a developer's .env and stack are left alone. Caveat, until the
+# docker runtime labels sandboxes with the host path of their workspace root: two
+# deployments on one engine both use /app/workspace in their containers, and an app that
+# starts removes the other's sandbox containers as orphans. Images stay (the layer cache
+# makes a rerun with unchanged inputs quick).
 #
 # Environment (all optional):
 #   VERIFY_PASSES    "sqlite postgres"
@@ -34,7 +38,7 @@ override=${VERIFY_OVERRIDE-scripts/compose/ci.override.yml}
 runtime=${VERIFY_RUNTIME:-docker}
 wait_s=${VERIFY_TIMEOUT:-120}
 project=planact-verify
-export BASE_IMAGE=${BASE_IMAGE:-planact-base:bookworm}
+BASE_IMAGE=${BASE_IMAGE:-planact-base:bookworm}
 
 # ---- preconditions -----------------------------------------------------------------------
 docker info >/dev/null 2>&1 || die "no Docker engine answers 'docker info' (scripts/docker/engine.sh starts one)"
@@ -114,7 +118,9 @@ SANDBOX_IDLE_TIMEOUT=600
 PLANACT_PORT=127.0.0.1:$app_port
 PLANACT_IMAGE=planact:latest
 SANDBOX_IMAGE=planact-sandbox:verify
+BASE_IMAGE=$BASE_IMAGE
 ${gateway:+PLANACT_HOST_GATEWAY=$gateway}
+${PLANACT_CI_SUBNET:+PLANACT_CI_SUBNET=$PLANACT_CI_SUBNET}
 EOF
 # a TLS-intercepting proxy's CA (as on CI machines) for the builds' package downloads
 if [ -z "${EXTRA_CA_CERTS:-}" ] && ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
@@ -124,7 +130,12 @@ fi
 
 compose_args=(--env-file "$tmp/verify.env" -p "$project" -f docker-compose.yml)
 [ -n "$override" ] && compose_args+=(-f "$override")
-compose() { docker compose "${compose_args[@]}" "$@"; }
+# a clean environment: only verify.env feeds the interpolation, whatever the shell exports
+clean_env=(env -i "PATH=$PATH" "HOME=$HOME" "EXTRA_CA_CERTS=${EXTRA_CA_CERTS:-}")
+for var in DOCKER_HOST DOCKER_CONFIG DOCKER_CONTEXT DOCKER_CERT_PATH DOCKER_TLS_VERIFY; do
+  [ -n "${!var:-}" ] && clean_env+=("$var=${!var}")
+done
+compose() { "${clean_env[@]}" docker compose "${compose_args[@]}" "$@"; }
 # leftovers of an interrupted earlier run
 remove_sandboxes
 compose --profile postgres down -v --remove-orphans >/dev/null 2>&1 || true
@@ -132,7 +143,7 @@ url=http://127.0.0.1:$app_port
 
 # without AUTH_TOKEN Compose refuses to start, saying what to set
 grep -v '^AUTH_TOKEN=' "$tmp/verify.env" >"$tmp/no-token.env"
-if env -u AUTH_TOKEN docker compose --env-file "$tmp/no-token.env" -p "$project" \
+if "${clean_env[@]}" docker compose --env-file "$tmp/no-token.env" -p "$project" \
     -f docker-compose.yml config -q >"$tmp/no-token.log" 2>&1; then
   die "docker compose accepted a configuration without AUTH_TOKEN"
 fi
