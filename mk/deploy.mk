@@ -8,7 +8,7 @@ COMPOSE ?= docker compose
 .PHONY: compose-up compose-down compose-logs compose-verify
 
 compose-up:
-	bash scripts/compose/ensure-compose.sh
+	@$(COMPOSE) version >/dev/null 2>&1 || { echo "Docker Compose v2 is missing: install docker-compose-plugin (or bash scripts/compose/ensure-compose.sh)" >&2; exit 1; }
 	$(COMPOSE) up -d --build
 
 compose-down:
