@@ -203,11 +203,17 @@ EOF
         --fake-url "http://127.0.0.1:$fake_port" --runtime "$runtime" --timeout "$wait_s") \
     || die "the run check failed"
   if [ "$runtime" = docker ]; then
+    # the sandbox of this conversation: its only mount is the conversation's own folder
     sandboxes=$(for id in $(docker ps -aq --filter label=planact.sandbox); do
-        docker inspect -f '{{range .Mounts}}{{.Source}}{{end}}' "$id"; echo; done \
-      | grep "/volumes/${project}_workspace/" || true)
+        docker inspect -f '{{len .Mounts}} {{range .Mounts}}{{.Type}} {{.Source}} {{.Destination}}{{end}}' "$id"
+      done | grep "/volumes/${project}_workspace/" || true)
     [ -n "$sandboxes" ] || die "no sandbox container of this project was started"
-    say "  ok   a sandbox container ran the command (sibling of the app container)"
+    [ "$(echo "$sandboxes" | wc -l)" = 1 ] || die "more than one sandbox for one conversation: $sandboxes"
+    case "$sandboxes" in
+      "1 bind "*"/${project}_workspace/_data/user_"*"/Conversation_$cid /workspace") ;;
+      *) die "the sandbox mounts more or other than its conversation folder: $sandboxes" ;;
+    esac
+    say "  ok   a sandbox container (sibling of the app) ran the command, mounting only ${sandboxes#1 bind }"
   fi
 
   say "down (volumes kept) and up again"
