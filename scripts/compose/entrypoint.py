@@ -3,8 +3,9 @@
 Started as root, it prepares what the app user needs and then runs the command (default
 `planact serve`) as that user, never as root:
 
-1. the data folder (SQLite) and WORKSPACE_DIR exist and belong to the app user
-   (PUID/PGID, default 10001: a fresh bind mount created by the engine is root's);
+1. the data folder (SQLite) and WORKSPACE_DIR exist and belong to the app user: PUID/PGID
+   when set, else the owner of WORKSPACE_DIR when that is not root (a host folder mounted
+   there keeps its owner), else planact (10001; a bind mount the engine created is root's);
 2. when the Docker socket is mounted, the app user gets the socket's group, so that the
    docker runtime can start sandbox containers;
 3. when SANDBOX_HOST_WORKSPACE_DIR is unset and the socket answers, it is found by asking
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 
 SOCKET = "/var/run/docker.sock"
+APP_UID = 10001  # the image's planact user and group
 
 
 def say(msg: str) -> None:
@@ -90,9 +92,8 @@ def main() -> None:
     data = sqlite_dir(os.environ.get("DATABASE_URL", "sqlite:///./data/planact.db"))
     socket_gid = os.stat(SOCKET).st_gid if os.path.exists(SOCKET) else None
 
-    if os.environ.get("SANDBOX_HOST_WORKSPACE_DIR"):
-        pass
-    elif socket_gid is not None and (os.getuid() == 0 or os.access(SOCKET, os.W_OK)):
+    can_ask = socket_gid is not None and (os.getuid() == 0 or os.access(SOCKET, os.W_OK))
+    if can_ask and not os.environ.get("SANDBOX_HOST_WORKSPACE_DIR"):
         found = host_workspace_dir(workspace)
         if found:
             os.environ["SANDBOX_HOST_WORKSPACE_DIR"] = found
@@ -106,8 +107,14 @@ def main() -> None:
     if os.getuid() != 0:
         os.execvp(argv[0], argv)
 
-    uid = int(os.environ.get("PUID", "10001"))
-    gid = int(os.environ.get("PGID", "10001"))
+    owner = workspace.stat() if workspace.is_dir() else None
+    if owner is not None and owner.st_uid != 0:
+        default_uid, default_gid = owner.st_uid, owner.st_gid
+    else:
+        default_uid, default_gid = APP_UID, APP_UID
+    puid, pgid = os.environ.get("PUID"), os.environ.get("PGID")
+    uid = int(puid) if puid else default_uid
+    gid = int(pgid) if pgid else (uid if puid else default_gid)
     for path in (workspace, data):
         if path is not None:
             own(path.resolve(), uid, gid)
