@@ -6,7 +6,8 @@ export default defineConfig({
   base: '/',
   server: {
     proxy: {
-      '/api': { target: 'http://127.0.0.1:8000', changeOrigin: false },
+      // the backend; PLANACT_API=http://127.0.0.1:8765 npm run dev for another port
+      '/api': { target: process.env.PLANACT_API || 'http://127.0.0.1:8000', changeOrigin: false },
     },
   },
   build: {
