@@ -191,6 +191,10 @@ EOF
   compose "${profile[@]}" up -d >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log" >&2; die "docker compose up failed"; }
   times=$(wait_healthy "$t0")
   figure "$pass: up -d -> /api/health ok ${times% *}s, -> docker healthy ${times#* }s"
+  curl -fsS "$url/" >"$tmp/index.html" || die "GET / failed"
+  grep -q '<script' "$tmp/index.html" && ! grep -q "web UI is not built" "$tmp/index.html" \
+    || die "GET / does not serve the built web client: $(head -c 300 "$tmp/index.html")"
+  say "  ok   GET / serves the web client"
 
   if [ "$pass" = postgres ]; then
     compose "${profile[@]}" exec -T postgres psql -U planact -d planact -Atc \
