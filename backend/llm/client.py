@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import random
 from typing import Any
+
+import anyio
 
 from backend.llm.base import Completion, LLMConfigError, LLMError
 
@@ -48,9 +51,7 @@ class LiteLLM:
                 "No model is configured: set LLM_MODEL (a litellm model id such as "
                 "openai/gpt-4o-mini or ollama/qwen2.5-coder) and LLM_API_KEY, then try again."
             )
-        import litellm  # lazy: keeps server start fast
-
-        litellm.suppress_debug_info = True
+        litellm = await _litellm()
         kwargs: dict[str, Any] = {
             "model": use_model,
             "messages": messages,
@@ -155,6 +156,20 @@ class LiteLLM:
         )
         _fill_usage(litellm, completion, usage, model)
         return completion
+
+
+_LITELLM: Any = None
+
+
+async def _litellm() -> Any:
+    """litellm, imported lazily (server start stays fast) and in a worker thread: the
+    import takes seconds and must never freeze the event loop."""
+    global _LITELLM
+    if _LITELLM is None:
+        module: Any = await anyio.to_thread.run_sync(importlib.import_module, "litellm")
+        module.suppress_debug_info = True
+        _LITELLM = module
+    return _LITELLM
 
 
 def _from_response(litellm: Any, response: Any, model: str) -> Completion:
