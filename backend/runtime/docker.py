@@ -15,8 +15,10 @@ kills on a trailer line of stderr marked with a per-run nonce.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import secrets
@@ -34,6 +36,7 @@ from docker.client import DockerClient
 from docker.constants import DEFAULT_DOCKER_API_VERSION
 from docker.types import Mount
 from docker.utils import version_lt
+from docker.utils.socket import frames_iter
 
 from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail, RuntimeUnavailable
 
@@ -90,6 +93,143 @@ if [ -s "$f" ]; then read -r c w < "$f"; kill -KILL -- "-$c" "-$w" 2>/dev/null; 
 exit 0
 """
 
+# The command runner: one per sandbox, started with `docker exec -i python3 -c AGENT`.
+# Reads JSON requests on stdin, runs each command as `bash -c` in a new session, streams its
+# output and reports its end as JSON lines on stdout. It enforces the timeouts itself (the
+# limit holds inside the container), kills a command's whole process group when it times
+# out, is killed, or ends (leftover background children, like the local runtime), and kills
+# everything and exits when stdin closes (the server went away).
+AGENT = r"""
+import base64, json, os, selectors, signal, subprocess, sys, time
+
+def oom_kills():
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+            return 0
+        except (OSError, ValueError):
+            continue
+    return 0
+
+def send(msg):
+    view = memoryview(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
+    while view:
+        view = view[os.write(1, view):]
+
+def killpg(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+class Run:
+    def __init__(self, rid, proc, timeout):
+        self.id, self.proc = rid, proc
+        self.deadline = time.monotonic() + timeout
+        self.grace = None
+        self.open = 2
+        self.timed_out = self.killed = False
+        self.oom0 = oom_kills()
+
+sel = selectors.DefaultSelector()
+wake_r, wake_w = os.pipe()
+os.set_blocking(wake_r, False)
+os.set_blocking(wake_w, False)
+signal.set_wakeup_fd(wake_w)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+sel.register(wake_r, selectors.EVENT_READ, ("wake", None))
+sel.register(0, selectors.EVENT_READ, ("in", None))
+runs = {}
+pending = b""
+send({"hello": os.getpid()})
+
+def start(msg):
+    rid = msg["id"]
+    try:
+        proc = subprocess.Popen(
+            ["bash", "-c", msg["cmd"]], cwd=msg["cwd"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as exc:
+        send({"id": rid, "error": "could not start the command: %s" % (exc.strerror or exc)})
+        return
+    run = Run(rid, proc, float(msg["timeout"]))
+    runs[rid] = run
+    for kind, pipe in (("out", proc.stdout), ("err", proc.stderr)):
+        os.set_blocking(pipe.fileno(), False)
+        sel.register(pipe.fileno(), selectors.EVENT_READ, (kind, run))
+
+def close_pipes(run):
+    for pipe in (run.proc.stdout, run.proc.stderr):
+        try:
+            sel.unregister(pipe.fileno())
+        except (KeyError, ValueError):
+            pass
+        pipe.close()
+
+while True:
+    now = time.monotonic()
+    waits = [(r.grace if r.grace is not None else r.deadline) - now for r in runs.values()]
+    events = sel.select(max(0.0, min(waits)) if waits else None)
+    for key, _ in events:
+        kind, run = key.data
+        if kind == "wake":
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+        elif kind == "in":
+            try:
+                data = os.read(0, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:
+                for r in runs.values():
+                    killpg(r.proc.pid)
+                sys.exit(0)
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                msg = json.loads(line)
+                if msg["op"] == "run":
+                    start(msg)
+                elif msg["op"] == "kill" and msg["id"] in runs:
+                    runs[msg["id"]].killed = True
+                    killpg(runs[msg["id"]].proc.pid)
+        else:
+            try:
+                data = os.read(key.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if data:
+                send({"id": run.id, kind: base64.b64encode(data).decode()})
+            else:
+                sel.unregister(key.fd)
+                run.open -= 1
+    now = time.monotonic()
+    for run in list(runs.values()):
+        if run.grace is None:
+            if run.proc.poll() is not None:
+                killpg(run.proc.pid)
+                run.grace = now + 2.0
+            elif now >= run.deadline:
+                run.timed_out = True
+                killpg(run.proc.pid)
+                run.proc.wait()
+                run.grace = now + 2.0
+        if run.grace is not None and (run.open == 0 or now >= run.grace):
+            close_pipes(run)
+            code = run.proc.returncode
+            code = 128 - code if code < 0 else code
+            oom = code == 137 and not (run.timed_out or run.killed) and oom_kills() > run.oom0
+            send({"id": run.id, "exit": code, "timeout": run.timed_out, "oom": oom})
+            del runs[run.id]
+"""
+
 ENVIRONMENT = {
     "HOME": "/tmp",
     "TMPDIR": "/tmp",
@@ -111,6 +251,9 @@ class _Sandbox:
     user: str
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
+    agent: _Agent | None = None
+    no_agent: bool = False  # the image cannot run the runner (no python3): exec per command
+    agent_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class _Run:
@@ -135,11 +278,121 @@ class _Run:
             _close_stream(stream)
 
 
+class _AgentGone(Exception):
+    """The command runner of a sandbox stopped (killed, or its container went away)."""
+
+
+class _AgentRun:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.out, self.err = HeadTail(), HeadTail()
+        self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
+
+
+class _Agent:
+    """Host side of a sandbox's command runner (see AGENT): requests out, events in.
+
+    A reader thread parses the runner's JSON lines and hands them to the event loop.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: Any) -> None:
+        self.loop = loop
+        self.sock = sock  # the hijacked stream (a SocketIO over a unix socket)
+        self.raw: socket.socket = getattr(sock, "_sock", sock)
+        self.alive = True
+        self.runs: dict[str, _AgentRun] = {}
+        self.hello: asyncio.Future[int] = loop.create_future()
+        self._write_lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, name="planact-sandbox-io", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        buf = bytearray()
+        try:
+            for stream, data in frames_iter(self.sock, tty=False):
+                if stream != 1:
+                    log.debug("sandbox runner stderr: %r", data[:2000])
+                    continue
+                buf += data
+                while (nl := buf.find(b"\n")) >= 0:
+                    line = bytes(buf[:nl])
+                    del buf[: nl + 1]
+                    self._post(self._dispatch, json.loads(line))
+        except Exception as exc:  # the socket was shut down or broke
+            log.debug("sandbox runner stream ended: %s", exc)
+        finally:
+            for closing in (self.raw, self.sock, getattr(self.sock, "_response", None)):
+                with contextlib.suppress(Exception):
+                    closing.close()  # type: ignore[union-attr]
+            self._post(self._gone)
+
+    def _post(self, fn: Any, *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        if "hello" in msg:
+            if not self.hello.done():
+                self.hello.set_result(int(msg["hello"]))
+            return
+        run = self.runs.get(msg.get("id", ""))
+        if run is None:
+            return
+        if "out" in msg:
+            run.out.feed(base64.b64decode(msg["out"]))
+        elif "err" in msg:
+            run.err.feed(base64.b64decode(msg["err"]))
+        else:
+            del self.runs[msg["id"]]
+            if not run.done.done():
+                run.done.set_result(msg)
+
+    def _gone(self) -> None:
+        self.alive = False
+        if not self.hello.done():
+            self.hello.set_exception(_AgentGone())
+        runs, self.runs = self.runs, {}
+        for run in runs.values():
+            if not run.done.done():
+                run.done.set_exception(_AgentGone())
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        data = json.dumps(msg).encode() + b"\n"
+        with self._write_lock:
+            self.raw.sendall(data)
+
+    def submit(self, rid: str, command: str, cwd: str, timeout: float) -> _AgentRun:
+        if not self.alive:
+            raise _AgentGone
+        run = _AgentRun(self.loop)
+        self.runs[rid] = run
+        try:
+            self._send({"op": "run", "id": rid, "cmd": command, "cwd": cwd, "timeout": timeout})
+        except OSError as exc:
+            del self.runs[rid]
+            raise _AgentGone from exc
+        return run
+
+    def kill(self, rid: str) -> None:
+        with contextlib.suppress(OSError):
+            self._send({"op": "kill", "id": rid})
+
+    def close(self) -> None:
+        """Hang up: the runner kills its commands and exits; the reader thread ends."""
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.raw.shutdown(socket.SHUT_RDWR)
+
+
 class DockerRuntime(BaseRuntime):
     name = "docker"
 
-    def __init__(self, settings: Settings, *, base_url: str | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, base_url: str | None = None, runner: bool = True
+    ) -> None:
+        """``runner=False``: one ``docker exec`` per command instead of the sandbox's
+        long-lived command runner (slower; what images without python3 get anyway)."""
         super().__init__(terminal_timeout=settings.terminal_timeout)
+        self.use_runner = runner
         self.settings = settings
         self.image = settings.sandbox_image
         self.idle_timeout = settings.sandbox_idle_timeout
@@ -174,6 +427,9 @@ class DockerRuntime(BaseRuntime):
         async with self._lock_for(key):
             sandbox = self._sandboxes.pop(key, None)
             self._owners.pop(key, None)
+            if sandbox is not None and sandbox.agent is not None:
+                sandbox.agent.close()
+                sandbox.agent = None
             if self._client is None:
                 return
             client = self._client
@@ -193,6 +449,10 @@ class DockerRuntime(BaseRuntime):
         if client is None:
             return
         for sandbox in sandboxes:
+            agent, sandbox.agent = sandbox.agent, None
+            if agent is not None:
+                agent.close()
+                await anyio.to_thread.run_sync(agent.thread.join, 5)
             with contextlib.suppress(*API_ERRORS):
                 await anyio.to_thread.run_sync(_remove_container, client, sandbox.container_id)
         with contextlib.suppress(*API_ERRORS):
@@ -212,20 +472,143 @@ class DockerRuntime(BaseRuntime):
 
     async def _run_command(self, command: str, workspace: Path, cwd: str) -> CommandOutput:
         key = os.path.realpath(workspace)
-        sandbox = await self._acquire(key)
-        try:
+        for attempt in (1, 2):
+            sandbox = await self._acquire(key)
             try:
-                exec_id = await self._exec_create(sandbox, command, cwd)
-            except _ContainerGone:
-                # died while idle (killed from outside, engine restart): start a fresh one
-                await self._drop(sandbox)
+                try:
+                    agent = await self._agent_for(sandbox)
+                    if agent is not None:
+                        with contextlib.suppress(_AgentGone):  # hung up: use an exec
+                            return await self._agent_run(sandbox, agent, command, cwd)
+                    exec_ids = await self._exec_create(sandbox, command, cwd)
+                except _ContainerGone:
+                    # died while idle (killed from outside, engine restart): start a fresh one
+                    await self._drop(sandbox)
+                    if attempt == 2:
+                        raise RuntimeUnavailable("the sandbox container stops at once") from None
+                    continue
+                return await self._exec_run(sandbox, exec_ids)
+            finally:
                 sandbox.busy -= 1
-                sandbox = await self._acquire(key)
-                exec_id = await self._exec_create(sandbox, command, cwd)
-            return await self._exec_run(sandbox, exec_id)
-        finally:
-            sandbox.busy -= 1
-            sandbox.last_used = time.monotonic()
+                sandbox.last_used = time.monotonic()
+        raise AssertionError("unreachable")
+
+    # ---- the command runner ----------------------------------------------------------
+
+    async def _agent_for(self, sandbox: _Sandbox) -> _Agent | None:
+        if not self.use_runner or sandbox.no_agent:
+            return None
+        async with sandbox.agent_lock:
+            if sandbox.agent is not None and sandbox.agent.alive:
+                return sandbox.agent
+            sandbox.agent = None
+            client = await self._get_client()
+            api: Any = client.api
+
+            def start() -> Any:
+                try:
+                    exec_id = api.exec_create(
+                        sandbox.container_id,
+                        ["python3", "-u", "-c", AGENT],
+                        stdin=True,
+                        stdout=True,
+                        stderr=True,
+                        tty=False,
+                        user=sandbox.user,
+                        workdir=SANDBOX_DIR,
+                    )["Id"]
+                except docker.errors.NotFound as exc:
+                    raise _ContainerGone from exc
+                except docker.errors.APIError as exc:
+                    if exc.status_code == 409:
+                        raise _ContainerGone from exc
+                    raise
+                sock = api.exec_start(exec_id, socket=True)
+                api._disable_socket_timeout(sock)
+                return sock
+
+            try:
+                sock = await anyio.to_thread.run_sync(start)
+            except _ContainerGone:
+                raise
+            except API_ERRORS as exc:
+                raise RuntimeUnavailable(f"could not start the sandbox's runner: {exc}") from exc
+            agent = _Agent(asyncio.get_running_loop(), sock)
+            try:
+                with anyio.fail_after(20):
+                    await agent.hello
+            except (_AgentGone, TimeoutError):
+                agent.close()
+                log.warning(
+                    "docker runtime: the command runner does not start in %s (no python3?); "
+                    "running one docker exec per command",
+                    self.image,
+                )
+                sandbox.no_agent = True
+                return None
+            sandbox.agent = agent
+            return agent
+
+    async def _agent_run(
+        self, sandbox: _Sandbox, agent: _Agent, command: str, cwd: str
+    ) -> CommandOutput:
+        rid = secrets.token_hex(8)
+        workdir = SANDBOX_DIR if cwd == "." else f"{SANDBOX_DIR}/{cwd}"
+        run = agent.submit(rid, command, workdir, max(self.terminal_timeout, 0.001))
+        server_killed = False
+        msg: dict[str, Any] | None = None
+        try:
+            with anyio.move_on_after(self.terminal_timeout + KILL_GRACE):
+                msg = await asyncio.shield(run.done)
+            if msg is None:
+                # the runner did not end it in time: ask again, then give up on the runner
+                server_killed = True
+                agent.kill(rid)
+                with anyio.move_on_after(5):
+                    msg = await asyncio.shield(run.done)
+                if msg is None:
+                    agent.close()
+                    await self._drop(sandbox)
+        except _AgentGone:
+            _, note = await self._post_mortem(sandbox, None)
+            return CommandOutput(
+                exit_code=None,
+                stdout=run.out.value(),
+                stderr=run.err.value(),
+                note=note
+                or "The sandbox's command runner stopped (was it killed?); the next command "
+                "starts a new one.",
+                stdout_dropped=run.out.dropped,
+                stderr_dropped=run.err.dropped,
+            )
+        except BaseException:
+            # cancelled (the run was stopped): the command dies before we go on
+            agent.kill(rid)
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(5),
+                contextlib.suppress(Exception),
+            ):
+                await asyncio.shield(run.done)
+            raise
+        if msg is not None and "error" in msg:
+            raise RuntimeUnavailable(str(msg["error"]))
+        timed_out = server_killed or bool(msg and msg.get("timeout"))
+        note = ""
+        if msg is not None and msg.get("oom"):
+            note = (
+                "killed: out of memory (the sandbox is limited to "
+                f"{self.settings.sandbox_memory} of memory)"
+            )
+        return CommandOutput(
+            exit_code=None if timed_out or msg is None else int(msg["exit"]),
+            stdout=run.out.value(),
+            stderr=run.err.value(),
+            timed_out=timed_out,
+            note=note,
+            stdout_dropped=run.out.dropped,
+            stderr_dropped=run.err.dropped,
+        )
 
     # ---- the exec --------------------------------------------------------------------
 
@@ -360,13 +743,14 @@ class DockerRuntime(BaseRuntime):
 
         await anyio.to_thread.run_sync(kill)
 
-    async def _post_mortem(self, sandbox: _Sandbox, exec_id: str) -> tuple[int | None, str]:
+    async def _post_mortem(self, sandbox: _Sandbox, exec_id: str | None) -> tuple[int | None, str]:
         client = await self._get_client()
 
         def inspect() -> tuple[int | None, dict[str, Any] | None]:
             code: int | None = None
-            with contextlib.suppress(*API_ERRORS):
-                code = client.api.exec_inspect(exec_id).get("ExitCode")
+            if exec_id is not None:
+                with contextlib.suppress(*API_ERRORS):
+                    code = client.api.exec_inspect(exec_id).get("ExitCode")
             state: dict[str, Any] | None = None
             with contextlib.suppress(*API_ERRORS):
                 state = client.api.inspect_container(sandbox.container_id)["State"]
@@ -414,6 +798,9 @@ class DockerRuntime(BaseRuntime):
             return sandbox
 
     async def _drop(self, sandbox: _Sandbox) -> None:
+        if sandbox.agent is not None:
+            sandbox.agent.close()
+            sandbox.agent = None
         if self._sandboxes.get(sandbox.key) is sandbox:
             del self._sandboxes[sandbox.key]
         client = self._client

@@ -59,8 +59,11 @@ class LocalRuntime(BaseRuntime):
         finally:
             if not readers.done():
                 readers.cancel()
+        code = proc.returncode
+        if code is not None and code < 0:
+            code = 128 - code  # killed by a signal: report it the way shells do (137 = KILL)
         return CommandOutput(
-            exit_code=None if timed_out else proc.returncode,
+            exit_code=None if timed_out else code,
             stdout=out.value(),
             stderr=err.value(),
             timed_out=timed_out,

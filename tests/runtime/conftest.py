@@ -78,17 +78,31 @@ def runtime_settings(tmp_path: Path, **overrides: Any) -> Settings:
 RuntimeFactory = Callable[..., BaseRuntime]
 
 
-@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+RUNTIMES = [
+    "local",
+    pytest.param("docker", marks=pytest.mark.docker),
+    # the docker runtime without its command runner: one `docker exec` per command
+    pytest.param("docker-exec", marks=pytest.mark.docker),
+]
+
+
+@pytest.fixture(params=RUNTIMES)
 async def make_rt(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RuntimeFactory]:
     """Build runtimes of the parametrized kind (settings overridable); all closed at the end."""
     kind: str = request.param
-    if kind == "docker":
+    if kind.startswith("docker"):
         require_docker()
     made: list[BaseRuntime] = []
 
     def factory(**overrides: Any) -> BaseRuntime:
-        rt = make_runtime(runtime_settings(tmp_path, **overrides), kind)
-        assert isinstance(rt, BaseRuntime)
+        settings = runtime_settings(tmp_path, **overrides)
+        rt: BaseRuntime
+        if kind == "docker-exec":
+            from backend.runtime.docker import DockerRuntime
+
+            rt = DockerRuntime(settings, runner=False)
+        else:
+            rt = make_runtime(settings, kind)  # type: ignore[assignment]
         made.append(rt)
         return rt
 

@@ -181,6 +181,8 @@ async def test_exit_codes_and_streams(runtime: BaseRuntime, workspace: Path) -> 
     assert failed.content == "Exit code: 3\nstdout:\npartial\n\nstderr: (empty)"
     quiet = await run(runtime, workspace, "true")
     assert quiet.content == "Exit code: 0\nstdout: (empty)\nstderr: (empty)"
+    killed = await run(runtime, workspace, "kill -KILL $$")
+    assert killed.content.startswith("Exit code: 137\n")
     missing = await run(runtime, workspace, "no-such-command-xyz")
     assert missing.status == "failure"
     assert missing.content.startswith("Exit code: 127")
