@@ -89,6 +89,7 @@ _PARAM_STYLE_OPEN = re.compile(
 )
 _PARAM_TAG_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)((?:\s[^<>]*)?)(/?)>")
 _CDATA = "<![CDATA["
+_MAX_JSON_FAILURES = 64  # each failed attempt costs O(position) in the json module
 _FENCE_INFO = re.compile(r"[\w+#.-]*[ \t]*\r?\n")
 _ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
 # what may follow the real end of a parameter body (after whitespace)
@@ -124,6 +125,13 @@ def _cdata_spans(text: str) -> list[tuple[int, int]]:
         else:
             pos = text.find(_CDATA, pos + 1)
     return spans
+
+
+def _at_line_start(text: str, i: int) -> bool:
+    k = i - 1
+    while k >= 0 and text[k] in " \t":
+        k -= 1
+    return k < 0 or text[k] == "\n"
 
 
 def _opener_in_place(text: str, start: int) -> bool:
@@ -180,6 +188,9 @@ class _Tokens:
                 toks.append(_Tok(start, gt + 1, 1))
         self.toks = toks
         self.starts = [t.start for t in toks]
+        # indices of candidate closers, and of all closers, for skipping openers fast
+        self.cands = [i for i, t in enumerate(toks) if t.kind == -1]
+        self.closers = [i for i, t in enumerate(toks) if t.kind <= 0]
         self._sums: tuple[list[int], list[int]] | None = None
 
     def _range(self, lo: int, hi: int) -> range:
@@ -215,17 +226,19 @@ class _Tokens:
         """
         toks = self.toks
         idx = self._range(lo, hi)
+        cands = (
+            self.cands[c]
+            for c in range(bisect_left(self.cands, idx.start), bisect_left(self.cands, idx.stop))
+        )
         if not pair_quoted and hi >= (toks[-1].start + 1 if toks else 0):
             sums, sufmin = self._prefix()
-            for i in idx:
+            for i in cands:
                 # the sums after toks[i] never drop below the sum right after it
                 if toks[i].kind == -1 and (i + 2 >= len(sums) or sufmin[i + 2] >= sums[i + 1]):
                     return toks[i]
             return None
         stop = idx.stop
-        for i in idx:
-            if toks[i].kind != -1:
-                continue
+        for i in cands:
             depth = 0
             for j in range(i + 1, stop):
                 kind = toks[j].kind
@@ -242,15 +255,17 @@ class _Tokens:
         return None
 
     def any_close(self, lo: int, hi: int) -> _Tok | None:
-        for i in reversed(self._range(lo, hi)):
-            if self.toks[i].kind <= 0:
-                return self.toks[i]
-        return None
+        """The last closer of any kind in the window."""
+        idx = self._range(lo, hi)
+        k = bisect_left(self.closers, idx.stop) - 1
+        return self.toks[self.closers[k]] if k >= 0 and self.closers[k] >= idx.start else None
 
     def first_close(self, lo: int, hi: int) -> _Tok | None:
-        for i in self._range(lo, hi):
-            if self.toks[i].kind <= 0:
-                return self.toks[i]
+        """The first closer of any kind in the window."""
+        idx = self._range(lo, hi)
+        k = bisect_left(self.closers, idx.start)
+        if k < len(self.closers) and self.closers[k] < idx.stop:
+            return self.toks[self.closers[k]]
         return None
 
 
@@ -268,6 +283,8 @@ class Scanner:
         self.thinking: list[str] = []
         self.mentions: list[str] = []
         self.unclosed_reasoning = False
+        self._stray: int | None = None  # the last `</think>` with no opener
+        self._json_failures = 0
         self._cache: dict[tuple[str, str], _Tokens] = {}
         self._cdata: list[tuple[int, int]] | None = None
 
@@ -292,8 +309,7 @@ class Scanner:
                 while j < n and text[j] == ch:
                     j += 1
                 run = j - i
-                line_start = text.rfind("\n", 0, i) + 1
-                at_line_start = not text[line_start:i].strip(" \t")
+                at_line_start = run >= 3 and _at_line_start(text, i)
                 if fence is not None:
                     if ch == fence[0] and run >= fence[1]:
                         fence = None
@@ -314,6 +330,10 @@ class Scanner:
                     pos = j
             else:  # `{` or `[`: a JSON tool call?
                 pos = self._at_json(i, fence is not None)
+        if self._stray is not None:
+            before = _THINK_CLOSE.sub("", _THINK_OPEN.sub("", text[: self._stray])).strip()
+            if before:
+                self.thinking.insert(0, before)
         return self
 
     def _at_angle(self, i: int, fenced: bool) -> int:
@@ -368,8 +388,8 @@ class Scanner:
         if closing:
             # a `</think>` with no opener: everything before it was reasoning
             end = text.find(">", i) + 1
-            before = _THINK_CLOSE.sub("", _THINK_OPEN.sub("", text[:i])).strip()
-            self.thinking = [before] if before else []
+            self._stray = i
+            self.thinking = []
             self.actions.clear()
             self.mentions.clear()
             return end
@@ -396,8 +416,11 @@ class Scanner:
         want = '"' if text[i] == "{" else "{"
         if j >= self.n or text[j] != want:
             return i + 1
+        if self._json_failures >= _MAX_JSON_FAILURES:
+            return i + 1
         decoded = decode_at(text, i)
         if decoded is None:
+            self._json_failures += 1
             return i + 1
         obj, end = decoded
         calls = calls_in(obj)
@@ -457,17 +480,21 @@ class Scanner:
         is_tag = dialect.key.startswith("tag:")
         if is_tag and pos < region_end and not self._param_opener_at(pos, spec):
             # body mode: `<terminal_run>ls</terminal_run>`, `<write_code path="a">…`
-            body = text[body_start:region_end]
-            same = any(not m.group(1) for m in _compiled(dialect.tags).finditer(body))
             target = _body_param(spec, {canonical_param(spec, k) for k in attrs})
-            if close is None and attrs and target is not None and not same:
-                # `<write_code path="a.py">` + text, and the reply ends: cut off
-                action.truncated = target
-                self.actions.append(action)
-                return n
-            if close is None or same or self._reasoning_inside(body):
+            if close is None:
+                if attrs and target is not None and not self._opener_ahead(dialect, body_start, n):
+                    # `<write_code path="a.py">` + text, and the reply ends: cut off
+                    action.truncated = target
+                    self.actions.append(action)
+                    return n
                 self.mentions.append(written)
                 return body_start  # a mention in prose, not an action
+            if self._opener_ahead(dialect, body_start, region_end) or _THINK_CLOSE.search(
+                text, body_start, region_end
+            ):
+                self.mentions.append(written)
+                return body_start  # a mention in prose, not an action
+            body = text[body_start:region_end]
             if target is None:
                 action.warnings.append(f"text directly inside <{written}> was ignored")
             else:
@@ -489,8 +516,13 @@ class Scanner:
         self.actions.append(action)
         return end
 
-    def _reasoning_inside(self, body: str) -> bool:
-        return _THINK_CLOSE.search(body) is not None
+    def _opener_ahead(self, dialect: _Dialect, lo: int, hi: int) -> bool:
+        """Another opener of the same action kind in [lo, hi)."""
+        pattern = _compiled(dialect.tags)
+        m = pattern.search(self.text, lo, hi)
+        while m is not None and m.group(1):
+            m = pattern.search(self.text, m.end(), hi)
+        return m is not None
 
     def _param_opener_at(self, pos: int, spec: ActionSpec | None) -> bool:
         text = self.text

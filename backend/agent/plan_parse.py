@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 _DECODER = json.JSONDecoder(strict=False)
-_THINK_BLOCK = re.compile(r"<(think|thinking)\b[^>]*>.*?</\1\s*>", re.S | re.I)
+_MAX_JSON_ATTEMPTS = 32  # each failed attempt costs O(length)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
 _THINK_OPEN = re.compile(r"<(?:think|thinking)\b[^>]*>", re.I)
 _FENCE_OPEN = re.compile(r"(?:^|\n)[ \t]*(`{3,}|~{3,})[\w+-]*[ \t]*\n?$")
@@ -83,14 +83,28 @@ def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
 
 
 def _drop_reasoning(text: str) -> str:
-    text = _THINK_BLOCK.sub("", text)
-    close = _THINK_CLOSE.search(text)
-    if close is not None:  # a closer with no opener: everything before it was reasoning
-        text = text[close.end() :]
+    kept: list[str] = []
+    pos = 0
     opener = _THINK_OPEN.search(text)
-    if opener is not None:  # never closed
-        text = text[: opener.start()]
-    return text
+    close = _THINK_CLOSE.search(text)
+    while True:
+        if opener is not None and opener.start() < pos:
+            opener = _THINK_OPEN.search(text, pos)
+        if close is not None and close.start() < pos:
+            close = _THINK_CLOSE.search(text, pos)
+        if close is not None and (opener is None or close.start() < opener.start()):
+            # a closer with no opener: everything before it was reasoning
+            kept = []
+            pos = close.end()
+            continue
+        if opener is None:
+            kept.append(text[pos:])
+            break
+        kept.append(text[pos : opener.start()])
+        if close is None:  # never closed
+            break
+        pos = close.end()
+    return "".join(kept)
 
 
 def _text(value: Any) -> str:
@@ -150,6 +164,7 @@ def _tasks_from_value(value: Any) -> list[dict[str, str]] | None:
 def _from_json(text: str) -> tuple[str, list[dict[str, str]]] | str | None:
     """(prose, tasks), or a JSON error message when something plan-like did not parse."""
     error = ""
+    attempts = 0
     for m in re.finditer(r"[\[{]", text):
         start = m.start()
         after = text[start + 1 : start + 200].lstrip()
@@ -157,7 +172,10 @@ def _from_json(text: str) -> tuple[str, list[dict[str, str]]] | str | None:
             continue
         if text[start] == "{" and not after.startswith(('"', "}")):
             continue
-        value, err = _decode(text, start)
+        attempts += 1
+        if attempts > _MAX_JSON_ATTEMPTS:
+            break
+        value, err = _decode(text, start, repair=attempts <= 3)
         if value is None:
             error = error or err
             continue
@@ -168,13 +186,13 @@ def _from_json(text: str) -> tuple[str, list[dict[str, str]]] | str | None:
     return error or None
 
 
-def _decode(text: str, start: int) -> tuple[Any, str]:
+def _decode(text: str, start: int, *, repair: bool) -> tuple[Any, str]:
     try:
         return _DECODER.raw_decode(text, start)[0], ""
     except json.JSONDecodeError as exc:
         first = exc
     # a common slip: trailing commas. Retry on the balanced span with them removed.
-    end = _balanced_end(text, start)
+    end = _balanced_end(text, start) if repair else None
     if end is not None:
         try:
             return _DECODER.decode(_TRAILING_COMMA.sub(r"\1", text[start:end])), ""
