@@ -35,6 +35,17 @@ def big_reply(kind: str, size: int = 100_000) -> str:
     )
 
 
+HOSTILE = {
+    "unclosed openers": "<write_code " * 9000,
+    "JSON starts": '{"a' * 30000,
+    "stray </think>": "</think>" * 12000,
+    "unclosed <think>": "<think>" * 14000,
+    "bare mentions": "<finish> " * 11000,
+    "stray </content>": "<write_code><path>a</path><content>" + "</content>\n" * 8000,
+    "open <parameter=>": "<function=write_code>" + "<parameter=content>\n" * 5000,
+}
+
+
 def timeit(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     fn()  # warm up (regex compilation)
     runs = []
@@ -51,6 +62,11 @@ def corpus_once() -> None:
             parse_actions(case.text, finish_reason=case.finish_reason, tool_calls=case.tool_calls)
 
 
+def _quiet(text: str) -> None:
+    with contextlib.suppress(FormatError):
+        parse_actions(text)
+
+
 def main() -> None:
     for kind in ("plain", "quoted-closers", "many-actions"):
         text = big_reply(kind)
@@ -60,6 +76,9 @@ def main() -> None:
             f"100 KB reply ({kind:14}, {len(text) / 1000:.0f} KB, {n:4} actions): "
             f"median {med:.3f} ms, best {best:.3f} ms"
         )
+    for name, text in HOSTILE.items():
+        med, best = timeit(lambda text=text: _quiet(text), 5)
+        print(f"hostile ~100 KB ({name:18}): median {med:.1f} ms, best {best:.1f} ms")
     med, best = timeit(corpus_once, 50)
     print(
         f"whole corpus ({len(CASES)} replies): median {med:.3f} ms, best {best:.3f} ms "

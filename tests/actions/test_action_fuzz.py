@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +79,22 @@ def test_never_crashes(text: str, finish_reason: str | None) -> None:
             spec = action.spec
             assert set(spec.required) <= set(action.params)
     assert all(isinstance(t, str) for t in extract_thinking(text))
+
+
+HOSTILE = [
+    "<write_code " * 3000,
+    '{"a' * 10000,
+    "</think>" * 4000,
+    "<think>" * 4000,
+    "<finish> " * 4000,
+    "<write_code><path>a</path><content>" + "</content>\n" * 3000,
+    "<function=write_code>" + "<parameter=content>\n" * 2000,
+    "` x " * 8000,
+]
+
+
+def test_hostile_inputs_finish() -> None:
+    """Floods of half-tags come back (no quadratic blow-up); bench prints the times."""
+    for text in HOSTILE:
+        with contextlib.suppress(FormatError):
+            parse_actions(text)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backend.agent.plan_parse import PlanFormatError, parse_plan
 
@@ -126,3 +128,45 @@ def test_plan_errors(text: str, message: str) -> None:
 
 def test_plan_error_is_value_error() -> None:
     assert issubclass(PlanFormatError, ValueError)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "[",
+                "]",
+                "{",
+                "}",
+                '"title"',
+                ":",
+                '"x"',
+                ",",
+                "## ",
+                "1. ",
+                "- ",
+                "\n",
+                "<think>",
+                "</think>",
+                "```json\n",
+                "```",
+                "Requirement: ",
+                "tasks",
+                "a",
+            ]
+        ),
+        max_size=40,
+    ).map("".join)
+)
+def test_plan_parser_never_crashes(text: str) -> None:
+    try:
+        prose, tasks = parse_plan(text)
+    except PlanFormatError as exc:
+        assert str(exc)
+    else:
+        assert tasks
+        assert isinstance(prose, str)
+        for task in tasks:
+            assert set(task) == {"title", "description", "requirement"}
+            assert all(isinstance(v, str) for v in task.values())
