@@ -140,7 +140,8 @@ def main() -> None:
         f"server start -> healthy (median of 3):          {figs['healthy_s']:.2f} s   (goal <= 2 s)"
     )
     print(
-        f"POST -> first event (median of 20):             {figs['first_event_ms']:.1f} ms  (goal <= 50 ms)"
+        "POST -> first event (median of 20):             "
+        f"{figs['first_event_ms']:.1f} ms  (goal <= 50 ms)"
     )
     print(
         f"whole run over HTTP + litellm (median):         {figs['run_ms']:.1f} ms "
@@ -148,7 +149,8 @@ def main() -> None:
         f"= {figs['per_call_ms_http']:.1f} ms per call incl. litellm and HTTP"
     )
     print(
-        f"runs per second, 100 runs at 20 concurrent:     {figs['runs_per_s_20']:.1f}   (goal >= 20)"
+        "runs per second, 100 runs at 20 concurrent:     "
+        f"{figs['runs_per_s_20']:.1f}   (goal >= 20)"
     )
 
 
