@@ -49,6 +49,7 @@ LABEL = "planact.sandbox"
 LABEL_ROOT = "planact.root"
 LABEL_WORKSPACE = "planact.workspace"
 SANDBOX_DIR = "/workspace"
+NOBODY = 65534
 DEFAULT_UID = 1000  # who a root-owned workspace is handed to: the sandbox is never root
 KILL_GRACE = 15.0  # seconds past the timeout before the server kills a command itself
 MIN_API_VERSION = "1.25"  # init, pids_limit, mounts
@@ -422,6 +423,19 @@ class DockerRuntime(BaseRuntime):
             log.info("docker runtime: removed %d orphaned sandbox container(s)", removed)
         self._ensure_reaper()
 
+    async def available(self) -> bool:
+        """Whether an engine answers and the sandbox image exists (the server's probe)."""
+        try:
+            client = await self._get_client()
+            await anyio.to_thread.run_sync(client.images.get, self.image)
+        except RuntimeUnavailable as exc:
+            log.info("docker runtime unavailable: %s", exc)
+            return False
+        except API_ERRORS as exc:
+            log.info("docker runtime unavailable: image %s: %s", self.image, _short(exc))
+            return False
+        return True
+
     async def forget(self, workspace: Path) -> None:
         key = os.path.realpath(workspace)
         async with self._lock_for(key):
@@ -730,7 +744,9 @@ class DockerRuntime(BaseRuntime):
             try:
                 client.api.exec_start(
                     client.api.exec_create(
-                        sandbox.container_id, ["bash", "-c", KILLER, "planact-kill", run_id]
+                        sandbox.container_id,
+                        ["bash", "-c", KILLER, "planact-kill", run_id],
+                        user=sandbox.user,
                     )["Id"]
                 )
             except API_ERRORS as exc:
@@ -766,8 +782,8 @@ class DockerRuntime(BaseRuntime):
             )
         if code == 137:
             return code, (
-                "killed (SIGKILL), probably out of memory (the sandbox is limited to "
-                f"{self.settings.sandbox_memory} of memory)"
+                "killed by SIGKILL: out of memory (the sandbox is limited to "
+                f"{self.settings.sandbox_memory}), or by another process"
             )
         return code, ""
 
@@ -891,6 +907,9 @@ class DockerRuntime(BaseRuntime):
         with contextlib.suppress(docker.errors.NotFound):
             _remove_container(client, name)  # a leftover of a crash or of a forgotten one
         user = f"{owner[0]}:{owner[1]}"
+        # the container's own processes (init, sleep) run as another uid, so that a command
+        # killing every process it may (kill -9 -1) cannot stop the container
+        keeper = NOBODY if owner[0] != NOBODY else NOBODY - 1
         memory = self.settings.sandbox_memory
         container = client.containers.run(
             self.image,
@@ -898,7 +917,7 @@ class DockerRuntime(BaseRuntime):
             name=name,
             detach=True,
             init=True,
-            user=user,
+            user=f"{keeper}:{keeper}",
             working_dir=SANDBOX_DIR,
             hostname="sandbox",
             environment=ENVIRONMENT,

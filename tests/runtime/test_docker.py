@@ -284,10 +284,22 @@ async def test_container_killed_from_outside(
 
 
 async def test_missing_image_says_how_to_build_it(make_docker: Any, workspace: Path) -> None:
+    assert await make_docker().available() is True
     rt = make_docker(sandbox_image="planact-no-such-image:none")
+    assert await rt.available() is False
     result = await run(rt, workspace, "true")
     assert result.status == "failure"
     assert "make sandbox-image" in result.content
     # files still work host-side
     assert (await write(rt, workspace, "a.txt", "a")).ok
     assert (await read(rt, workspace, "a.txt")).content == "a"
+
+
+async def test_a_command_killing_the_runner_fails_alone(make_docker: Any, workspace: Path) -> None:
+    rt = make_docker()
+    result = await run(rt, workspace, "kill -KILL $PPID; sleep 5")
+    assert result.status == "failure"
+    assert stdout_of(await run(rt, workspace, "echo next")) == "next\n"
+    everyone = await run(rt, workspace, "kill -KILL -1; sleep 5")
+    assert everyone.status == "failure"
+    assert stdout_of(await run(rt, workspace, "echo after")) == "after\n"

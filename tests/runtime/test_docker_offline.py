@@ -17,6 +17,7 @@ async def test_no_engine_is_a_failure_result_not_an_exception(tmp_path: Path) ->
     ws = tmp_path / "workspace" / "c"
     try:
         await rt.start()  # logs, does not raise: the server must still start
+        assert await rt.available() is False
         result = await run(rt, ws, "true")
         assert result.status == "failure"
         assert "no Docker engine answers at unix:///nonexistent/docker.sock" in result.content
