@@ -551,8 +551,10 @@ class DockerRuntime(BaseRuntime):
             try:
                 with anyio.fail_after(20):
                     await agent.hello
-            except (_AgentGone, TimeoutError):
+            except BaseException as exc:
                 agent.close()
+                if not isinstance(exc, (_AgentGone, TimeoutError)):
+                    raise  # cancelled while starting
                 log.warning(
                     "docker runtime: the command runner does not start in %s (no python3?); "
                     "running one docker exec per command",
