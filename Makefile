@@ -34,7 +34,8 @@ typecheck: setup
 pytest: setup $(TEST_PREREQS)
 	$(UV) run pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest $(EXTRA_TESTS)
+# pytest last: its summary line closes the output
+test: lint typecheck $(EXTRA_TESTS) pytest
 
 bench: setup
 	$(UV) run python -m bench
