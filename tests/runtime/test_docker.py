@@ -303,3 +303,27 @@ async def test_a_command_killing_the_runner_fails_alone(make_docker: Any, worksp
     everyone = await run(rt, workspace, "kill -KILL -1; sleep 5")
     assert everyone.status == "failure"
     assert stdout_of(await run(rt, workspace, "echo after")) == "after\n"
+
+
+async def test_commands_die_when_the_server_hangs_up(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker()
+    if not rt.use_runner:
+        pytest.skip("the hang-up guarantee is the runner's")
+    task = asyncio.create_task(run(rt, workspace, "echo $$ > pid; sleep 4545"))
+    await wait_for_file(workspace / "pid")
+    (sandbox,) = rt._sandboxes.values()
+    assert sandbox.agent is not None
+    sandbox.agent.close()  # what a crashed server's connection does
+    result = await task
+    assert result.status == "failure"
+    assert "command runner stopped" in result.content
+    (container,) = containers(docker_client, workspace)
+
+    async def gone() -> bool:
+        procs = await asyncio.to_thread(container.top)
+        return not any("4545" in " ".join(p) for p in procs["Processes"])
+
+    await eventually(gone, what="the command of a hung-up runner to die")
+    assert stdout_of(await run(rt, workspace, "echo new runner")) == "new runner\n"
