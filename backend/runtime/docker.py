@@ -405,6 +405,7 @@ class DockerRuntime(BaseRuntime):
         self._locks: dict[str, asyncio.Lock] = {}
         self._owners: dict[str, tuple[int, int]] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._engine_cpus: int | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -928,7 +929,7 @@ class DockerRuntime(BaseRuntime):
             network_mode=self.settings.sandbox_network,
             mem_limit=memory,
             memswap_limit=memory,
-            nano_cpus=int(self.settings.sandbox_cpus * 1e9),
+            nano_cpus=int(self._cpus(client) * 1e9),
             pids_limit=self.settings.sandbox_pids,
             security_opt=["no-new-privileges"],
             cap_drop=["ALL"],
@@ -936,6 +937,16 @@ class DockerRuntime(BaseRuntime):
             tmpfs={"/tmp": "rw,exec,nosuid,nodev,mode=1777"},
         )
         return _Sandbox(key=key, container_id=str(container.id), user=user)
+
+    def _cpus(self, client: DockerClient) -> float:
+        """SANDBOX_CPUS, at most the engine's CPU count (the engine refuses more)."""
+        if self._engine_cpus is None:
+            try:
+                self._engine_cpus = int(client.info().get("NCPU") or 0)
+            except API_ERRORS:
+                self._engine_cpus = 0
+        wanted = self.settings.sandbox_cpus
+        return min(wanted, self._engine_cpus) if self._engine_cpus else wanted
 
     def _sandbox_containers(self, client: DockerClient, **labels: str) -> list[Any]:
         wanted = [f"{LABEL}=1", f"{LABEL_ROOT}={self._root}"]

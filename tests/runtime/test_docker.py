@@ -79,6 +79,9 @@ async def test_runs_as_the_workspace_owner_not_root(
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert host["PidsLimit"] == 128
     assert host["Memory"] == 512 * 1024 * 1024
+    assert host["NanoCpus"] == 1_000_000_000
+    greedy = make_docker(sandbox_cpus=4096.0)
+    assert (await run(greedy, workspace.parent / "Conversation_2", "true")).ok
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing a root-owned workspace over needs root")
