@@ -2,14 +2,20 @@
 
 File actions stay host-side in :class:`BaseRuntime` (the workspace is bind-mounted at
 ``/workspace``), so confinement, caps and results are the same as the local runtime's; only
-``terminal_run`` goes through ``docker exec``. The container is created on first use, reused
-by the conversation, removed after ``sandbox_idle_timeout`` of idleness, on ``forget`` and
-on ``close``; ``start`` removes the ones a crashed server left behind.
+``terminal_run`` goes into the container. The container is created on first use, reused by
+the conversation, removed after ``sandbox_idle_timeout`` of idleness, on ``forget`` and on
+``close``; ``start`` removes the ones a crashed server left behind.
 
-Each command runs under a small bash wrapper inside the container that puts it in its own
-process group, kills that group after the timeout (so the timeout holds even if the server
-goes away) and when the command ends, and reports the exit status, the timeout and OOM
-kills on a trailer line of stderr marked with a per-run nonce.
+Commands go to a long-lived command runner in the container (``AGENT``: python3 reading
+JSON requests on the stdin of one ``docker exec``), which runs each one in its own session,
+enforces the timeout inside the container, kills the whole process group when the command
+times out, is cancelled, or ends, and reports OOM kills. Images without python3 get one
+``docker exec`` per command under a bash wrapper (``WRAPPER``) with the same guarantees,
+reporting through a trailer line of stderr marked with a per-run nonce.
+
+Layout: constants and the two in-container scripts; ``_Agent`` (host side of the runner);
+``DockerRuntime``: lifecycle, BaseRuntime hooks, the runner path, the exec path, containers,
+the idle reaper.
 """
 
 from __future__ import annotations
