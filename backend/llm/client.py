@@ -168,6 +168,9 @@ async def _litellm() -> Any:
     if _LITELLM is None:
         module: Any = await anyio.to_thread.run_sync(importlib.import_module, "litellm")
         module.suppress_debug_info = True
+        # we keep our own usage and cost: spare the per-chunk logging work
+        module.disable_streaming_logging = True
+        module.logging = False
         _LITELLM = module
     return _LITELLM
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, Table, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, Table, delete, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from backend.messages.message import Message
@@ -31,6 +31,12 @@ from backend.store.tables import (
 )
 
 T = TypeVar("T")
+
+CONVERSATIONS = cast(Table, Conversation.__table__)
+RUNS = cast(Table, Run.__table__)
+MESSAGES = cast(Table, MessageRow.__table__)
+TASKS = cast(Table, Task.__table__)
+USAGE = cast(Table, Usage.__table__)
 
 ACTIVE = "running"
 
@@ -65,6 +71,15 @@ class Store:
 
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
+    async def _core(self, fn: Callable[[Connection], T]) -> T:
+        """Like _run, with a plain connection: the hot paths skip the ORM's overhead."""
+
+        def work() -> T:
+            with self.engine.begin() as conn:
+                return fn(conn)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
     def migrate(self) -> None:
         upgrade(self.engine)
 
@@ -76,11 +91,22 @@ class Store:
     async def create_conversation(self, user_id: str, title: str) -> str:
         cid = new_id()
 
-        def fn(s: Session) -> str:
-            s.add(Conversation(id=cid, user_id=user_id, title=title[:200]))
+        def fn(c: Connection) -> str:
+            now = utcnow()
+            c.execute(
+                insert(CONVERSATIONS).values(
+                    id=cid,
+                    user_id=user_id,
+                    title=title[:200],
+                    status="idle",
+                    last_seq=0,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
             return cid
 
-        return await self._run(fn)
+        return await self._core(fn)
 
     async def get_conversation(self, user_id: str, cid: str) -> dict[str, Any] | None:
         def fn(s: Session) -> dict[str, Any] | None:
@@ -165,25 +191,28 @@ class Store:
         return await self._run(fn)
 
     async def set_run_task_type(self, run_id: str, task_type: str) -> None:
-        def fn(s: Session) -> None:
-            s.execute(update(Run).where(Run.id == run_id).values(task_type=task_type))
+        def fn(c: Connection) -> None:
+            c.execute(update(RUNS).where(RUNS.c.id == run_id).values(task_type=task_type))
 
-        await self._run(fn)
+        await self._core(fn)
 
     async def end_run(self, run_id: str, status: str, error: str = "") -> None:
-        def fn(s: Session) -> None:
-            run = s.get(Run, run_id)
-            if run is None:
-                return
-            run.status = status
-            run.error = error
-            run.ended_at = utcnow()
-            conv = s.get(Conversation, run.conversation_id)
-            if conv is not None:
-                conv.status = status
-                conv.updated_at = utcnow()
+        def fn(c: Connection) -> None:
+            now = utcnow()
+            cid = c.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id)
+                .values(status=status, error=error, ended_at=now)
+                .returning(RUNS.c.conversation_id)
+            ).scalar_one_or_none()
+            if cid is not None:
+                c.execute(
+                    update(CONVERSATIONS)
+                    .where(CONVERSATIONS.c.id == cid)
+                    .values(status=status, updated_at=now)
+                )
 
-        await self._run(fn)
+        await self._core(fn)
 
     async def interrupted_runs(self) -> list[dict[str, Any]]:
         def fn(s: Session) -> list[dict[str, Any]]:
@@ -196,17 +225,15 @@ class Store:
     async def append_message(self, msg: Message) -> Message:
         """Store a message, assigning its ``seq``. Returns the stored message."""
 
-        def fn(s: Session) -> Message:
-            seq = s.execute(
-                update(Conversation)
-                .where(Conversation.id == msg.conversation_id)
-                .values(last_seq=Conversation.last_seq + 1, updated_at=utcnow())
-                .returning(Conversation.last_seq)
-                .execution_options(synchronize_session=False)
+        def fn(c: Connection) -> Message:
+            seq = c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == msg.conversation_id)
+                .values(last_seq=CONVERSATIONS.c.last_seq + 1, updated_at=utcnow())
+                .returning(CONVERSATIONS.c.last_seq)
             ).scalar_one()
-            stored = msg.model_copy(update={"seq": seq})
-            s.execute(
-                insert(cast(Table, MessageRow.__table__)),
+            c.execute(
+                insert(MESSAGES),
                 [
                     {
                         "conversation_id": msg.conversation_id,
@@ -222,9 +249,9 @@ class Store:
                     }
                 ],
             )
-            return stored
+            return msg.model_copy(update={"seq": seq})
 
-        return await self._run(fn)
+        return await self._core(fn)
 
     async def messages(
         self,
@@ -235,16 +262,17 @@ class Store:
         limit: int = 500,
         action_types: tuple[str, ...] | None = None,
     ) -> list[Message]:
-        def fn(s: Session) -> list[Message]:
-            q = select(MessageRow).where(MessageRow.conversation_id == cid, MessageRow.seq > after)
+        def fn(c: Connection) -> list[Message]:
+            m = MESSAGES.c
+            q = select(MESSAGES).where(m.conversation_id == cid, m.seq > after)
             if run_id is not None:
-                q = q.where(MessageRow.run_id == run_id)
+                q = q.where(m.run_id == run_id)
             if action_types is not None:
-                q = q.where(MessageRow.action_type.in_(action_types))
-            rows = s.scalars(q.order_by(MessageRow.seq).limit(limit)).all()
+                q = q.where(m.action_type.in_(action_types))
+            rows = c.execute(q.order_by(m.seq).limit(limit)).all()
             return [_message(r) for r in rows]
 
-        return await self._run(fn)
+        return await self._core(fn)
 
     # -- tasks, files, usage --------------------------------------------------------------
     async def save_tasks(self, run_id: str, cid: str, tasks: list[dict[str, str]]) -> None:
@@ -266,10 +294,12 @@ class Store:
         await self._run(fn)
 
     async def update_task(self, task_id: str, status: str, result: str = "") -> None:
-        def fn(s: Session) -> None:
-            s.execute(update(Task).where(Task.id == task_id).values(status=status, result=result))
+        def fn(c: Connection) -> None:
+            c.execute(
+                update(TASKS).where(TASKS.c.id == task_id).values(status=status, result=result)
+            )
 
-        await self._run(fn)
+        await self._core(fn)
 
     async def record_files(self, cid: str, run_id: str, files: list[tuple[str, int]]) -> None:
         def fn(s: Session) -> None:
@@ -294,9 +324,9 @@ class Store:
         completion_tokens: int,
         cost: float | None,
     ) -> None:
-        def fn(s: Session) -> None:
-            s.add(
-                Usage(
+        def fn(c: Connection) -> None:
+            c.execute(
+                insert(USAGE).values(
                     conversation_id=cid,
                     run_id=run_id,
                     stage=stage,
@@ -304,10 +334,11 @@ class Store:
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
                     cost=cost,
+                    created_at=utcnow(),
                 )
             )
 
-        await self._run(fn)
+        await self._core(fn)
 
     async def run_usage(self, run_id: str) -> dict[str, Any]:
         return await self._run(lambda s: _usage(s, Usage.run_id == run_id))
@@ -373,7 +404,7 @@ def _usage(s: Session, where: Any) -> dict[str, Any]:
     return {"total": {**total, "cost": total_cost}, "stages": stages}
 
 
-def _message(r: MessageRow) -> Message:
+def _message(r: Any) -> Message:
     return Message.model_validate(
         {
             "role": r.role,
