@@ -1,0 +1,74 @@
+"""The core two-task run with RUNTIME=docker gives the same messages and files as local."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent.scripts import finish, plan_reply, run, write
+from tests.e2e.server import running_server
+from tests.fakellm import FakeModelServer
+from tests.runtime.conftest import require_docker
+
+pytestmark = [pytest.mark.e2e, pytest.mark.docker]
+
+CODE = 'import sys\nprint("a < b & c", sys.version_info >= (3, 0))\n'
+
+
+def script(fake: FakeModelServer) -> None:
+    fake.script(
+        {"stage": "planning", "content": plan_reply("Write", "Run")},
+        {"stage": "thinking", "content": write("src/app.py", CODE) + finish("wrote it")},
+        {
+            "stage": "thinking",
+            "content": run("python3 src/app.py > out.txt && cat out.txt && id -u")
+            + finish("ran it"),
+        },
+        {"stage": "summary", "content": "Done."},
+    )
+
+
+def shape(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What must be equal between runtimes: order, kinds, statuses, paths, content
+    (but the uid line the command prints, which differs on purpose)."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if m["meta"]["action_type"] == "terminal_run" and m["status"] != "running":
+            content = content.splitlines()[:3]
+        elif m["meta"]["action_type"] in ("plan", "task", "finish_summery"):
+            content = [
+                {k: v for k, v in item.items() if k not in ("id", "url")}
+                for item in m["meta"]["json"]
+            ]
+        out.append(
+            (m["role"], m["status"], m["meta"]["action_type"], m["meta"]["filepath"], str(content))
+        )
+    return out
+
+
+def one_run(tmp: Path, fake: FakeModelServer, runtime: str) -> tuple[list[dict[str, Any]], Path]:
+    script(fake)
+    tmp.mkdir()
+    with running_server(tmp, fake.base_url, RUNTIME=runtime) as server:
+        messages, end, headers = server.run({"goal": "write code", "runtime": runtime})
+        assert end["status"] == "completed", messages[-3:]
+    ws = tmp / "workspace" / "user_1" / f"Conversation_{headers['x-conversation-id']}"
+    return messages, ws
+
+
+def test_docker_run_matches_local(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    require_docker()
+    local, local_ws = one_run(tmp_path / "local", fake_model, "local")
+    docker, docker_ws = one_run(tmp_path / "docker", fake_model, "docker")
+    assert shape(docker) == shape(local)
+    for rel in ("src/app.py", "out.txt"):
+        assert (docker_ws / rel).read_bytes() == (local_ws / rel).read_bytes()
+    assert (docker_ws / "out.txt").read_text() == "a < b & c True\n"
+    result = next(
+        m for m in docker if m["meta"]["action_type"] == "terminal_run" and m["status"] == "success"
+    )
+    assert result["content"].splitlines()[3] != "0"  # not root inside the sandbox
+    assert (docker_ws / "out.txt").stat().st_uid == docker_ws.stat().st_uid
