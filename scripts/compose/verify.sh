@@ -192,8 +192,9 @@ EOF
   times=$(wait_healthy "$t0")
   figure "$pass: up -d -> /api/health ok ${times% *}s, -> docker healthy ${times#* }s"
   curl -fsS "$url/" >"$tmp/index.html" || die "GET / failed"
-  grep -q '<script' "$tmp/index.html" && ! grep -q "web UI is not built" "$tmp/index.html" \
-    || die "GET / does not serve the built web client: $(head -c 300 "$tmp/index.html")"
+  if ! grep -q '<script' "$tmp/index.html" || grep -q "web UI is not built" "$tmp/index.html"; then
+    die "GET / does not serve the built web client: $(head -c 300 "$tmp/index.html")"
+  fi
   say "  ok   GET / serves the web client"
 
   if [ "$pass" = postgres ]; then
