@@ -111,6 +111,7 @@ class RunManager:
             history=history,
         )
         self._contexts[rid] = ctx
+        self.bus.mark_live(rid)
         task = asyncio.create_task(self._drive(ctx), name=f"run-{rid}")
         self._tasks[rid] = task
         return cid, rid
@@ -120,10 +121,12 @@ class RunManager:
         try:
             status = await run_pipeline(ctx, self.specialists)
         finally:
-            await self.store.end_run(ctx.run_id, status)
-            self.bus.notify(ctx.run_id)
-            self._tasks.pop(ctx.run_id, None)
-            self._contexts.pop(ctx.run_id, None)
+            try:
+                await self.store.end_run(ctx.run_id, status)
+            finally:
+                self.bus.mark_done(ctx.run_id)
+                self._tasks.pop(ctx.run_id, None)
+                self._contexts.pop(ctx.run_id, None)
         return status
 
     def is_active(self, run_id: str) -> bool:

@@ -49,7 +49,7 @@ class RunContext:
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
         stored = await self.store.append_message(msg)
-        self.bus.notify(self.run_id)
+        self.bus.publish(self.run_id, stored)
         if self.listener is not None:
             result = self.listener(stored)
             if result is not None:

@@ -12,6 +12,7 @@ from backend.store.repo import Store
 
 PING_SECONDS = 15.0
 POLL_SECONDS = 5.0  # re-read the store even without a notification (other replicas)
+BATCH = 500
 
 
 async def run_events(
@@ -21,11 +22,21 @@ async def run_events(
     try:
         last = after
         while True:
-            msgs = await store.messages(conversation_id, run_id=run_id, after=last)
+            live = bus.stored_after(run_id, last)
+            if live is not None:
+                # a run of this process: its stored messages are on the bus, and it
+                # notifies on every message and when it ends
+                for msg in live:
+                    last = msg.seq
+                    yield ServerSentEvent(data=msg.to_json(), event="message", id=str(msg.seq))
+                if not live:
+                    await bus.wait(run_id, event, POLL_SECONDS)
+                continue
+            msgs = await store.messages(conversation_id, run_id=run_id, after=last, limit=BATCH)
             for msg in msgs:
                 last = msg.seq
                 yield ServerSentEvent(data=msg.to_json(), event="message", id=str(msg.seq))
-            if msgs:
+            if len(msgs) == BATCH:
                 continue
             run = await store.get_run(run_id)
             if run is None or run["status"] != "running":
@@ -42,6 +53,7 @@ async def run_events(
                     event="end",
                 )
                 return
+            # running elsewhere (another replica) or just recovered: poll the store
             await bus.wait(run_id, event, POLL_SECONDS)
     finally:
         bus.unsubscribe(run_id, event)

@@ -204,15 +204,29 @@ def _fill_usage(litellm: Any, completion: Completion, usage: Any, model: str) ->
         return
     completion.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    try:
-        prompt_cost, completion_cost = litellm.cost_per_token(
-            model=model,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
+    prices = _prices(litellm, model)
+    if prices is not None:
+        completion.cost = (
+            completion.prompt_tokens * prices[0] + completion.completion_tokens * prices[1]
         )
-        completion.cost = float(prompt_cost + completion_cost)
-    except Exception:  # unknown model: cost not known
-        completion.cost = None
+
+
+_PRICES: dict[str, tuple[float, float] | None] = {}
+
+
+def _prices(litellm: Any, model: str) -> tuple[float, float] | None:
+    """USD per prompt token and per completion token, looked up once per model (litellm's
+    lookup is slow); None when litellm does not know the model's price."""
+    if model not in _PRICES:
+        try:
+            prompt, _ = litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
+            _, completion = litellm.cost_per_token(
+                model=model, prompt_tokens=0, completion_tokens=1
+            )
+            _PRICES[model] = (float(prompt), float(completion))
+        except Exception:  # unknown model: cost not known
+            _PRICES[model] = None
+    return _PRICES[model]
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

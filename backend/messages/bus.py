@@ -1,23 +1,60 @@
-"""Notification bus: 'something new was stored for this run'. Readers read from the store."""
+"""Notification bus: 'something new was stored for this run'.
+
+The store is the source of truth: a message reaches the bus only after it was committed.
+For runs that live in this process the bus also keeps their stored messages, so that live
+readers do not have to query the store once per message; every other reader (replay,
+resume of a finished run, another replica's run) reads the store.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
 
+from backend.messages.message import Message
+
 
 class Bus:
-    """In-process notify/wait keyed by run id. Never carries data, only a wake-up."""
-
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._live: dict[str, list[Message]] = {}
 
+    # -- runs of this process -------------------------------------------------------------
+    def mark_live(self, key: str) -> None:
+        """A run of this process started: it publishes every message it stores."""
+        self._live[key] = []
+
+    def mark_done(self, key: str) -> None:
+        self._live.pop(key, None)
+        self.notify(key)
+
+    def is_live(self, key: str) -> bool:
+        return key in self._live
+
+    def publish(self, key: str, stored: Message) -> None:
+        """``stored`` was committed to the store: keep it for live readers, wake them."""
+        messages = self._live.get(key)
+        if messages is not None:
+            messages.append(stored)
+        self.notify(key)
+
+    def stored_after(self, key: str, after: int) -> list[Message] | None:
+        """The live run's messages with seq > after, or None when the run is not live here."""
+        messages = self._live.get(key)
+        if messages is None:
+            return None
+        start = len(messages)
+        while start > 0 and messages[start - 1].seq > after:  # readers read from the end
+            start -= 1
+        return messages[start:]
+
+    # -- wake-ups -------------------------------------------------------------------------
     def notify(self, key: str) -> None:
         for event in self._waiters.get(key, ()):
             event.set()
 
     async def wait(self, key: str, event: asyncio.Event, seconds: float) -> bool:
-        """Wait until notified (True) or the timeout passes (False)."""
+        """Wait until notified (True) or the time passes (False)."""
         try:
             await asyncio.wait_for(event.wait(), seconds)
             return True

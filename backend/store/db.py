@@ -23,7 +23,9 @@ def make_engine(url: str) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     elif parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("", None):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    engine = create_engine(parsed, pool_pre_ping=True, **kwargs)
+    # a ping before every checkout only helps servers that drop idle connections
+    pre_ping = parsed.get_backend_name() != "sqlite"
+    engine = create_engine(parsed, pool_pre_ping=pre_ping, **kwargs)
     if parsed.get_backend_name() == "sqlite":
 
         @event.listens_for(engine, "connect")

@@ -64,3 +64,22 @@ async def test_bus_wakes_subscribers_and_times_out() -> None:
     bus.unsubscribe("r", event)
     bus.notify("r")
     assert not event.is_set()
+
+
+def test_bus_keeps_a_live_runs_stored_messages_until_it_ends() -> None:
+    bus = Bus()
+    assert bus.stored_after("r", 0) is None  # not a run of this process
+    bus.mark_live("r")
+    event = bus.subscribe("r")
+    stored = []
+    for seq in (4, 5, 6):
+        msg = Message.build("x", str(seq))
+        msg.seq = seq
+        stored.append(msg)
+        bus.publish("r", msg)
+    assert event.is_set()
+    assert bus.stored_after("r", 0) == stored
+    assert bus.stored_after("r", 5) == stored[2:]
+    assert bus.stored_after("r", 6) == []
+    bus.mark_done("r")
+    assert bus.stored_after("r", 0) is None and not bus.is_live("r")
