@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from backend.llm.base import LLM, Completion, LLMConfigError, LLMError
+from backend.llm.base import LLM, Completion, LLMError
 from backend.messages.message import Message
 
 if TYPE_CHECKING:
@@ -64,18 +64,11 @@ class RunContext:
         model = self.specialist.model if (specialist and self.specialist) else None
         try:
             completion = await self.llm.complete(stage=stage, messages=messages, model=model)
-        except LLMConfigError:
-            if model and model != self.llm.default_model:
-                log.warning("specialist model %s misconfigured; using the default", model)
-                completion = await self.llm.complete(stage=stage, messages=messages)
-            else:
+        except LLMError as exc:  # also a misconfigured specialist model
+            if not model or model == self.llm.default_model:
                 raise
-        except LLMError:
-            if model and model != self.llm.default_model:
-                log.warning("specialist model %s failed; using the default", model)
-                completion = await self.llm.complete(stage=stage, messages=messages)
-            else:
-                raise
+            log.warning("specialist model %s failed (%s); using the default", model, exc)
+            completion = await self.llm.complete(stage=stage, messages=messages)
         await self.store.record_usage(
             self.conversation_id,
             self.run_id,

@@ -270,3 +270,29 @@ def test_unavailable_runtime_is_refused_before_anything_is_created(settings: Set
         assert "docker runtime is not available" in r.json()["error"]["message"]
         assert client.get("/api/conversations").json() == []
     assert llm.calls == []
+
+
+def test_specialist_model_answers_and_the_default_takes_over_when_it_fails(
+    settings: Settings,
+) -> None:
+    from backend.agent.routing import Specialist
+    from backend.llm.base import LLMError
+
+    table = (Specialist("code_generation", True, "special/coder", ("script",)),)
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("One")),
+            ("thinking", LLMError("special/coder is down")),
+            ("thinking", finish("done by the default model")),
+        ]
+    )
+    app = create_app(settings, llm=llm, specialists=table)
+    with (
+        TestClient(app) as client,
+        client.stream("POST", "/api/agent/run", json={"goal": "write a script"}) as resp,
+    ):
+        messages, end = collect(resp.iter_lines())
+    assert llm.errors == []
+    assert end is not None and end["status"] == "completed"
+    assert [c.model for c in llm.calls] == [None, "special/coder", None]
+    assert messages[-1]["content"] == "done by the default model"

@@ -13,6 +13,7 @@ from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, wipe
+from tests.shapes import MESSAGE_KEYS, META_KEYS
 from tests.sse_client import collect, iter_events
 
 pytestmark = pytest.mark.e2e
@@ -68,30 +69,8 @@ def test_two_task_run_full_order_and_shapes(
             "finish_summery",
         ]
         for m in messages:
-            assert set(m) == {
-                "role",
-                "uuid",
-                "status",
-                "content",
-                "comments",
-                "memorized",
-                "timestamp",
-                "type",
-                "conversation_id",
-                "run_id",
-                "seq",
-                "meta",
-            }
-            assert set(m["meta"]) == {
-                "pid",
-                "task_id",
-                "action_type",
-                "filepath",
-                "url",
-                "json",
-                "content",
-                "is_active",
-            }
+            assert list(m) == MESSAGE_KEYS
+            assert list(m["meta"]) == META_KEYS
             assert (m["conversation_id"], m["run_id"]) == (cid, rid)
         assert (
             messages[0]["role"] == "user" and messages[0]["content"] == "Please handle my request"

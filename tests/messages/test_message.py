@@ -5,25 +5,14 @@ import json
 
 from backend.messages.bus import Bus
 from backend.messages.message import Message
+from tests.shapes import MESSAGE_KEYS, META_KEYS
 
 
 def test_message_has_the_vue_shape() -> None:
     msg = Message.build("plan", "1. x", json=[{"id": "t1"}], task_id=None)
     data = json.loads(msg.to_json())
-    assert list(data) == [
-        "role",
-        "uuid",
-        "status",
-        "content",
-        "comments",
-        "memorized",
-        "timestamp",
-        "type",
-        "conversation_id",
-        "run_id",
-        "seq",
-        "meta",
-    ]
+    assert list(data) == MESSAGE_KEYS
+    assert list(data["meta"]) == META_KEYS
     assert data["meta"] == {
         "pid": "",
         "task_id": None,
