@@ -129,9 +129,6 @@ class RunManager:
                 self._contexts.pop(ctx.run_id, None)
         return status
 
-    def is_active(self, run_id: str) -> bool:
-        return run_id in self._tasks
-
     async def stop(self, run_id: str) -> None:
         task = self._tasks.get(run_id)
         if task is not None and not task.done():

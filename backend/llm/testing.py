@@ -40,10 +40,6 @@ class ScriptedLLM:
     def default_model(self) -> str | None:
         return self.model
 
-    @property
-    def remaining(self) -> int:
-        return len(self.script) - len(self.calls)
-
     def stages(self) -> list[str]:
         return [c.stage for c in self.calls]
 

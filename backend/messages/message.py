@@ -68,10 +68,6 @@ class Message(BaseModel):
             msg.uuid = uuid
         return msg
 
-    @property
-    def action_type(self) -> str:
-        return self.meta.action_type
-
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
 
