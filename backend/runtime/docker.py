@@ -405,6 +405,9 @@ class DockerRuntime(BaseRuntime):
         self.idle_timeout = settings.sandbox_idle_timeout
         self._base_url = base_url
         self._root = os.path.realpath(settings.workspace_dir)
+        # what tells this deployment's sandboxes apart on a shared engine: the workspace as
+        # the engine sees it (in a container WORKSPACE_DIR alone is the same everywhere)
+        self._owner_label = str(settings.sandbox_host_workspace_dir or self._root)
         self._client: DockerClient | None = None
         self._client_lock = asyncio.Lock()
         self._sandboxes: dict[str, _Sandbox] = {}
@@ -930,7 +933,7 @@ class DockerRuntime(BaseRuntime):
             working_dir=SANDBOX_DIR,
             hostname="sandbox",
             environment=ENVIRONMENT,
-            labels={LABEL: "1", LABEL_ROOT: self._root, LABEL_WORKSPACE: key},
+            labels={LABEL: "1", LABEL_ROOT: self._owner_label, LABEL_WORKSPACE: key},
             mounts=[Mount(SANDBOX_DIR, self._host_path(key), type="bind")],
             network_mode=self.settings.sandbox_network,
             mem_limit=memory,
@@ -955,7 +958,7 @@ class DockerRuntime(BaseRuntime):
         return min(wanted, self._engine_cpus) if self._engine_cpus else wanted
 
     def _sandbox_containers(self, client: DockerClient, **labels: str) -> list[Any]:
-        wanted = [f"{LABEL}=1", f"{LABEL_ROOT}={self._root}"]
+        wanted = [f"{LABEL}=1", f"{LABEL_ROOT}={self._owner_label}"]
         wanted += [f"{k}={v}" for k, v in labels.items()]
         return list(client.api.containers(all=True, filters={"label": wanted}))
 

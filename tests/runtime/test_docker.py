@@ -265,6 +265,22 @@ async def test_orphans_of_a_crash_are_reaped_at_start(
     assert os.path.realpath(tmp_path / "elsewhere" / "workspace") not in labels
 
 
+async def test_deployments_behind_one_workspace_path_keep_each_others_sandboxes(
+    make_docker: Any, workspace: Path, docker_client: Any, tmp_path: Path
+) -> None:
+    # two apps in containers both see WORKSPACE_DIR as /app/workspace; only the host folders
+    # behind it (SANDBOX_HOST_WORKSPACE_DIR) differ
+    root = tmp_path / "workspace"
+    other_host = tmp_path / "other-host"
+    (other_host / "user_1" / "Conversation_1").mkdir(parents=True)
+    first = make_docker(sandbox_host_workspace_dir=root)
+    second = make_docker(sandbox_host_workspace_dir=other_host)
+    assert (await run(first, workspace, "true")).ok
+    await second.start()  # must not take the first one's sandbox for an orphan
+    assert len(containers(docker_client, workspace)) == 1
+    assert (await run(first, workspace, "echo still here")).ok
+
+
 async def test_container_killed_from_outside(
     make_docker: Any, workspace: Path, docker_client: Any
 ) -> None:
