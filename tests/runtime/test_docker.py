@@ -324,12 +324,12 @@ async def test_a_command_killing_the_runner_fails_alone(make_docker: Any, worksp
     assert stdout_of(await run(rt, workspace, "echo after")) == "after\n"
 
 
+@pytest.mark.parametrize("make_docker", ["runner"], indirect=True)  # the runner's guarantee
 async def test_commands_die_when_the_server_hangs_up(
     make_docker: Any, workspace: Path, docker_client: Any
 ) -> None:
     rt = make_docker()
-    if not rt.use_runner:
-        pytest.skip("the hang-up guarantee is the runner's")
+    assert rt.use_runner
     task = asyncio.create_task(run(rt, workspace, "echo $$ > pid; sleep 4545"))
     await wait_for_file(workspace / "pid")
     (sandbox,) = rt._sandboxes.values()
