@@ -12,6 +12,7 @@ from backend.agent.code_act import run_task
 from backend.agent.context import RunContext
 from backend.agent.errors import RunError, TaskFailed
 from backend.agent.planning import first_answer, plan
+from backend.agent.prompts import render
 from backend.agent.routing import Specialist, route
 from backend.agent.summary import summarize
 from backend.llm.base import LLMError
@@ -63,8 +64,6 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
 
 
 async def answer_directly(ctx: RunContext) -> None:
-    from backend.agent.prompts import render
-
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": render("auto_reply", history=ctx.history)},
         {"role": "user", "content": ctx.goal},
