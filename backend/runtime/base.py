@@ -254,8 +254,6 @@ def _write_exact(
             fh.write(content.encode("utf-8"))
             if owner is not None:
                 os.fchown(fh.fileno(), *owner)
-        if real.is_symlink():
-            real.unlink()
         os.chmod(tmp, 0o644)
         os.replace(tmp, real)
     except BaseException:
