@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backend.agent.live import Live
 from backend.llm.base import LLM, Completion, LLMError
 from backend.messages.message import Message
 
@@ -43,18 +44,28 @@ class RunContext:
     written: set[str] = field(default_factory=set)
     snapshot: dict[str, tuple[int, int]] = field(default_factory=dict)
     shutting_down: bool = False
+    live: Live = field(default_factory=Live)
 
     async def publish(self, msg: Message) -> Message:
         """Store first, then notify: every reader reads from the store."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
         stored = await self.store.append_message(msg)
+        self.live.published(stored)  # its pending deltas go first; running ones are tracked
         self.bus.publish(self.run_id, stored)
         if self.listener is not None:
             result = self.listener(stored)
             if result is not None:
                 await result
         return stored
+
+    async def close_open(self, reason: str) -> None:
+        """Publish a `failure` partner for every message still `running` (innermost first):
+        whatever ends a run, no message is left `running`."""
+        for partner in self.live.partners(reason):
+            if partner.meta.action_type == "task" and partner.meta.task_id:
+                await self.store.update_task(partner.meta.task_id, "failed", reason)
+            await self.publish(partner)
 
     async def call_model(
         self, stage: str, messages: list[dict[str, Any]], *, specialist: bool = False

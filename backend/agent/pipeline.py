@@ -84,7 +84,9 @@ async def _end_early(
         reason = "The server shut down while this run was active."
     for task in tasks:
         if task["status"] == "running":
-            await _set_task(ctx, task, "failed", "stopped" if stopped else reason)
+            task["status"] = "failed"
+    # the honest stream: every message still `running` gets its `failure` partner first
+    await ctx.close_open("Stopped." if stopped else "Interrupted.")
     if stopped:
         await ctx.publish(Message.build("stop", "The run was stopped.", status="failure"))
     else:

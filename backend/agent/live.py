@@ -1,0 +1,142 @@
+"""What is in flight in one run: messages still `running`, and live text and output.
+
+Two promises of CONTRACT section 3 live here, as mechanisms rather than special cases:
+
+- **An honest stream.** Every published message passes :meth:`Live.published`; a `running`
+  message stays open until its final partner (same uuid; for tasks, same task id) is
+  published. Whatever ends the run, its ending path asks :meth:`Live.partners` for a
+  `failure` partner of every open message, innermost first, and publishes them before
+  `stop` / `error`.
+- **Live deltas.** Model text and command output go through a :class:`Coalescer` to the
+  run's delta sink; a message's pending deltas are flushed just before its stored version.
+  Command output is also kept (capped, head and tail) so that a command cut short by a stop
+  still leaves its output in the stored message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from backend.agent.narration import ACTION_LINE_STARTS, ProseCut
+from backend.messages.deltas import Coalescer
+from backend.messages.message import Message
+
+OUTPUT_KEEP = 16_000  # characters of live output kept per stream for a stopped command
+
+DeltaSink = Callable[[dict[str, Any]], None]
+
+
+class _Kept:
+    """The head and the tail of one output stream (characters)."""
+
+    def __init__(self, keep: int = OUTPUT_KEEP) -> None:
+        self.keep = keep
+        self.head = ""
+        self.tail = ""
+        self.dropped = 0
+
+    def feed(self, text: str) -> None:
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += text[:room]
+            text = text[room:]
+        if not text:
+            return
+        self.tail += text
+        if len(self.tail) > self.keep:
+            extra = len(self.tail) - self.keep
+            self.dropped += extra
+            self.tail = self.tail[extra:]
+
+    def value(self) -> str:
+        if not self.dropped:
+            return self.head + self.tail
+        return f"{self.head}\n[... {self.dropped} characters cut from the middle ...]\n{self.tail}"
+
+
+class Live:
+    def __init__(self, sink: DeltaSink | None = None, wanted: Callable[[], bool] | None = None):
+        self.deltas = Coalescer(sink, wanted=wanted) if sink is not None else None
+        self._open: dict[str, Message] = {}
+        self._output: dict[str, dict[str, _Kept]] = {}
+
+    # -- the honest stream ------------------------------------------------------------------
+    def published(self, msg: Message) -> None:
+        """``msg`` is about to be stored and sent: flush its deltas, track it if running."""
+        if self.deltas is not None:
+            self.deltas.forget(msg.uuid)
+        key = _partner_key(msg)
+        if msg.status == "running":
+            self._open[key] = msg
+        else:
+            self._open.pop(key, None)
+            self._output.pop(msg.uuid, None)
+
+    def open_messages(self) -> list[Message]:
+        return list(self._open.values())
+
+    def partners(self, reason: str) -> list[Message]:
+        """A `failure` partner for every open message, innermost (latest) first."""
+        out: list[Message] = []
+        for msg in reversed(list(self._open.values())):
+            partner = msg.model_copy(deep=True)
+            partner.status = "failure"
+            partner.seq = 0
+            partner.timestamp = Message().timestamp
+            if msg.meta.action_type == "task":
+                partner.meta.json_ = [
+                    {**t, "status": "failed"} if isinstance(t, dict) else t for t in msg.meta.json_
+                ]
+            else:
+                partner.content = self._closing_text(msg, reason)
+            out.append(partner)
+        return out
+
+    def _closing_text(self, msg: Message, reason: str) -> str:
+        kept = self._output.get(msg.uuid)
+        if not kept:
+            return reason
+        parts = [reason, "Output before that:"]
+        for stream in ("stdout", "stderr"):
+            text = kept[stream].value() if stream in kept else ""
+            parts.append(f"{stream}:\n{text}" if text else f"{stream}: (empty)")
+        return "\n".join(parts)
+
+    # -- live deltas ------------------------------------------------------------------------
+    def text(self, uuid: str, action_type: str, piece: str) -> None:
+        """Model text of the message ``uuid`` as it is written."""
+        if self.deltas is not None:
+            self.deltas.add(uuid, action_type, piece)
+
+    def prose(
+        self, uuid: str, action_type: str, line_starts: tuple[str, ...] = ACTION_LINE_STARTS
+    ) -> Callable[[str, str], None]:
+        """An ``on_delta(kind, text)`` callback that streams only the reply's leading prose
+        (never an action or a plan) as model text of ``uuid``."""
+        cut = ProseCut(line_starts)
+
+        def on_delta(kind: str, piece: str) -> None:
+            if kind == "text":
+                released = cut.feed(piece)
+                if released:
+                    self.text(uuid, action_type, released)
+
+        return on_delta
+
+    def output(self, uuid: str, stream: str, text: str) -> None:
+        """Output of the running command ``uuid``: kept (capped) and streamed."""
+        kept = self._output.setdefault(uuid, {})
+        kept.setdefault(stream, _Kept()).feed(text)
+        if self.deltas is not None:
+            self.deltas.add(uuid, "terminal_run", text, stream)
+
+    def close(self) -> None:
+        if self.deltas is not None:
+            self.deltas.close()
+
+
+def _partner_key(msg: Message) -> str:
+    if msg.meta.action_type == "task" and msg.meta.task_id:
+        return f"task:{msg.meta.task_id}"
+    return msg.uuid

@@ -1,0 +1,150 @@
+"""Live deltas (CONTRACT section 3, ``event: delta``): coalesced, never stored.
+
+A producer (the model's stream, a running command) calls :meth:`Coalescer.add` as often as
+it likes; the coalescer hands the sink at most one batch per message every ``interval``
+seconds (the first piece goes out at once, later pieces wait for the next slot), and
+:meth:`Coalescer.flush` sends what is pending right away (called before the message's
+stored version is published, so deltas always precede it).
+
+When nobody follows the run live (``wanted()`` is false) ``add`` returns at once: readers
+that ignore deltas, and runs nobody watches, pay nothing.
+
+Payload shape: ``{"uuid", "action_type", "text"}`` plus ``"stream"`` for command output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+INTERVAL = 0.05  # seconds between two batches of one message: about 20 a second
+PENDING_CAP = 64 * 1024  # characters kept per message between two batches (the tail)
+MAX_SEGMENTS = 16  # stream switches kept in order between two batches
+
+DeltaSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class _Pending:
+    action_type: str
+    segments: list[list[Any]] = field(default_factory=list)  # [stream, text] in order
+    size: int = 0
+    skipped: int = 0
+    last_sent: float = float("-inf")
+    timer: asyncio.TimerHandle | None = None
+
+
+class Coalescer:
+    """Coalesces appended text per message (``uuid``) and output stream."""
+
+    def __init__(
+        self,
+        sink: DeltaSink,
+        *,
+        interval: float = INTERVAL,
+        cap: int = PENDING_CAP,
+        wanted: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sink = sink
+        self._interval = interval
+        self._cap = cap
+        self._wanted = wanted
+        self._clock = clock
+        self._pending: dict[str, _Pending] = {}
+        self.sent = 0  # deltas handed to the sink (for tests and benchmarks)
+
+    def add(self, uuid: str, action_type: str, text: str, stream: str | None = None) -> None:
+        if not text or (self._wanted is not None and not self._wanted()):
+            return
+        p = self._pending.get(uuid)
+        if p is None:
+            p = self._pending[uuid] = _Pending(action_type)
+        if p.segments and p.segments[-1][0] == stream:
+            p.segments[-1][1] += text
+        else:
+            p.segments.append([stream, text])
+            if len(p.segments) > MAX_SEGMENTS:
+                _merge_by_stream(p)
+        p.size += len(text)
+        if p.size > self._cap:
+            _keep_tail(p, self._cap)
+        if p.timer is not None:
+            return
+        wait = p.last_sent + self._interval - self._clock()
+        if wait <= 0:
+            self._send(uuid, p)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a thread without one): send now
+            self._send(uuid, p)
+            return
+        p.timer = loop.call_later(wait, self._due, uuid)
+
+    def flush(self, uuid: str | None = None) -> None:
+        """Send what is pending now: for one message, or for all."""
+        for key in [uuid] if uuid is not None else list(self._pending):
+            p = self._pending.get(key)
+            if p is not None:
+                self._send(key, p)
+
+    def forget(self, uuid: str) -> None:
+        """Send what is pending for ``uuid`` and drop its state (its stored version is next)."""
+        p = self._pending.pop(uuid, None)
+        if p is not None:
+            self._send(uuid, p)
+
+    def close(self) -> None:
+        for key in list(self._pending):
+            self.forget(key)
+
+    def _due(self, uuid: str) -> None:
+        p = self._pending.get(uuid)
+        if p is not None:
+            p.timer = None
+            self._send(uuid, p)
+
+    def _send(self, uuid: str, p: _Pending) -> None:
+        if p.timer is not None:
+            p.timer.cancel()
+            p.timer = None
+        if not p.segments:
+            return
+        segments, skipped = p.segments, p.skipped
+        p.segments, p.size, p.skipped = [], 0, 0
+        p.last_sent = self._clock()
+        for i, (stream, text) in enumerate(segments):
+            if i == 0 and skipped:
+                text = f"[… {skipped} characters skipped …]\n{text}"
+            payload: dict[str, Any] = {"uuid": uuid, "action_type": p.action_type, "text": text}
+            if stream is not None:
+                payload["stream"] = stream
+            self.sent += 1
+            self._sink(payload)
+
+
+def _merge_by_stream(p: _Pending) -> None:
+    merged: dict[Any, list[str]] = {}
+    for stream, text in p.segments:
+        merged.setdefault(stream, []).append(text)
+    p.segments = [[stream, "".join(parts)] for stream, parts in merged.items()]
+
+
+def _keep_tail(p: _Pending, cap: int) -> None:
+    extra = p.size - cap
+    while extra > 0 and p.segments:
+        text = p.segments[0][1]
+        if len(text) <= extra:
+            p.segments.pop(0)
+            extra -= len(text)
+            p.skipped += len(text)
+            p.size -= len(text)
+        else:
+            p.segments[0][1] = text[extra:]
+            p.skipped += extra
+            p.size -= extra
+            extra = 0

@@ -1,0 +1,59 @@
+"""The prose cut: the agent's words stream; actions, plans and <think> never do."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.agent.narration import PLAN_LINE_STARTS, ProseCut, prose_of
+
+CASES = [
+    (
+        "The script failed with KeyError; I'll fix it.\n<write_code><path>a.py</path>",
+        "The script failed with KeyError; I'll fix it.",
+    ),
+    ("<terminal_run><command>ls</command></terminal_run>", ""),
+    ("<think>hmm, a plan</think>\nNow I run it.\n<terminal_run>", "Now I run it."),
+    (
+        "Check a < b and 3<4 first.\n<finish><message>x</message></finish>",
+        "Check a < b and 3<4 first.",
+    ),
+    ('Calling the tool:\n```json\n{"name": "x"}\n```', "Calling the tool:"),
+    ('Using a tool.\n{"name": "terminal_run", "arguments": {}}', "Using a tool."),
+    ("Only words, no action.", "Only words, no action."),
+    ("Use `ls -la` to list.\n<terminal_run>", "Use `ls -la` to list."),
+    ("<function=terminal_run><parameter=command>ls", ""),
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize(("reply", "prose"), CASES)
+def test_prose_of_whole_reply(reply: str, prose: str) -> None:
+    assert prose_of(reply) == prose
+
+
+@pytest.mark.parametrize(("reply", "prose"), CASES)
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_streamed_in_any_chunking_gives_the_same_prose(reply: str, prose: str, size: int) -> None:
+    cut = ProseCut()
+    released = "".join(cut.feed(reply[i : i + size]) for i in range(0, len(reply), size))
+    released += cut.feed("", final=True)
+    assert released.strip() == prose
+    assert cut.prose == released
+
+
+def test_nothing_of_an_action_is_ever_released_early() -> None:
+    reply = "Fixing.\n<write_code><path>a.py</path><content>print(1)</content></write_code>"
+    cut = ProseCut()
+    for i in range(len(reply)):
+        cut.feed(reply[i])
+        assert "<" not in cut.prose
+    assert cut.done
+
+
+def test_plan_prose_stops_at_the_json_or_the_headings() -> None:
+    plan_json = 'I\'ll do it in two steps.\n[{"title": "A"}, {"title": "B"}]'
+    assert prose_of(plan_json, PLAN_LINE_STARTS) == "I'll do it in two steps."
+    plan_md = "Here is the plan.\n\n## Write\n- write it\n## Run\n- run it"
+    assert prose_of(plan_md, PLAN_LINE_STARTS) == "Here is the plan."
+    fenced = 'Plan:\n```json\n[{"title": "A"}]\n```'
+    assert prose_of(fenced, PLAN_LINE_STARTS) == "Plan:"

@@ -1,0 +1,118 @@
+"""An honest stream (CONTRACT section 3): every `running` message gets its final partner,
+whatever ends the run. Through the ASGI app with a ScriptedLLM and the local runtime."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from backend.app import create_app
+from backend.config import Settings
+from backend.llm.base import LLMError
+from backend.llm.testing import ScriptedLLM
+from tests.agent.scripts import plan_reply, run
+from tests.sse_client import collect
+
+
+def unpartnered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running messages with no final partner (same uuid; for tasks, same task id)."""
+
+    def key(m: dict[str, Any]) -> str:
+        at = m["meta"]["action_type"]
+        return f"task:{m['meta']['task_id']}" if at == "task" else m["uuid"]
+
+    open_: dict[str, dict[str, Any]] = {}
+    for m in messages:
+        if m["status"] == "running":
+            open_[key(m)] = m
+        else:
+            open_.pop(key(m), None)
+    return list(open_.values())
+
+
+def wait_for_message(client: TestClient, cid: str, pred: Any, timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for m in client.get(f"/api/conversations/{cid}/messages").json():
+            if pred(m):
+                return m
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for the message")
+
+
+def start(client: TestClient, goal: str) -> tuple[str, str]:
+    r = client.post(
+        "/api/agent/run",
+        json={"goal": goal, "mode": "agent"},
+        headers={"Accept": "application/json"},
+    )
+    assert r.status_code == 202, r.text
+    return r.json()["conversation_id"], r.json()["run_id"]
+
+
+def is_running_command(m: dict[str, Any]) -> bool:
+    return m["meta"]["action_type"] == "terminal_run" and m["status"] == "running"
+
+
+def test_stop_during_a_command_closes_the_command_and_the_task(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [("planning", plan_reply("Wait")), ("thinking", run("echo started; sleep 600"))]
+    )
+    with TestClient(create_app(settings, llm=llm)) as client:
+        cid, rid = start(client, "run a long command")
+        running = wait_for_message(client, cid, is_running_command)
+        assert client.post(f"/api/agent/runs/{rid}/stop").status_code == 202
+        with client.stream("GET", f"/api/agent/runs/{rid}/events") as resp:
+            messages, end = collect(resp.iter_lines())
+    assert llm.errors == []
+    assert end is not None and end["status"] == "stopped"
+    assert unpartnered(messages) == []
+    kinds = [m["meta"]["action_type"] for m in messages]
+    assert kinds[-5:] == ["terminal_run", "terminal_run", "task", "stop", "finish_summery"]
+    closed = messages[-4]
+    assert closed["uuid"] == running["uuid"]
+    assert closed["status"] == "failure"
+    assert closed["content"].startswith("Stopped.")
+    assert closed["meta"]["content"] == running["meta"]["content"]
+    task = messages[-3]
+    assert task["status"] == "failure" and task["meta"]["json"][0]["status"] == "failed"
+
+
+def test_a_model_error_mid_task_closes_the_task_before_the_error(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [("planning", plan_reply("One")), ("thinking", LLMError("the provider is down"))]
+    )
+    with TestClient(create_app(settings, llm=llm)) as client:
+        _cid, rid = start(client, "write code")
+        with client.stream("GET", f"/api/agent/runs/{rid}/events") as resp:
+            messages, end = collect(resp.iter_lines())
+    assert end is not None and end["status"] == "failed"
+    assert unpartnered(messages) == []
+    kinds = [m["meta"]["action_type"] for m in messages]
+    assert kinds[-3:] == ["task", "error", "finish_summery"]
+    assert "the provider is down" in messages[-2]["content"]
+
+
+def test_shutdown_during_a_command_leaves_nothing_running(tmp_path: Path) -> None:
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path)
+    llm = ScriptedLLM(
+        [("planning", plan_reply("Wait")), ("thinking", run("echo started; sleep 600"))]
+    )
+    with TestClient(create_app(settings, llm=llm)) as client:
+        cid, _rid = start(client, "run a long command")
+        wait_for_message(client, cid, is_running_command)
+    # the lifespan ended (server shutdown) while the command ran: read what was stored
+    with TestClient(create_app(settings, llm=ScriptedLLM([]))) as client:
+        messages = client.get(f"/api/conversations/{cid}/messages").json()
+        conv = client.get(f"/api/conversations/{cid}").json()
+    assert unpartnered(messages) == []
+    assert conv["status"] == "failed"
+    command = [m for m in messages if m["meta"]["action_type"] == "terminal_run"]
+    assert [m["status"] for m in command] == ["running", "failure"]
+    assert command[1]["content"].startswith("Interrupted.")
+    assert [m["meta"]["action_type"] for m in messages][-2:] == ["error", "finish_summery"]
