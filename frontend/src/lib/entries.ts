@@ -67,3 +67,8 @@ export function describeEntry(msg: Message): EntryDescription {
     lines,
   }
 }
+
+/** An action the agent never ran because an earlier one in the same reply failed. */
+export function isSkipped(msg: Message): boolean {
+  return msg.status === 'failure' && /^skipped\b/i.test((msg.content || '').trimStart())
+}

@@ -8,7 +8,13 @@
 // A message whose uuid was seen before replaces the earlier one in place (running -> final).
 // A message whose seq is not above the last applied seq is a duplicate (reconnect overlap)
 // and is ignored, so replay + live tail gives exactly the same view as one live stream.
+//
+// Live deltas (applyDelta) never touch lastSeq. Model text becomes a placeholder message
+// (status running, seq 0) under the delta's uuid, which the stored message replaces;
+// command output collects in view.live[uuid] (capped) until the command's final message.
+// A reconnect or a reload shows the stored messages exactly as before.
 
+import type { Delta } from './sse'
 import type { EndEvent, FileInfo, Message, RunStatus } from './types'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
@@ -44,7 +50,19 @@ export interface ConversationView {
   lastSeq: number
   /** where each uuid lives, for upserts */
   index: Record<string, { runId: string; taskId: string | null }>
+  /** live output of running commands, by the command's uuid */
+  live: Record<string, LiveOutput>
 }
+
+export interface LiveOutput {
+  parts: { stream: 'stdout' | 'stderr'; text: string }[]
+  size: number
+  /** characters dropped from the front to stay under LIVE_OUTPUT_CAP */
+  dropped: number
+}
+
+/** Live command output kept per command (the tail), in characters. */
+export const LIVE_OUTPUT_CAP = 64 * 1024
 
 /** Action types the reducer treats as structure rather than as task entries. */
 export const TURN_LEVEL = new Set([
@@ -58,7 +76,7 @@ export const TURN_LEVEL = new Set([
 ])
 
 export function emptyView(): ConversationView {
-  return { turns: [], lastSeq: 0, index: {} }
+  return { turns: [], lastSeq: 0, index: {}, live: {} }
 }
 
 function newTurn(runId: string): Turn {
@@ -206,6 +224,8 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
   const runId = msg.run_id || ''
   const turn = turnFor(view, runId)
   flags(turn, at)
+  if (msg.status !== 'running') delete view.live[msg.uuid]
+  dropMisplacedPlaceholder(view, msg, runId)
 
   if (at === 'plan') {
     applyPlan(turn, msg)
@@ -218,23 +238,162 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
   }
   if (upsert(view, msg)) return view
 
-  const taskId =
-    msg.meta.task_id !== null && msg.meta.task_id !== undefined && msg.meta.task_id !== ''
-      ? String(msg.meta.task_id)
-      : null
-  if (taskId !== null && !TURN_LEVEL.has(at)) {
+  place(view, turn, msg, entryTaskId(msg))
+  return view
+}
+
+/** The task a message belongs to as an entry, or null for a turn-level block. */
+function entryTaskId(msg: Message): string | null {
+  const t = msg.meta.task_id
+  if (t === null || t === undefined || t === '') return null
+  return TURN_LEVEL.has(msg.meta.action_type || '') ? null : String(t)
+}
+
+function place(view: ConversationView, turn: Turn, msg: Message, taskId: string | null): void {
+  if (taskId !== null) {
     taskFor(turn, msg, taskId).entries.push(msg)
-    view.index[msg.uuid] = { runId, taskId }
-    return view
+    view.index[msg.uuid] = { runId: turn.runId, taskId }
+    return
   }
   turn.blocks.push({ kind: 'message', uuid: msg.uuid, message: msg })
-  view.index[msg.uuid] = { runId, taskId: null }
+  view.index[msg.uuid] = { runId: turn.runId, taskId: null }
+}
+
+/** A placeholder: live model text not stored yet (the stored message replaces it). */
+export function isLive(msg: Message): boolean {
+  return msg.status === 'running' && !msg.seq
+}
+
+function findMessage(view: ConversationView, uuid: string): Message | null {
+  const where = view.index[uuid]
+  if (!where) return null
+  const turn = view.turns.find((t) => t.runId === where.runId)
+  if (!turn) return null
+  if (where.taskId !== null) {
+    const task = turn.tasks?.find((t) => t.id === where.taskId)
+    const m = task?.entries.find((e) => e.uuid === uuid)
+    if (m) return m
+  }
+  return turn.blocks.find((b) => b.uuid === uuid)?.message ?? null
+}
+
+function removeMessage(view: ConversationView, uuid: string): void {
+  const where = view.index[uuid]
+  if (!where) return
+  delete view.index[uuid]
+  const turn = view.turns.find((t) => t.runId === where.runId)
+  if (!turn) return
+  for (const task of turn.tasks ?? []) {
+    const i = task.entries.findIndex((e) => e.uuid === uuid)
+    if (i >= 0) task.entries.splice(i, 1)
+  }
+  const b = turn.blocks.findIndex((x) => x.kind === 'message' && x.uuid === uuid)
+  if (b >= 0) turn.blocks.splice(b, 1)
+}
+
+/** The stored message goes where it belongs: a placeholder put elsewhere (a guessed task)
+ *  is removed first; one in the right place is replaced in place by the upsert. */
+function dropMisplacedPlaceholder(view: ConversationView, msg: Message, runId: string): void {
+  const where = view.index[msg.uuid]
+  if (!where) return
+  const prev = findMessage(view, msg.uuid)
+  if (!prev || !isLive(prev)) return
+  if (where.runId !== runId || where.taskId !== entryTaskId(msg)) removeMessage(view, msg.uuid)
+}
+
+/** Live model text is shown as the message it will become. */
+const LIVE_TYPES: Record<string, string> = { summary: 'finish_summery' }
+
+/** Apply one live delta of the run ``runId``. Mutates and returns the view. */
+export function applyDelta(view: ConversationView, runId: string, delta: Delta): ConversationView {
+  if (!delta || typeof delta.uuid !== 'string' || !delta.uuid || !delta.text) return view
+  const existing = findMessage(view, delta.uuid)
+  if (delta.stream || delta.action_type === 'terminal_run') {
+    if (existing && existing.status !== 'running') return view // the final message is in
+    appendOutput(view, delta.uuid, delta.stream === 'stderr' ? 'stderr' : 'stdout', delta.text)
+    return view
+  }
+  if (existing) {
+    if (isLive(existing)) existing.content += delta.text
+    return view // a stored message supersedes its deltas
+  }
+  const at = LIVE_TYPES[delta.action_type] ?? delta.action_type
+  const turn = turnFor(view, runId)
+  let taskId: string | null = null
+  if (!TURN_LEVEL.has(at)) {
+    const tasks = turn.tasks ?? []
+    for (let i = tasks.length - 1; i >= 0; i--) {
+      if (tasks[i].status === 'running') {
+        taskId = tasks[i].id
+        break
+      }
+    }
+  }
+  const msg: Message = {
+    role: 'assistant',
+    uuid: delta.uuid,
+    status: 'running',
+    content: delta.text,
+    type: at === 'thinking' ? 'narration' : '',
+    conversation_id: '',
+    run_id: runId,
+    seq: 0,
+    meta: { action_type: at, task_id: taskId },
+  }
+  place(view, turn, msg, taskId)
   return view
+}
+
+function appendOutput(
+  view: ConversationView,
+  uuid: string,
+  stream: 'stdout' | 'stderr',
+  text: string,
+): void {
+  let out = view.live[uuid]
+  if (!out) {
+    view.live[uuid] = { parts: [], size: 0, dropped: 0 }
+    out = view.live[uuid]
+  }
+  const last = out.parts[out.parts.length - 1]
+  if (last && last.stream === stream) last.text += text
+  else out.parts.push({ stream, text })
+  out.size += text.length
+  let extra = out.size - LIVE_OUTPUT_CAP
+  while (extra > 0 && out.parts.length) {
+    const first = out.parts[0]
+    if (first.text.length <= extra) {
+      out.parts.shift()
+      extra -= first.text.length
+      out.size -= first.text.length
+      out.dropped += first.text.length
+    } else {
+      first.text = first.text.slice(extra)
+      out.size -= extra
+      out.dropped += extra
+      extra = 0
+    }
+  }
+}
+
+/** The run ended: live text never stored (an abandoned attempt) and live output go. */
+function dropLive(view: ConversationView, runId: string): void {
+  const turn = view.turns.find((t) => t.runId === runId)
+  if (!turn) return
+  const stale: string[] = []
+  for (const b of turn.blocks) if (b.kind === 'message' && isLive(b.message)) stale.push(b.uuid)
+  for (const t of turn.tasks ?? []) for (const e of t.entries) if (isLive(e)) stale.push(e.uuid)
+  for (const uuid of stale) removeMessage(view, uuid)
+  for (const uuid of Object.keys(view.live)) {
+    const where = view.index[uuid]
+    if (!where || where.runId === runId) delete view.live[uuid]
+  }
 }
 
 export function applyEnd(view: ConversationView, end: EndEvent): ConversationView {
   const turn = turnFor(view, end.run_id || '')
   turn.endStatus = normRunStatus(end.status)
+  dropLive(view, turn.runId)
   return view
 }
 

@@ -3,6 +3,35 @@
 
 import type { EndEvent, Message } from './types'
 
+/** A live, unstored piece of a message being produced (CONTRACT section 3, `event: delta`).
+ *  No `id:` line: it never moves Last-Event-ID and is never replayed. */
+export interface Delta {
+  uuid: string
+  action_type: string
+  stream?: 'stdout' | 'stderr'
+  text: string
+}
+
+/** The delta in an event's data, or null when it is not a well-formed delta. */
+export function parseDelta(data: string): Delta | null {
+  let raw: unknown
+  try {
+    raw = JSON.parse(data)
+  } catch {
+    return null
+  }
+  if (!raw || typeof raw !== 'object') return null
+  const o = raw as Record<string, unknown>
+  if (typeof o.uuid !== 'string' || !o.uuid || typeof o.text !== 'string') return null
+  const d: Delta = {
+    uuid: o.uuid,
+    action_type: typeof o.action_type === 'string' ? o.action_type : '',
+    text: o.text,
+  }
+  if (o.stream === 'stdout' || o.stream === 'stderr') d.stream = o.stream
+  return d
+}
+
 export interface SSEEvent {
   event: string
   data: string
@@ -152,6 +181,8 @@ export async function errorFromResponse(res: Response): Promise<HttpError> {
 
 export interface FollowHandlers {
   onMessage(msg: Message): void
+  /** live text or command output of a message being produced (never stored) */
+  onDelta?(delta: Delta): void
   onEnd(end: EndEvent): void
   /** first response arrived: the run and conversation ids are known */
   onStart?(info: { runId: string; conversationId: string }): void
@@ -254,6 +285,12 @@ export class RunFollower {
               this.ended = true
               handlers.onEnd(end)
               return false
+            }
+            if (ev.event === 'delta') {
+              // no seq: it neither advances nor is checked against lastSeq
+              const delta = parseDelta(ev.data)
+              if (delta) handlers.onDelta?.(delta)
+              return true
             }
             if (ev.event !== 'message') return true
             let msg: Message

@@ -2,6 +2,7 @@ import { defineStore } from 'pinia'
 import { computed, ref, shallowRef } from 'vue'
 import { api, HttpError } from '../lib/api'
 import {
+  applyDelta,
   applyEnd,
   applyRunStatus,
   buildView,
@@ -177,6 +178,11 @@ export const useApp = defineStore('app', () => {
             writeHash(msg.conversation_id)
           }
           reduce(view.value, msg)
+        },
+        onDelta(delta) {
+          if (gen !== generation) return
+          const rid = follower.value?.runId ?? activeRunId.value
+          if (rid && rid !== 'pending') applyDelta(view.value, rid, delta)
         },
         onEnd(end) {
           if (gen !== generation) return
