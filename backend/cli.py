@@ -7,7 +7,9 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -82,10 +84,8 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     )
     await manager.recover()
 
-    def show(msg: Message) -> None:
-        print(_progress_line(msg), flush=True)
-
-    cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=show)
+    progress = Progress()
+    cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=progress.message)
     try:
         status = await manager.wait(rid)
     except KeyboardInterrupt:
@@ -100,19 +100,71 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     return 0 if status == "completed" else 1
 
 
-def _progress_line(msg: Message) -> str:
+BRIEF = 160  # characters of a progress line for routine messages (never for failures)
+
+
+def _progress_line(msg: Message, output_shown: bool = False) -> str:
+    """One progress entry. Failures, errors and stops are printed whole (the cause of an
+    error is never cut); routine messages on one line. ``output_shown``: the command's
+    output was already printed live, so its final message shows only its first line."""
     kind = msg.meta.action_type
-    text = " ".join(msg.content.split())
-    if len(text) > 160:
-        text = text[:160] + "…"
+    text = msg.content.strip()
     if kind == "plan":
         titles = "; ".join(t.get("title", "") for t in msg.meta.json_)
         return f"[plan] {titles}"
     if kind == "finish_summery":
         files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
-        return f"[summary] {text}\n[files] {files or '(none)'}"
+        return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
-    return f"[{kind} {mark}] {text}"
+    if output_shown:
+        text = text.split("\n", 1)[0] + " (output above)"
+    elif msg.status == "failure" or kind in ("error", "stop"):
+        return f"[{kind} {mark}] {_indent(text)}"
+    line = " ".join(text.split())
+    if len(line) > BRIEF:
+        line = line[:BRIEF] + "…"
+    return f"[{kind} {mark}] {line}"
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n    ")
+
+
+class Progress:
+    """`planact run` output: stored messages as progress lines, and the output of running
+    commands line by line as it is printed (live deltas)."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        self._write = write or (lambda line: print(line, flush=True))
+        self._partial: dict[tuple[str, str], str] = {}
+        self._shown: set[str] = set()
+
+    def delta(self, payload: dict[str, Any]) -> None:
+        stream = payload.get("stream")
+        if not stream:
+            return  # model text: its stored message follows
+        uuid = str(payload.get("uuid", ""))
+        key = (uuid, str(stream))
+        text = self._partial.pop(key, "") + str(payload.get("text", ""))
+        *lines, rest = text.split("\n")
+        if rest:
+            self._partial[key] = rest
+        for line in lines:
+            self._line(uuid, str(stream), line)
+
+    def message(self, msg: Message) -> None:
+        if msg.status != "running":
+            for key in [k for k in self._partial if k[0] == msg.uuid]:
+                self._line(msg.uuid, key[1], self._partial.pop(key))
+        shown = False
+        if msg.status != "running" and msg.uuid in self._shown:
+            self._shown.discard(msg.uuid)
+            shown = True
+        self._write(_progress_line(msg, output_shown=shown))
+
+    def _line(self, uuid: str, stream: str, line: str) -> None:
+        self._shown.add(uuid)
+        self._write(f"  {'!' if stream == 'stderr' else '|'} {line}")
 
 
 if __name__ == "__main__":

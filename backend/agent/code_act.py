@@ -10,6 +10,7 @@ import anyio
 from backend.actions import FormatError, extract_thinking, parse_actions
 from backend.actions.model import Action
 from backend.agent.errors import LimitExceeded
+from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
 from backend.messages.message import Message
 from backend.runtime.base import ActionResult, cap_text
@@ -52,10 +53,13 @@ async def run_task(
     ]
     format_errors = 0
     for _step in range(ctx.settings.max_steps_per_task):
+        narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
         completion = await ctx.call_model("thinking", messages, specialist=True)
         thoughts = [completion.reasoning.strip()] if completion.reasoning.strip() else []
         for thought in thoughts + extract_thinking(completion.text):
             await ctx.publish(Message.build("thinking", thought, task_id=task["id"]))
+        if words := prose_of(completion.text):
+            await ctx.publish(narration_message(words, task["id"], narration))
         try:
             actions = parse_actions(
                 completion.text,
@@ -67,7 +71,9 @@ async def run_task(
             if format_errors >= ctx.settings.max_format_errors:
                 raise LimitExceeded(
                     f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
-                    f"a row with no usable action. Last problem: {exc}"
+                    "a row with no usable action (it did not write its actions in the format "
+                    "it was given). Try again, or choose a model that follows instructions "
+                    "more closely."
                 ) from exc
             # never put the malformed text into the history
             messages.append({"role": "assistant", "content": "(reply had no usable action)"})

@@ -10,6 +10,8 @@ The same cut over the whole reply gives the stored text, so live and stored agre
 
 from __future__ import annotations
 
+from backend.messages.message import Message
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
@@ -90,3 +92,14 @@ def prose_of(text: str, line_starts: tuple[str, ...] = ACTION_LINE_STARTS) -> st
     cut = ProseCut(line_starts)
     cut.feed(text, final=True)
     return cut.prose.strip()
+
+
+NARRATION = "narration"  # Message.type of a `thinking` message holding the agent's words
+
+
+def narration_message(words: str, task_id: str | None, uuid: str) -> Message:
+    """The agent's words between its actions: a `thinking` message of type `narration`
+    (reasoning from ``<think>`` stays a plain `thinking` message)."""
+    msg = Message.build("thinking", words, task_id=task_id, uuid=uuid)
+    msg.type = NARRATION
+    return msg

@@ -48,7 +48,9 @@ async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
         ]
         return prose.strip(), tasks
     raise RunError(
-        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: {last_error}"
+        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts (its replies "
+        "held no task list it could be read from). Try again, rephrase the goal, or choose a "
+        "model that follows instructions more closely."
     )
 
 

@@ -68,9 +68,8 @@ def _plain_summary(tasks: list[dict[str, Any]], notes: list[str], outcome: str, 
             return notes[0]
         lines = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
         return "Done.\n\n" + "\n".join(lines)
+    # the reason is in the run's `error` message: said once, not repeated here
     head = "The run was stopped." if outcome == "stopped" else "The run failed."
-    if reason:
-        head += f" {reason}"
     done = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
     if done:
         head += "\n\nCompleted before that:\n" + "\n".join(done)

@@ -1,0 +1,50 @@
+"""`planact run` progress: failures whole, live command output line by line."""
+
+from __future__ import annotations
+
+from backend.cli import Progress, _progress_line
+from backend.messages.message import Message
+
+
+def test_the_cause_of_an_error_is_never_cut() -> None:
+    cause = "Traceback (most recent call last):\n" + "  frame\n" * 40 + "KeyError: 'colunm'"
+    line = _progress_line(
+        Message.build("terminal_run", f"Exit code: 1\nstderr:\n{cause}", status="failure")
+    )
+    assert line.startswith("[terminal_run FAIL] Exit code: 1")
+    assert line.endswith("KeyError: 'colunm'")
+    assert len(line) > 400
+    err = _progress_line(Message.build("error", "x" * 1000, status="failure"))
+    assert err == "[error FAIL] " + "x" * 1000
+
+
+def test_routine_lines_stay_short() -> None:
+    line = _progress_line(Message.build("write_code", "y" * 500))
+    assert line == "[write_code ok] " + "y" * 160 + "…"
+
+
+def test_live_output_is_printed_by_line_and_the_final_message_points_to_it() -> None:
+    out: list[str] = []
+    p = Progress(out.append)
+    running = Message.build("terminal_run", "make", status="running")
+    p.message(running)
+    p.delta(
+        {
+            "uuid": running.uuid,
+            "action_type": "terminal_run",
+            "stream": "stdout",
+            "text": "step 1\nstep",
+        }
+    )
+    assert out[-1] == "  | step 1"
+    p.delta(
+        {"uuid": running.uuid, "action_type": "terminal_run", "stream": "stderr", "text": "warn\n"}
+    )
+    p.delta({"uuid": running.uuid, "action_type": "terminal_run", "stream": "stdout", "text": " 2"})
+    p.delta({"uuid": "other", "action_type": "auto_reply", "text": "ignored"})
+    assert out[1:] == ["  | step 1", "  ! warn"]
+    final = Message.build(
+        "terminal_run", "Exit code: 0\nstdout:\nstep 1\nstep 2\n", uuid=running.uuid
+    )
+    p.message(final)
+    assert out[-2:] == ["  | step 2", "[terminal_run ok] Exit code: 0 (output above)"]
