@@ -85,7 +85,14 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     await manager.recover()
 
     progress = Progress()
-    cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=progress.message)
+    cid, rid = await manager.start(
+        "1",
+        goal,
+        mode=mode,
+        runtime=runtime,
+        listener=progress.message,
+        delta_listener=progress.delta,
+    )
     try:
         status = await manager.wait(rid)
     except KeyboardInterrupt:

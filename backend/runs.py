@@ -7,11 +7,12 @@ import contextlib
 import logging
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from backend.agent.context import Listener, RunContext
+from backend.agent.live import DeltaSink, Live
 from backend.agent.pipeline import run_pipeline
 from backend.agent.routing import Specialist
 from backend.messages.bus import Bus
@@ -87,6 +88,7 @@ class RunManager:
         mode: str = "auto",
         runtime: str | None = None,
         listener: Listener | None = None,
+        delta_listener: DeltaSink | None = None,
     ) -> tuple[str, str]:
         """Create the run and start it in the background. Raises ConflictError when the
         conversation has an active run, NotFoundError when it does not exist."""
@@ -110,11 +112,25 @@ class RunManager:
             listener=listener,
             history=history,
         )
+        ctx.live = self._live(rid, delta_listener)
         self._contexts[rid] = ctx
         self.bus.mark_live(rid)
         task = asyncio.create_task(self._drive(ctx), name=f"run-{rid}")
         self._tasks[rid] = task
         return cid, rid
+
+    def _live(self, rid: str, listener: DeltaSink | None) -> Live:
+        """Live deltas of run ``rid``: made only while someone follows it."""
+        bus = self.bus
+
+        async def publish(payload: dict[str, Any]) -> None:
+            bus.deliver_delta(rid, payload)
+
+        return Live(
+            listener,
+            wanted=lambda: listener is not None or bus.has_readers(rid),
+            publish=publish,
+        )
 
     async def _drive(self, ctx: RunContext) -> str:
         status = "failed"
@@ -122,6 +138,7 @@ class RunManager:
             status = await run_pipeline(ctx, self.specialists)
         finally:
             try:
+                ctx.live.close()
                 await self.store.end_run(ctx.run_id, status)
             finally:
                 self.bus.mark_done(ctx.run_id)

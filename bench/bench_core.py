@@ -43,7 +43,9 @@ class InstantLLM:
     def default_model(self) -> str | None:
         return "instant"
 
-    async def complete(self, *, stage: str, messages: list, model: str | None = None) -> Completion:  # type: ignore[type-arg]
+    async def complete(  # type: ignore[no-untyped-def]
+        self, *, stage: str, messages: list, model: str | None = None, on_delta=None
+    ) -> Completion:
         self.calls += 1
         return Completion(text=AUTO_REPLIES[stage], model="instant", finish_reason="stop")
 

@@ -54,7 +54,9 @@ async def run_task(
     format_errors = 0
     for _step in range(ctx.settings.max_steps_per_task):
         narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
-        completion = await ctx.call_model("thinking", messages, specialist=True)
+        completion = await ctx.call_model(
+            "thinking", messages, specialist=True, on_delta=ctx.live.prose(narration, "thinking")
+        )
         thoughts = [completion.reasoning.strip()] if completion.reasoning.strip() else []
         for thought in thoughts + extract_thinking(completion.text):
             await ctx.publish(Message.build("thinking", thought, task_id=task["id"]))
@@ -132,7 +134,8 @@ async def run_actions(
                 meta_content=label,
             )
         )
-        result: ActionResult = await ctx.runtime.execute(action, ctx.workspace)
+        on_output = ctx.live.command_output(uid) if action.type == "terminal_run" else None
+        result: ActionResult = await ctx.runtime.execute(action, ctx.workspace, on_output)
         if action.type == "write_code" and result.ok:
             ctx.written.add(result.filepath)
         await ctx.publish(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from backend.agent.live import Live
-from backend.llm.base import LLM, Completion, LLMError
+from backend.llm.base import LLM, Completion, DeltaCallback, LLMError
 from backend.messages.message import Message
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class RunContext:
         msg.run_id = self.run_id
         stored = await self.store.append_message(msg)
         self.live.published(stored)  # its pending deltas go first; running ones are tracked
+        await self.live.drain()
         self.bus.publish(self.run_id, stored)
         if self.listener is not None:
             result = self.listener(stored)
@@ -68,18 +69,25 @@ class RunContext:
             await self.publish(partner)
 
     async def call_model(
-        self, stage: str, messages: list[dict[str, Any]], *, specialist: bool = False
+        self,
+        stage: str,
+        messages: list[dict[str, Any]],
+        *,
+        specialist: bool = False,
+        on_delta: DeltaCallback | None = None,
     ) -> Completion:
         """Call the model for ``stage``; the specialist's model when asked, falling back to
         the default model if it errors. Usage is recorded per stage."""
         model = self.specialist.model if (specialist and self.specialist) else None
         try:
-            completion = await self.llm.complete(stage=stage, messages=messages, model=model)
+            completion = await self.llm.complete(
+                stage=stage, messages=messages, model=model, on_delta=on_delta
+            )
         except LLMError as exc:  # also a misconfigured specialist model
             if not model or model == self.llm.default_model:
                 raise
             log.warning("specialist model %s failed (%s); using the default", model, exc)
-            completion = await self.llm.complete(stage=stage, messages=messages)
+            completion = await self.llm.complete(stage=stage, messages=messages, on_delta=on_delta)
         await self.store.record_usage(
             self.conversation_id,
             self.run_id,

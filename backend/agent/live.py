@@ -15,7 +15,11 @@ Two promises of CONTRACT section 3 live here, as mechanisms rather than special 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import codecs
+import contextlib
+from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from backend.agent.narration import ACTION_LINE_STARTS, ProseCut
@@ -25,6 +29,7 @@ from backend.messages.message import Message
 OUTPUT_KEEP = 16_000  # characters of live output kept per stream for a stopped command
 
 DeltaSink = Callable[[dict[str, Any]], None]
+DeltaPublisher = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class _Kept:
@@ -56,10 +61,40 @@ class _Kept:
 
 
 class Live:
-    def __init__(self, sink: DeltaSink | None = None, wanted: Callable[[], bool] | None = None):
-        self.deltas = Coalescer(sink, wanted=wanted) if sink is not None else None
+    """``sink`` gets each coalesced delta synchronously (tests, the CLI); ``publish`` (the
+    run's notifier) gets them in order through an outbox, drained by a background task and
+    by :meth:`drain`, which the run awaits before it publishes a stored message."""
+
+    def __init__(
+        self,
+        sink: DeltaSink | None = None,
+        wanted: Callable[[], bool] | None = None,
+        publish: DeltaPublisher | None = None,
+    ) -> None:
+        self._sink = sink
+        self._publish = publish
+        self._outbox: deque[dict[str, Any]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
+        on = sink is not None or publish is not None
+        self.deltas = Coalescer(self._emit, wanted=wanted) if on else None
         self._open: dict[str, Message] = {}
         self._output: dict[str, dict[str, _Kept]] = {}
+        self._decoders: dict[tuple[str, str], codecs.IncrementalDecoder] = {}
+
+    def _emit(self, payload: dict[str, Any]) -> None:
+        if self._sink is not None:
+            self._sink(payload)
+        if self._publish is None:
+            return
+        self._outbox.append(payload)
+        if self._drainer is None or self._drainer.done():
+            with contextlib.suppress(RuntimeError):  # no loop: the next drain() sends it
+                self._drainer = asyncio.get_running_loop().create_task(self.drain())
+
+    async def drain(self) -> None:
+        """Hand every pending delta to the publisher, in order."""
+        while self._outbox and self._publish is not None:
+            await self._publish(self._outbox.popleft())
 
     # -- the honest stream ------------------------------------------------------------------
     def published(self, msg: Message) -> None:
@@ -72,6 +107,8 @@ class Live:
         else:
             self._open.pop(key, None)
             self._output.pop(msg.uuid, None)
+            for stream in ("stdout", "stderr"):
+                self._decoders.pop((msg.uuid, stream), None)
 
     def open_messages(self) -> list[Message]:
         return list(self._open.values())
@@ -109,6 +146,15 @@ class Live:
         if self.deltas is not None:
             self.deltas.add(uuid, action_type, piece)
 
+    def model_text(self, uuid: str, action_type: str) -> Callable[[str, str], None]:
+        """An ``on_delta(kind, text)`` callback streaming the reply's text as ``uuid``."""
+
+        def on_delta(kind: str, piece: str) -> None:
+            if kind == "text":
+                self.text(uuid, action_type, piece)
+
+        return on_delta
+
     def prose(
         self, uuid: str, action_type: str, line_starts: tuple[str, ...] = ACTION_LINE_STARTS
     ) -> Callable[[str, str], None]:
@@ -123,6 +169,21 @@ class Live:
                     self.text(uuid, action_type, released)
 
         return on_delta
+
+    def command_output(self, uuid: str) -> Callable[[str, bytes], None]:
+        """An ``on_output(stream, data)`` callback for the runtime: the command ``uuid``'s
+        bytes as they are printed (UTF-8 decoded across chunk boundaries)."""
+
+        def on_output(stream: str, data: bytes) -> None:
+            key = (uuid, stream)
+            decoder = self._decoders.get(key)
+            if decoder is None:
+                decoder = self._decoders[key] = codecs.getincrementaldecoder("utf-8")("replace")
+            text = decoder.decode(data)
+            if text:
+                self.output(uuid, stream, text)
+
+        return on_output
 
     def output(self, uuid: str, stream: str, text: str) -> None:
         """Output of the running command ``uuid``: kept (capped) and streamed."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import Any
 
 import anyio
@@ -34,8 +35,9 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
         if not ctx.specialist.needs_tools:
             await answer_directly(ctx)
             return "completed"
-        prose, tasks = await plan(ctx)
-        await ctx.publish(Message.build("auto_reply", first_answer(prose, tasks)))
+        reply = uuid.uuid4().hex  # the planner's prose streams live as this auto_reply
+        prose, tasks = await plan(ctx, reply)
+        await ctx.publish(Message.build("auto_reply", first_answer(prose, tasks), uuid=reply))
         await ctx.store.save_tasks(ctx.run_id, ctx.conversation_id, tasks)
         await ctx.publish(Message.build("plan", _plan_text(tasks), json=[dict(t) for t in tasks]))
         for task in tasks:
@@ -68,8 +70,11 @@ async def answer_directly(ctx: RunContext) -> None:
         {"role": "system", "content": render("auto_reply", history=ctx.history)},
         {"role": "user", "content": ctx.goal},
     ]
-    completion = await ctx.call_model("auto_reply", messages, specialist=True)
-    await ctx.publish(Message.build("auto_reply", completion.text.strip()))
+    reply = uuid.uuid4().hex
+    completion = await ctx.call_model(
+        "auto_reply", messages, specialist=True, on_delta=ctx.live.model_text(reply, "auto_reply")
+    )
+    await ctx.publish(Message.build("auto_reply", completion.text.strip(), uuid=reply))
 
 
 async def _end_early(

@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from backend.agent.errors import RunError
+from backend.agent.narration import PLAN_LINE_STARTS
 from backend.agent.plan_parse import PlanFormatError, parse_plan
 from backend.agent.prompts import render
 
@@ -16,8 +17,9 @@ PLAN_ATTEMPTS = 3
 MAX_TASKS = 12
 
 
-async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
-    """Returns (first answer for the user, tasks). Retries with the parse error fed back."""
+async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[str, Any]]]:
+    """Returns (first answer for the user, tasks). Retries with the parse error fed back.
+    The first attempt's prose streams live as the `auto_reply` ``reply_uuid``."""
     runtime_note = "in a Docker sandbox" if ctx.runtime.name == "docker" else "on this machine"
     messages: list[dict[str, Any]] = [
         {
@@ -27,8 +29,11 @@ async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
         {"role": "user", "content": ctx.goal},
     ]
     last_error = ""
-    for _ in range(PLAN_ATTEMPTS):
-        completion = await ctx.call_model("planning", messages)
+    for attempt in range(PLAN_ATTEMPTS):
+        live = ctx.live.prose(reply_uuid, "auto_reply", PLAN_LINE_STARTS)
+        completion = await ctx.call_model(
+            "planning", messages, on_delta=live if reply_uuid and attempt == 0 else None
+        )
         try:
             prose, raw_tasks = parse_plan(completion.text)
         except PlanFormatError as exc:

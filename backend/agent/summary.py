@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,15 +33,20 @@ async def summarize(
     task's finish note is the summary (keeps a one-task run at 3 model calls)."""
     files = await changed_files(ctx)
     content = ""
+    summary = uuid.uuid4().hex  # the model's summary streams live as this message
     if outcome == "completed" and len(notes) > 1:
-        content = await _model_summary(ctx, tasks, notes, files)
+        content = await _model_summary(ctx, tasks, notes, files, summary)
     if not content:
         content = _plain_summary(tasks, notes, outcome, reason)
-    await ctx.publish(Message.build("finish_summery", content, json=files))
+    await ctx.publish(Message.build("finish_summery", content, json=files, uuid=summary))
 
 
 async def _model_summary(
-    ctx: RunContext, tasks: list[dict[str, Any]], notes: list[str], files: list[dict[str, object]]
+    ctx: RunContext,
+    tasks: list[dict[str, Any]],
+    notes: list[str],
+    files: list[dict[str, object]],
+    live_uuid: str = "",
 ) -> str:
     done = "\n".join(f"- {t['title']}: {n}" for t, n in zip(tasks, notes, strict=False))
     names = "\n".join(f"- {f['filepath']} ({f['filesize']} bytes)" for f in files) or "(none)"
@@ -54,6 +60,7 @@ async def _model_summary(
                     "content": f"Goal: {ctx.goal}\n\nTasks and notes:\n{done}\n\nFiles:\n{names}",
                 },
             ],
+            on_delta=ctx.live.model_text(live_uuid, "summary") if live_uuid else None,
         )
     except LLMError as exc:
         log.warning("summary call failed: %s", exc)

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from backend.messages.bus import Bus
+from backend.messages.bus import Bus, Subscription
 from backend.store.repo import Store
 
 PING_SECONDS = 15.0
@@ -19,6 +19,7 @@ async def run_events(
     store: Store, bus: Bus, conversation_id: str, run_id: str, after: int = 0
 ) -> AsyncIterator[ServerSentEvent]:
     event = bus.subscribe(run_id)
+    caught_up = False  # deltas go only to a reader that has every stored message so far
     try:
         last = after
         while True:
@@ -26,10 +27,15 @@ async def run_events(
             if live is not None:
                 # a run of this process: its stored messages are on the bus, and it
                 # notifies on every message and when it ends
+                deltas = _deltas(event)  # they were made before the messages that follow
+                if caught_up or not live:
+                    for delta in deltas:
+                        yield delta
                 for msg in live:
                     last = msg.seq
                     yield ServerSentEvent(data=msg.to_json(), event="message", id=str(msg.seq))
                 if not live:
+                    caught_up = True
                     await bus.wait(run_id, event, POLL_SECONDS)
                 continue
             msgs = await store.messages(conversation_id, run_id=run_id, after=last, limit=BATCH)
@@ -57,6 +63,16 @@ async def run_events(
             await bus.wait(run_id, event, POLL_SECONDS)
     finally:
         bus.unsubscribe(run_id, event)
+
+
+def _deltas(event: Subscription) -> list[ServerSentEvent]:
+    """Live deltas as SSE events: no id (never replayed, Last-Event-ID stays put)."""
+    return [
+        ServerSentEvent(
+            data=json.dumps(d, ensure_ascii=False, separators=(",", ":")), event="delta"
+        )
+        for d in event.take_deltas()
+    ]
 
 
 def sse_response(

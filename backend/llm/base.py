@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 STAGES = ("route", "auto_reply", "planning", "thinking", "summary")
+
+# on_delta(kind, text): kind is "text" or "reasoning", text the piece just received.
+# Called synchronously on the event loop as the reply arrives: keep it cheap, never block.
+DeltaCallback = Callable[[str, str], None]
 
 
 @dataclass
@@ -32,9 +37,15 @@ class LLMConfigError(LLMError):
 
 class LLM(Protocol):
     async def complete(
-        self, *, stage: str, messages: list[dict[str, Any]], model: str | None = None
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
     ) -> Completion:
-        """One model call for ``stage``. ``model`` overrides the default model."""
+        """One model call for ``stage``. ``model`` overrides the default model.
+        ``on_delta("text" | "reasoning", piece)`` is called as the reply arrives."""
         ...
 
     @property

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from backend.llm.base import Completion, LLMConfigError, LLMError
+from backend.llm.base import Completion, DeltaCallback, LLMConfigError, LLMError
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,12 @@ class LiteLLM:
         return self.model
 
     async def complete(
-        self, *, stage: str, messages: list[dict[str, Any]], model: str | None = None
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
     ) -> Completion:
         use_model = model or self.model
         if not use_model:
@@ -78,7 +83,7 @@ class LiteLLM:
         attempt = 0
         while True:
             try:
-                return await self._call(litellm, kwargs, use_model)
+                return await self._call(litellm, kwargs, use_model, on_delta)
             except (litellm.AuthenticationError, litellm.PermissionDeniedError) as exc:
                 raise LLMConfigError(
                     f"The provider rejected the credentials for model {use_model!r}: "
@@ -109,7 +114,13 @@ class LiteLLM:
             except litellm.APIError as exc:
                 raise LLMError(f"The model call ({stage}) failed: {_short(exc)}") from exc
 
-    async def _call(self, litellm: Any, kwargs: dict[str, Any], model: str) -> Completion:
+    async def _call(
+        self,
+        litellm: Any,
+        kwargs: dict[str, Any],
+        model: str,
+        on_delta: DeltaCallback | None = None,
+    ) -> Completion:
         response = await litellm.acompletion(**kwargs)
         if not self.stream:
             return _from_response(litellm, response, model)
@@ -126,8 +137,12 @@ class LiteLLM:
                 if delta is not None:
                     if delta.content:
                         parts.append(delta.content)
+                        if on_delta is not None:
+                            on_delta("text", delta.content)
                     if getattr(delta, "reasoning_content", None):
                         reasoning.append(delta.reasoning_content)
+                        if on_delta is not None:
+                            on_delta("reasoning", delta.reasoning_content)
                     for tc in getattr(delta, "tool_calls", None) or []:
                         slot = tool_calls.setdefault(
                             tc.index or 0,

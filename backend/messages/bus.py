@@ -9,14 +9,30 @@ resume of a finished run, another replica's run) reads the store.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import defaultdict, deque
+from typing import Any
 
 from backend.messages.message import Message
+
+DELTA_BACKLOG = 1000  # deltas a slow reader may fall behind before old ones are dropped
+
+
+class Subscription(asyncio.Event):
+    """One reader's wake-up flag, with the live deltas that arrived since it last looked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deltas: deque[dict[str, Any]] = deque(maxlen=DELTA_BACKLOG)
+
+    def take_deltas(self) -> list[dict[str, Any]]:
+        out = list(self.deltas)
+        self.deltas.clear()
+        return out
 
 
 class Bus:
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._live: dict[str, list[Message]] = {}
 
     # -- runs of this process -------------------------------------------------------------
@@ -48,6 +64,16 @@ class Bus:
             start -= 1
         return messages[start:]
 
+    # -- live deltas (never stored) -------------------------------------------------------
+    def deliver_delta(self, key: str, payload: dict[str, Any]) -> None:
+        for sub in self._waiters.get(key, ()):
+            sub.deltas.append(payload)
+            sub.set()
+
+    def has_readers(self, key: str) -> bool:
+        """Someone in this process follows ``key`` (deltas for it are worth making)."""
+        return bool(self._waiters.get(key))
+
     # -- wake-ups -------------------------------------------------------------------------
     def notify(self, key: str) -> None:
         for event in self._waiters.get(key, ()):
@@ -63,8 +89,8 @@ class Bus:
         finally:
             event.clear()
 
-    def subscribe(self, key: str) -> asyncio.Event:
-        event = asyncio.Event()
+    def subscribe(self, key: str) -> Subscription:
+        event = Subscription()
         self._waiters[key].add(event)
         return event
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -45,6 +46,12 @@ class CommandOutput:
     stderr_dropped: int = 0
 
 
+# on_output(stream, data): a running command printed ``data`` on "stdout" or "stderr".
+# Called on the event loop, in order, while the command runs (live deltas); the result
+# still carries the whole (capped) output.
+OutputCallback = Callable[[str, bytes], None]
+
+
 class RuntimeUnavailable(Exception):
     """The backend cannot run actions now (no engine, no image, a dead container).
 
@@ -55,7 +62,9 @@ class RuntimeUnavailable(Exception):
 class Runtime(Protocol):
     name: str
 
-    async def execute(self, action: Action, workspace: Path) -> ActionResult: ...
+    async def execute(
+        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
+    ) -> ActionResult: ...
 
     async def start(self) -> None:
         """Called once when the server starts (e.g. reap orphans of a crash)."""
@@ -132,7 +141,9 @@ class BaseRuntime:
     def __init__(self, terminal_timeout: float = 120.0) -> None:
         self.terminal_timeout = terminal_timeout
 
-    async def execute(self, action: Action, workspace: Path) -> ActionResult:
+    async def execute(
+        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
+    ) -> ActionResult:
         try:
             workspace.mkdir(parents=True, exist_ok=True)
             await self._prepare(workspace)
@@ -141,7 +152,7 @@ class BaseRuntime:
             if action.type == "read_file":
                 return await self._read_file(action, workspace)
             if action.type == "terminal_run":
-                return await self._terminal_run(action, workspace)
+                return await self._terminal_run(action, workspace, on_output)
             if action.type == "finish":
                 return ActionResult("success", action.params.get("message", ""))
             return ActionResult("failure", f"Unknown action {action.type!r}.")
@@ -214,18 +225,27 @@ class BaseRuntime:
             )
         return ActionResult("success", text, rel)
 
-    async def _terminal_run(self, action: Action, workspace: Path) -> ActionResult:
+    async def _terminal_run(
+        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
+    ) -> ActionResult:
         command = action.params.get("command", "")
         if not command.strip():
             return ActionResult("failure", "Empty command.")
         cwd = resolve_in_workspace(workspace, action.params.get("cwd") or ".")
         if not cwd.is_dir():
             return ActionResult("failure", f"cwd {action.params.get('cwd')!r} is not a directory.")
-        out = await self._run_command(command, workspace, relative_name(workspace, cwd))
+        out = await self._run_command(command, workspace, relative_name(workspace, cwd), on_output)
         return format_command_result(command, out, self.terminal_timeout)
 
-    async def _run_command(self, command: str, workspace: Path, cwd: str) -> CommandOutput:
-        """Run ``command`` with ``cwd`` (workspace-relative), killing it after the timeout.
+    async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
+        """Run ``command`` with ``cwd`` (workspace-relative), killing it after the timeout,
+        handing its output to ``on_output`` as it is printed.
 
         Cancellation must kill the command and all its processes before re-raising.
         """

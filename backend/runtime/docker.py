@@ -44,7 +44,13 @@ from docker.types import Mount
 from docker.utils import version_lt
 from docker.utils.socket import frames_iter
 
-from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail, RuntimeUnavailable
+from backend.runtime.base import (
+    BaseRuntime,
+    CommandOutput,
+    HeadTail,
+    OutputCallback,
+    RuntimeUnavailable,
+)
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -290,9 +296,12 @@ class _AgentGone(Exception):
 
 
 class _AgentRun:
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, on_output: OutputCallback | None = None
+    ) -> None:
         self.out, self.err = HeadTail(), HeadTail()
         self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.on_output = on_output
 
 
 class _Agent:
@@ -344,10 +353,12 @@ class _Agent:
         run = self.runs.get(msg.get("id", ""))
         if run is None:
             return
-        if "out" in msg:
-            run.out.feed(base64.b64decode(msg["out"]))
-        elif "err" in msg:
-            run.err.feed(base64.b64decode(msg["err"]))
+        if "out" in msg or "err" in msg:
+            name, sink = ("stdout", run.out) if "out" in msg else ("stderr", run.err)
+            data = base64.b64decode(msg["out"] if "out" in msg else msg["err"])
+            sink.feed(data)
+            if run.on_output is not None:
+                run.on_output(name, data)
         else:
             del self.runs[msg["id"]]
             if not run.done.done():
@@ -367,10 +378,17 @@ class _Agent:
         with self._write_lock:
             self.raw.sendall(data)
 
-    def submit(self, rid: str, command: str, cwd: str, timeout: float) -> _AgentRun:
+    def submit(
+        self,
+        rid: str,
+        command: str,
+        cwd: str,
+        timeout: float,
+        on_output: OutputCallback | None = None,
+    ) -> _AgentRun:
         if not self.alive:
             raise _AgentGone
-        run = _AgentRun(self.loop)
+        run = _AgentRun(self.loop, on_output)
         self.runs[rid] = run
         try:
             self._send({"op": "run", "id": rid, "cmd": command, "cwd": cwd, "timeout": timeout})
@@ -494,7 +512,13 @@ class DockerRuntime(BaseRuntime):
             return None  # only root can give files away; ours are ours
         return self._owners.get(os.path.realpath(workspace))
 
-    async def _run_command(self, command: str, workspace: Path, cwd: str) -> CommandOutput:
+    async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
         key = os.path.realpath(workspace)
         for attempt in (1, 2):
             sandbox = await self._acquire(key)
@@ -503,7 +527,7 @@ class DockerRuntime(BaseRuntime):
                     agent = await self._agent_for(sandbox)
                     if agent is not None:
                         with contextlib.suppress(_AgentGone):  # hung up: use an exec
-                            return await self._agent_run(sandbox, agent, command, cwd)
+                            return await self._agent_run(sandbox, agent, command, cwd, on_output)
                     exec_ids = await self._exec_create(sandbox, command, cwd)
                 except _ContainerGone:
                     # died while idle (killed from outside, engine restart): start a fresh one
@@ -511,7 +535,7 @@ class DockerRuntime(BaseRuntime):
                     if attempt == 2:
                         raise RuntimeUnavailable("the sandbox container stops at once") from None
                     continue
-                return await self._exec_run(sandbox, exec_ids)
+                return await self._exec_run(sandbox, exec_ids, on_output)
             finally:
                 sandbox.busy -= 1
                 sandbox.last_used = time.monotonic()
@@ -576,11 +600,16 @@ class DockerRuntime(BaseRuntime):
             return agent
 
     async def _agent_run(
-        self, sandbox: _Sandbox, agent: _Agent, command: str, cwd: str
+        self,
+        sandbox: _Sandbox,
+        agent: _Agent,
+        command: str,
+        cwd: str,
+        on_output: OutputCallback | None = None,
     ) -> CommandOutput:
         rid = secrets.token_hex(8)
         workdir = SANDBOX_DIR if cwd == "." else f"{SANDBOX_DIR}/{cwd}"
-        run = agent.submit(rid, command, workdir, max(self.terminal_timeout, 0.001))
+        run = agent.submit(rid, command, workdir, max(self.terminal_timeout, 0.001), on_output)
         server_killed = False
         msg: dict[str, Any] | None = None
         try:
@@ -672,12 +701,18 @@ class DockerRuntime(BaseRuntime):
         except API_ERRORS as exc:
             raise RuntimeUnavailable(f"could not start the command in the sandbox: {exc}") from exc
 
-    async def _exec_run(self, sandbox: _Sandbox, exec_ids: tuple[str, str]) -> CommandOutput:
+    async def _exec_run(
+        self,
+        sandbox: _Sandbox,
+        exec_ids: tuple[str, str],
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
         run_id, exec_id = exec_ids
         client = await self._get_client()
         api: Any = client.api
         out, err = HeadTail(), HeadTail()
         run = _Run()
+        live = _LiveExec(asyncio.get_running_loop(), on_output, run_id) if on_output else None
 
         def pump() -> None:
             with run.lock:
@@ -694,6 +729,8 @@ class DockerRuntime(BaseRuntime):
                         out.feed(chunk_out)
                     if chunk_err:
                         err.feed(chunk_err)
+                    if live is not None:
+                        live.feed(chunk_out, chunk_err)
             finally:
                 _close_stream(stream)
 
@@ -1003,6 +1040,48 @@ class DockerRuntime(BaseRuntime):
                             await self._drop(sandbox)
                         except Exception:  # keep reaping the others
                             log.exception("docker runtime: removing an idle sandbox failed")
+
+
+class _LiveExec:
+    """Hands an exec's output to ``on_output`` on the event loop (from the pump thread).
+    Standard error goes by whole lines, without the wrapper's trailer line."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, on_output: OutputCallback, run_id: str
+    ) -> None:
+        self.loop = loop
+        self.on_output = on_output
+        self.trailer = f"@planact:{run_id}:".encode()
+        self.err_line = bytearray()
+        self.held_blank = False  # an empty line: the start of the trailer, or the command's
+
+    def feed(self, out: bytes | None, err: bytes | None) -> None:
+        if out:
+            self._post("stdout", out)
+        if err:
+            self.err_line += err
+            cut = self.err_line.rfind(b"\n")
+            if cut < 0:
+                return
+            lines, self.err_line = bytes(self.err_line[: cut + 1]), self.err_line[cut + 1 :]
+            kept: list[bytes] = []
+            for line in lines.splitlines(keepends=True):
+                if line.startswith(self.trailer):
+                    self.held_blank = False  # the wrapper's own line break
+                    continue
+                if self.held_blank:
+                    kept.append(b"\n")
+                    self.held_blank = False
+                if line == b"\n":
+                    self.held_blank = True
+                    continue
+                kept.append(line)
+            if kept:
+                self._post("stderr", b"".join(kept))
+
+    def _post(self, stream: str, data: bytes) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
+            self.loop.call_soon_threadsafe(self.on_output, stream, data)
 
 
 class _ContainerGone(Exception):

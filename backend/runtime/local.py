@@ -8,13 +8,19 @@ import os
 import signal
 from pathlib import Path
 
-from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail
+from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail, OutputCallback
 
 
 class LocalRuntime(BaseRuntime):
     name = "local"
 
-    async def _run_command(self, command: str, workspace: Path, cwd: str) -> CommandOutput:
+    async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
         env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace / cwd)}
         env.pop("LLM_API_KEY", None)
         env.pop("AUTH_TOKEN", None)
@@ -32,12 +38,14 @@ class LocalRuntime(BaseRuntime):
         )
         out, err = HeadTail(), HeadTail()
 
-        async def pump(stream: asyncio.StreamReader | None, sink: HeadTail) -> None:
+        async def pump(stream: asyncio.StreamReader | None, sink: HeadTail, name: str) -> None:
             assert stream is not None
             while chunk := await stream.read(65536):
                 sink.feed(chunk)
+                if on_output is not None:
+                    on_output(name, chunk)
 
-        readers = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
+        readers = asyncio.gather(pump(proc.stdout, out, "stdout"), pump(proc.stderr, err, "stderr"))
         timed_out = False
         try:
             try:

@@ -96,6 +96,7 @@ def command_streams_live(tmp_path: Path, fake: FakeModelServer, runtime: str) ->
         live = {"stdout": "", "stderr": ""}
         final = None
         narration_deltas = ""
+        plan_prose = ""
         order: list[str] = []
         for ev in iter_events(resp.iter_lines()):
             if ev.event == "end":
@@ -106,6 +107,9 @@ def command_streams_live(tmp_path: Path, fake: FakeModelServer, runtime: str) ->
                 assert ev.id is None
                 if data["action_type"] == "thinking":
                     narration_deltas += data["text"]
+                    continue
+                if data["action_type"] == "auto_reply":  # the planner's prose
+                    plan_prose += data["text"]
                     continue
                 assert running is not None and data["uuid"] == running["uuid"]
                 assert final is None  # never after the final message
@@ -128,6 +132,7 @@ def command_streams_live(tmp_path: Path, fake: FakeModelServer, runtime: str) ->
     assert "first\nsecond" in final["content"] and "oops" in final["content"]
     assert order[0] == "terminal_run:running" and order[-1] == "terminal_run:success"
     assert narration_deltas.strip() == "I'll print two lines."
+    assert plan_prose.strip() == "I'll do it."
 
 
 def test_command_output_streams_while_it_runs_local(
