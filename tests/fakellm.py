@@ -5,7 +5,9 @@ per stage (the `X-Agent-Stage` header) through control endpoints:
 
   POST /_control/script   {"replies": [{"stage": "planning", "content": "...",
                             "finish_reason": "stop", "status": 200, "tool_calls": [...],
-                            "hold": "name"}]}        -- appended to that stage's queue
+                            "hold": "name", "hold_after": N, "chunks": N}]}
+                                                     -- appended to that stage's queue
+                            ("hold_after": the hold comes after N content chunks)
   POST /_control/release/{name}                      -- lets a held reply go
   POST /_control/reset                               -- clears queues and the call log
   GET  /_control/calls                               -- every request seen so far
@@ -99,7 +101,13 @@ class FakeModel:
                 status_code=500,
             )
         hold = reply.get("hold")
-        if hold and hold not in self.released:
+        hold_after = reply.get("hold_after")  # hold after N content chunks, not before
+        mid_hold: asyncio.Event | None = None
+        if hold and hold_after is not None:
+            mid_hold = self.holds.setdefault(hold, asyncio.Event())
+            if hold in self.released:
+                mid_hold.set()
+        elif hold and hold not in self.released:
             event = self.holds.setdefault(hold, asyncio.Event())
             await event.wait()
         status = int(reply.get("status", 200))
@@ -127,7 +135,16 @@ class FakeModel:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
-                _stream(cid, model, content, finish, tool_calls, usage if include_usage else None),
+                _stream(
+                    cid,
+                    model,
+                    content,
+                    finish,
+                    tool_calls,
+                    usage if include_usage else None,
+                    chunks=int(reply.get("chunks") or 0),
+                    pause=(int(hold_after), mid_hold) if mid_hold is not None else None,
+                ),
                 media_type="text/event-stream",
             )
         message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -193,6 +210,8 @@ async def _stream(
     finish: str,
     tool_calls: list[dict[str, Any]] | None,
     usage: dict[str, int] | None,
+    chunks: int = 0,
+    pause: tuple[int, asyncio.Event] | None = None,
 ) -> Any:
     def chunk(delta: dict[str, Any], reason: str | None = None) -> str:
         data = {
@@ -205,8 +224,10 @@ async def _stream(
         return f"data: {json.dumps(data)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
-    step = 64
-    for i in range(0, len(content), step):
+    step = max(1, -(-len(content) // chunks)) if chunks else 64
+    for n, i in enumerate(range(0, len(content), step)):
+        if pause is not None and n == pause[0]:
+            await pause[1].wait()  # the test releases it: the rest of the reply follows
         yield chunk({"content": content[i : i + step]})
     for index, call in enumerate(tool_calls or []):
         yield chunk({"tool_calls": [{**call, "index": index}]})

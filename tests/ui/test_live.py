@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import Server
+from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
 from tests.ui.conftest import ARTIFACTS
 
@@ -24,6 +24,15 @@ WAIT_FOR_GO = (
     "echo first; echo oops >&2; "
     "for i in $(seq 600); do [ -f go ] && break; sleep 0.05; done; echo second"
 )
+
+
+def model_called(fake: FakeModelServer, stage: str) -> None:
+    """Wait (bounded) for the model call of ``stage``: a cold server may take a while."""
+    wait_for(
+        lambda: any(c["stage"] == stage for c in fake.model.calls),
+        timeout=120,
+        what=f"the {stage} model call",
+    )
 
 
 def send_goal(page: Page, goal: str, mode: str | None = None) -> None:
@@ -50,6 +59,7 @@ def test_answer_text_appears_before_the_message_is_stored(
     page = new_page()
     page.goto(ui_server.url)
     send_goal(page, "What is the capital of France?", mode="chat")
+    model_called(fake_model, "auto_reply")
     size = -(-len(ANSWER) // 10)
     live = page.locator('[data-testid="auto-reply"][data-live="1"]')
     expect(live).to_contain_text(ANSWER[: size * 4].split()[-2])
@@ -77,6 +87,7 @@ def test_command_output_shows_while_the_command_runs(
     page = new_page()
     page.goto(ui_server.url)
     send_goal(page, "print some lines", mode="agent")
+    model_called(fake_model, "thinking")
     card = page.get_by_test_id("action-terminal_run")
     expect(card).to_have_attribute("data-state", "running")
     out = card.get_by_test_id("live-output")
