@@ -22,6 +22,7 @@ from backend.agent.routing import Specialist, load_specialists
 from backend.api import agent, conversations, files
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
+from backend.api.guard import GuardMiddleware
 from backend.config import Settings
 from backend.llm.base import LLM
 from backend.llm.client import LiteLLM
@@ -121,6 +122,13 @@ def create_app(
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
     )
     app.add_middleware(AuthMiddleware, tokens=settings.user_tokens())
+    # added last: runs first (a foreign Host or origin is refused before anything else)
+    app.add_middleware(
+        GuardMiddleware,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+        bound_host=settings.host,
+    )
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager

@@ -49,19 +49,10 @@ def serve_cmd(host: str | None, port: int | None) -> int:
             file=sys.stderr,
         )
         return 2
-    import uvicorn
-
     from backend.app import create_app
+    from backend.serve import serve
 
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        timeout_graceful_shutdown=10,
-        proxy_headers=False,
-    )
+    serve(create_app(settings), settings)
     return 0
 
 

@@ -54,6 +54,21 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+
+    # ---- the HTTP edge (docs/security.md) ----------------------------------------------
+    # Host header values answered (comma-separated; "name" or "name:port"; "*" = any).
+    # Empty: the loopback names and the bound HOST.
+    allowed_hosts: str = ""
+    # origins (scheme://host[:port]) allowed to make state-changing requests besides the
+    # server's own; "*" = any (turns the cross-site defence off)
+    allowed_origins: str = ""
+    # seconds a client may take to send a request's headers / between two body chunks
+    http_header_timeout: float = 10.0
+    http_body_timeout: float = 30.0
+    # seconds a response may stay unsent to a client that does not read (SSE included)
+    http_write_timeout: float = 30.0
+    # open connections at most (also capped by the open-files limit)
+    http_max_connections: int = 2048
     frontend_dist: Path = Field(
         default_factory=lambda: Path(__file__).resolve().parent.parent / "frontend" / "dist"
     )

@@ -6,7 +6,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backend.api.common import manager, read_json, store, user_id
+from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
 from backend.api.errors import ApiError
 from backend.api.sse import run_events, sse_response
 from backend.store.repo import ConflictError, NotFoundError
@@ -26,6 +26,8 @@ async def start_run(request: Request) -> Response:
     cid = body.get("conversation_id")
     if cid is not None and (not isinstance(cid, str) or not cid):
         raise ApiError(400, "'conversation_id' must be a string.")
+    if cid is not None and not is_id(cid):
+        raise ApiError(404, f"No conversation {cid[:80]!r}.")
     mode = body.get("mode", "auto")
     if mode not in MODES:
         raise ApiError(400, f"'mode' must be one of {', '.join(MODES)}.")
@@ -56,15 +58,15 @@ async def start_run(request: Request) -> Response:
 
 
 async def run_events_route(request: Request) -> Response:
-    rid = request.path_params["run_id"]
+    rid = ident(request, "run_id", "run")
+    # checked before the stream starts: a bad value is a JSON 400, never a broken stream
+    if last_id := request.headers.get("last-event-id"):
+        after = seq_param(last_id, "Last-Event-ID")
+    else:
+        after = seq_param(request.query_params.get("after"), "'after'")
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
-    after_raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    try:
-        after = int(after_raw)
-    except ValueError as exc:
-        raise ApiError(400, "Last-Event-ID / 'after' must be an integer seq.") from exc
     headers = {"X-Conversation-Id": run["conversation_id"], "X-Run-Id": rid}
     return sse_response(
         run_events(store(request), manager(request).bus, run["conversation_id"], rid, after),
@@ -73,7 +75,7 @@ async def run_events_route(request: Request) -> Response:
 
 
 async def stop_run(request: Request) -> Response:
-    rid = request.path_params["run_id"]
+    rid = ident(request, "run_id", "run")
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")

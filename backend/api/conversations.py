@@ -6,7 +6,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backend.api.common import conversation_or_404, manager, store, user_id
+from backend.api.common import conversation_or_404, manager, seq_param, store, user_id
 from backend.api.errors import ApiError
 
 
@@ -21,10 +21,8 @@ async def get_conversation(request: Request) -> Response:
 async def conversation_messages(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
-    after_raw = request.query_params.get("after", "0")
-    if not after_raw.lstrip("-").isdigit():
-        raise ApiError(400, "'after' must be an integer seq.")
-    msgs = await store(request).messages(cid, after=int(after_raw), limit=1_000_000)
+    after = seq_param(request.query_params.get("after"), "'after'")
+    msgs = await store(request).messages(cid, after=after, limit=1_000_000)
     return JSONResponse([m.to_dict() for m in msgs])
 
 
