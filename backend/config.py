@@ -56,8 +56,8 @@ class Settings(BaseSettings):
     port: int = 8000
 
     # ---- the HTTP edge (docs/security.md) ----------------------------------------------
-    # Host header values answered (comma-separated; "name" or "name:port"; "*" = any).
-    # Empty: the loopback names and the bound HOST.
+    # Host header values answered besides the loopback names and the bound HOST
+    # (comma-separated; "name" or "name:port"; "*" = any)
     allowed_hosts: str = ""
     # origins (scheme://host[:port]) allowed to make state-changing requests besides the
     # server's own; "*" = any (turns the cross-site defence off)

@@ -27,6 +27,8 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         "llm_model": "scripted/model",
         "llm_retry_base_delay": 0.01,
         "frontend_dist": tmp_path / "no-ui",
+        # the Host header of Starlette's TestClient
+        "allowed_hosts": "testserver",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

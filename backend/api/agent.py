@@ -54,7 +54,9 @@ async def start_run(request: Request) -> Response:
     headers = {"X-Conversation-Id": cid, "X-Run-Id": rid}
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"conversation_id": cid, "run_id": rid}, 202, headers=headers)
-    return sse_response(run_events(store(request), runs.bus, cid, rid), headers)
+    return sse_response(
+        run_events(store(request), runs.bus, cid, rid), headers, send_timeout(request)
+    )
 
 
 async def run_events_route(request: Request) -> Response:
@@ -71,7 +73,14 @@ async def run_events_route(request: Request) -> Response:
     return sse_response(
         run_events(store(request), manager(request).bus, run["conversation_id"], rid, after),
         headers,
+        send_timeout(request),
     )
+
+
+def send_timeout(request: Request) -> float:
+    # a bit over the server's write timeout, which closes the connection first under
+    # `planact serve`; this one also holds under any other ASGI server
+    return float(request.app.state.settings.http_write_timeout) + 10.0
 
 
 async def stop_run(request: Request) -> Response:

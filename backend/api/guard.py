@@ -1,7 +1,7 @@
 """Cross-site defence at the edge, with or without AUTH_TOKEN (docs/security.md).
 
-- `Host` must be one of ALLOWED_HOSTS (default: the loopback names and the bound host), so a
-  page that rebinds its own DNS name to 127.0.0.1 reads nothing: 400.
+- `Host` must be a loopback name, the bound host or one of ALLOWED_HOSTS, so a page that
+  rebinds its own DNS name to 127.0.0.1 reads nothing: 400.
 - A state-changing request (any method but GET, HEAD, OPTIONS) that a browser sends from
   another origin is refused: its `Origin` (or, without one, its `Referer`) must be the
   server's own origin or one of ALLOWED_ORIGINS: 403. `Origin: null` is refused. Requests
@@ -86,11 +86,10 @@ def parse_origin(value: str) -> Origin | None:
 
 class HostPolicy:
     def __init__(self, allowed_hosts: str, bound_host: str) -> None:
-        entries = [e.strip() for e in allowed_hosts.split(",") if e.strip()]
-        if not entries:
-            entries = [*LOOPBACK_NAMES]
-            if bound_host.strip().lower() not in WILDCARD_BINDS:
-                entries.append(bound_host)
+        # the loopback names and the bound host always; ALLOWED_HOSTS adds to them
+        entries = [*LOOPBACK_NAMES, *(e.strip() for e in allowed_hosts.split(",") if e.strip())]
+        if bound_host.strip().lower() not in WILDCARD_BINDS:
+            entries.append(bound_host)
         self.any = "*" in entries
         self.allowed: set[Authority] = set()
         for entry in entries:
@@ -154,6 +153,8 @@ class GuardMiddleware:
 
     def _cross_site(self, headers: dict[str, str], own: Authority | None) -> str | None:
         """Why this state-changing request is refused, or None."""
+        if self.origins.any:
+            return None
         if "origin" in headers:
             name, value = "Origin", headers["origin"]
         elif "referer" in headers:

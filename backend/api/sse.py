@@ -6,6 +6,8 @@ import json
 from collections.abc import AsyncIterator
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import SendTimeoutError
+from starlette.types import Receive, Scope, Send
 
 from backend.messages.bus import Bus
 from backend.store.repo import Store
@@ -59,11 +61,25 @@ async def run_events(
         bus.unsubscribe(run_id, event)
 
 
+class _Stream(EventSourceResponse):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except SendTimeoutError:
+            # a client that does not read: the stream is closed (its generator too); the
+            # server's write timeout cuts the connection (backend/serve/protocol.py)
+            return
+
+
 def sse_response(
-    stream: AsyncIterator[ServerSentEvent], headers: dict[str, str] | None = None
+    stream: AsyncIterator[ServerSentEvent],
+    headers: dict[str, str] | None = None,
+    send_timeout: float | None = None,
 ) -> EventSourceResponse:
-    return EventSourceResponse(
+    """`send_timeout`: seconds one event may take to be sent before the stream ends."""
+    return _Stream(
         stream,
+        send_timeout=send_timeout,
         ping=PING_SECONDS,
         ping_message_factory=lambda: ServerSentEvent(comment="ping"),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
