@@ -46,6 +46,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> 
         HTTP_BODY_TIMEOUT=str(HEADER_TIMEOUT),
         HTTP_WRITE_TIMEOUT=str(WRITE_TIMEOUT),
         HTTP_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
+        # whole replies: a long reply streamed in 64-character chunks costs seconds
+        LLM_STREAM="false",
     )
     srv = Server(tmp, env).start()
     yield srv
@@ -77,7 +79,7 @@ def start(server: Server, body: dict[str, Any]) -> dict[str, str]:
 
 
 def finished(server: Server, cid: str) -> bool:
-    r = httpx.get(f"{server.url}/api/conversations/{cid}")
+    r = httpx.get(f"{server.url}/api/conversations/{cid}", timeout=30)
     return r.json()["status"] in ("completed", "failed", "stopped")
 
 
