@@ -19,7 +19,8 @@ MAX_DEPTH = 64  # nesting of arrays/objects in a JSON body
 MAX_DIGITS = 40  # digits of one JSON number
 # ids are uuid4 hex; anything longer or with other characters cannot exist
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_SEQ = re.compile(r"[0-9]{1,18}")  # fits a 64-bit integer column
+_SEQ = re.compile(r"[0-9]{1,18}")
+MAX_SEQ = 2**31 - 1  # the seq column is a 32-bit INTEGER: no message is after this
 
 
 class _BadJSON(ValueError):
@@ -135,13 +136,14 @@ def ident(request: Request, name: str, what: str) -> str:
 
 
 def seq_param(raw: str | None, name: str) -> int:
-    """A message seq from a query parameter or header: ASCII digits, 64-bit; else 400."""
+    """A message seq from a query parameter or header: 1-18 ASCII digits, else 400; values
+    past the column's range mean "after every message" (a database would refuse them)."""
     if raw is None or raw == "":
         return 0
     text = raw.strip()
     if not _SEQ.fullmatch(text):
         raise ApiError(400, f"{name} must be a non-negative integer seq of at most 18 digits.")
-    return int(text)
+    return min(int(text), MAX_SEQ)
 
 
 async def conversation_or_404(request: Request, cid: str) -> dict[str, Any]:

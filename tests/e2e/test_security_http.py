@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, wipe
 
 pytestmark = pytest.mark.e2e
 
@@ -315,6 +316,7 @@ def test_bad_seq_and_ids_are_json_4xx_and_never_start_a_stream(server: Server) -
             headers=[(b"Last-Event-ID", value.encode())],
         )
         assert "Last-Event-ID" in error_of(r, 400, "invalid_request")
+    check_big_seqs(server, cid, rid)
     # good values still work, and the stream ends properly
     r = httpx.get(f"{server.url}/api/agent/runs/{rid}/events", params={"after": "1"})
     assert r.status_code == 200 and "event: end" in r.text
@@ -334,6 +336,37 @@ def test_bad_seq_and_ids_are_json_4xx_and_never_start_a_stream(server: Server) -
             r = httpx.request(method, server.url + path)
             msg = error_of(r, 404, "not_found")
             assert len(msg) < 500
+
+
+def check_big_seqs(server: Server, cid: str, rid: str) -> None:
+    """Seqs past any the store holds (and past a 32-bit column) read as "nothing after"."""
+    for value in ("2147483648", "9" * 18):
+        r = httpx.get(f"{server.url}/api/conversations/{cid}/messages", params={"after": value})
+        assert r.status_code == 200 and r.json() == [], r.text
+        r = httpx.get(f"{server.url}/api/agent/runs/{rid}/events", params={"after": value})
+        assert r.status_code == 200 and r.text.count("event: end") == 1, r.text
+        assert "event: message" not in r.text
+
+
+def test_bad_input_on_postgresql(tmp_path: Path, model: FakeModelServer) -> None:
+    """PostgreSQL refuses what SQLite takes (NUL in text, integers past the column)."""
+    url = postgres_url()
+    wipe(url)
+    env = server_env(tmp_path, model.base_url, DATABASE_URL=url, LLM_STREAM="false")
+    server = Server(tmp_path, env).start()
+    try:
+        ids = start(server, {"goal": "hello", "mode": "chat"})
+        wait_end(server, ids["conversation_id"])
+        check_big_seqs(server, ids["conversation_id"], ids["run_id"])
+        h = {"Content-Type": "application/json", "Accept": "application/json"}
+        for raw in (b'{"goal": "a\\u0000b"}', b'{"goal": "x", "conversation_id": "a\\u0000"}'):
+            r = httpx.post(f"{server.url}/api/agent/run", content=raw, headers=h)
+            assert "NUL" in error_of(r, 400, "invalid_request")
+        for path in ("/api/conversations/a%00b", "/api/agent/runs/a%00b/events"):
+            error_of(httpx.get(server.url + path), 404, "not_found")
+        assert len(conversations(server)) == 1
+    finally:
+        server.stop()
 
 
 def raw_exchange(server: Server, data: bytes) -> bytes:
