@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.sync_api import Page
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Frame, Page
 
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server, wait_for
@@ -67,6 +68,13 @@ def attacker_site(root: Path, target: str, goal: str) -> Iterator[str]:
         thread.join(10)
 
 
+def frame_text(frame: Frame) -> str:
+    try:
+        return str(frame.content())
+    except PlaywrightError:  # still navigating
+        return ""
+
+
 def test_a_page_of_another_origin_cannot_start_a_run(
     ui_server: Server, fake_model: FakeModelServer, new_page: NewPage, tmp_path: Path
 ) -> None:
@@ -88,7 +96,7 @@ def test_a_page_of_another_origin_cannot_start_a_run(
         assert posted.value.status == 403
         sink = page.frame(name="sink")
         assert sink is not None
-        wait_for(lambda: "forbidden" in sink.content(), what="the refusal in the frame")
+        wait_for(lambda: "forbidden" in frame_text(sink), what="the refusal in the frame")
 
     assert httpx.get(f"{ui_server.url}/api/conversations").json() == []
     assert fake_model.model.calls == []
