@@ -119,7 +119,7 @@ class GuardedProtocol(HttpToolsProtocol):
         idle = [
             c
             for c in self.sweeper.connections
-            if c is not self and c._head_since is not None and not c.transport.is_closing()
+            if c is not self and c._waiting_for_head() and not c.transport.is_closing()
         ]
         if not idle:
             return False
@@ -127,6 +127,11 @@ class GuardedProtocol(HttpToolsProtocol):
         victim._head_since = None
         victim.transport.close()
         return True
+
+    def _waiting_for_head(self) -> bool:
+        """Only waiting for a request head: no response of an earlier request under way."""
+        busy = self.cycle is not None and not self.cycle.response_complete
+        return self._head_since is not None and not busy
 
     def _answer(self, status: int, message: str) -> None:
         if not self.transport.is_closing():
@@ -181,6 +186,10 @@ class GuardedProtocol(HttpToolsProtocol):
             self._head_since = time.monotonic()
             self._head_started = False
 
+    def handle_websocket_upgrade(self) -> None:
+        self.sweeper.discard(self)  # another protocol owns the connection now
+        super().handle_websocket_upgrade()
+
     def send_400_response(self, msg: str) -> None:
         status, message = self._reject or (400, f"Invalid HTTP request: {msg}")
         self._reject = None
@@ -215,7 +224,7 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         if self.flow is not None and self.flow.read_paused:
             return  # the app has not consumed what it got yet: not the client's fault
-        if self._head_since is not None and now - self._head_since > limits.header_timeout:
+        if self._waiting_for_head() and now - (self._head_since or now) > limits.header_timeout:
             if self._head_started:
                 self._answer(408, "The request head was not received in time.")
             else:

@@ -113,10 +113,13 @@ def server_sockets(server: Server) -> int:
     return count
 
 
-def connect(server: Server, rcvbuf: int | None = None) -> socket.socket:
+def connect(server: Server, slow_reader: bool = False) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if rcvbuf is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    if slow_reader:
+        # a small window, and small segments: on loopback the server's send buffer grows
+        # with the segment size (MBs for loopback's 64 KiB MSS), hiding a stalled client
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
     sock.connect(("127.0.0.1", server.port))
     return sock
 
@@ -462,7 +465,7 @@ def test_sse_clients_that_never_read_are_cut_off(server: Server, model: FakeMode
     ).encode()
     clients = []
     for _ in range(50):
-        s = connect(server, rcvbuf=4096)
+        s = connect(server, slow_reader=True)
         s.sendall(request)
         clients.append(s)  # and never read
     wait_for(lambda: server_sockets(server) >= baseline + 50, what="50 streams")
