@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 __all__ = ["ActionResult", "BaseRuntime", "Runtime", "make_runtime"]
 
 
-def make_runtime(settings: Settings, name: str | None = None, *, owner: str | None = None) -> Runtime:
+def make_runtime(
+    settings: Settings, name: str | None = None, *, owner: str | None = None
+) -> Runtime:
     """The runtime ``name`` (default ``RUNTIME``). ``owner``: the docker runtime's instance id
     (labels its sandboxes; see DockerRuntime)."""
     kind = name or settings.runtime

@@ -111,7 +111,9 @@ async def _drain(pumps: list[asyncio.Task[None]]) -> None:
             raise result
 
 
-async def _stop_and_drain(proc: asyncio.subprocess.Process, pumps: list[asyncio.Task[None]]) -> None:
+async def _stop_and_drain(
+    proc: asyncio.subprocess.Process, pumps: list[asyncio.Task[None]]
+) -> None:
     try:
         await _stop(proc)
     finally:

@@ -16,6 +16,7 @@ Limit: the command runs as the same user, so it can kill this wrapper itself
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -60,10 +61,8 @@ def kill_all() -> None:
     me = os.getpid()
     while True:
         for pid in descendants(me):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         try:
             os.waitpid(-1, 0)  # one exits (orphans of the killed come to us next)
             while os.waitpid(-1, os.WNOHANG)[0]:
