@@ -81,6 +81,7 @@ oomk() {
   done
 }
 oomk; o=$K
+printf '@planact-start:%s\n' "$1" >&2
 exec 3>&2 2>/dev/null
 set -m
 bash -c "$3" </dev/null 2>&3 3>&- &
@@ -641,6 +642,7 @@ class DockerRuntime(BaseRuntime):
                             sweep = not agent.alive
                             return result
                     exec_ids = await self._exec_create(sandbox, command, cwd)
+                    return await self._exec_run(sandbox, exec_ids)
                 except _ContainerGone:
                     # died while idle (killed from outside, engine restart) or its runner
                     # cannot start any more: start a fresh one
@@ -649,7 +651,6 @@ class DockerRuntime(BaseRuntime):
                     if attempt == 2:
                         raise RuntimeUnavailable("the sandbox container stops at once") from None
                     continue
-                return await self._exec_run(sandbox, exec_ids)
             finally:
                 if sweep and sandbox.busy == 1 and self._sandboxes.get(key) is sandbox:
                     await _shielded(self._sweep(sandbox))
@@ -868,6 +869,14 @@ class DockerRuntime(BaseRuntime):
             raise
 
         stderr = err.value()
+        started = f"@planact-start:{run_id}\n".encode()
+        if stderr.startswith(started):
+            stderr = stderr[len(started) :]
+        elif not server_killed:
+            # the wrapper never ran: the engine could not start a process in the sandbox
+            # (out of memory or pids): replace it; the command has not run
+            log.warning("docker runtime: no process starts in the sandbox; replacing it")
+            raise _ContainerGone
         trailer = stderr.rfind(f"\n@planact:{run_id}:".encode())
         if trailer >= 0 and not server_killed:
             fields = stderr[trailer:].decode("ascii", "replace").strip().split(":")
