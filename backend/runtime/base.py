@@ -213,7 +213,7 @@ class BaseRuntime:
         owner = self._file_owner(workspace)
 
         def write() -> ActionResult:
-            old, rel = confined.file_size(workspace, path)
+            old, rel = confined.file_size(workspace, path.strip())
             used = confined.usage(workspace)
             new_total = used - (old or 0) + len(data)
             if len(data) > (old or 0) and new_total > self.workspace_max_bytes:
@@ -221,7 +221,7 @@ class BaseRuntime:
                 result.filepath = rel
                 return result
             try:
-                rel = confined.write_atomic(workspace, path, data, owner)
+                rel = confined.write_atomic(workspace, path.strip(), data, owner)
             except IsADirectoryError:
                 return ActionResult("failure", f"{path} is a directory.", rel)
             except PathEscapeError:
@@ -251,7 +251,7 @@ class BaseRuntime:
             used = confined.usage(workspace) if len(new) > len(old) else 0
             limit = self.workspace_max_bytes if len(new) > len(old) else None
             try:
-                done = confined.edit_exact(workspace, path, old, new, owner, limit, used)
+                done = confined.edit_exact(workspace, path.strip(), old, new, owner, limit, used)
             except FileNotFoundError:
                 return ActionResult("failure", f"File {path} does not exist.", path)
             except IsADirectoryError:
@@ -289,7 +289,7 @@ class BaseRuntime:
 
         def read() -> ActionResult:
             try:
-                fd, rel = confined.open_read(workspace, path)
+                fd, rel = confined.open_read(workspace, path.strip())
             except FileNotFoundError:
                 return ActionResult("failure", f"File {path} does not exist.", path)
             except IsADirectoryError:
@@ -326,7 +326,7 @@ class BaseRuntime:
 
         def check_cwd() -> str | None:
             try:
-                fd, rel = confined.open_dir(workspace, cwd_param)
+                fd, rel = confined.open_dir(workspace, cwd_param.strip())
             except (FileNotFoundError, NotADirectoryError):
                 return None
             os.close(fd)

@@ -134,7 +134,7 @@ def relative_parts(root: Path | str, path: str) -> list[str]:
     """
     if "\x00" in path:
         raise PathEscapeError(f"path {path!r} contains a NUL byte")
-    raw = path.strip() or "."
+    raw = path if path.strip() else "."  # exact: a name may end in a space or newline
     if raw.startswith("/"):
         norm = posixpath.normpath(raw)
         inside = _under(norm, str(SANDBOX_ROOT))
