@@ -465,3 +465,14 @@ async def test_workspace_size_limit(make_rt: RuntimeFactory, workspace: Path) ->
     freed = await run(runtime, workspace, "rm big.bin")
     assert freed.ok, freed.content
     assert (await write(runtime, workspace, "c.txt", "more")).ok
+
+
+async def test_reading_a_fifo_fails_instead_of_hanging(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    made = await run(runtime, workspace, "mkfifo pipe")
+    assert made.ok, made.content
+    async with asyncio.timeout(30):  # a blind open() would wait for a writer forever
+        got = await read(runtime, workspace, "pipe")
+    assert got.status == "failure"
+    assert "Not a regular file" in got.content
