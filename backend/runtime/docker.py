@@ -1243,14 +1243,16 @@ def _remove_container(client: DockerClient, container_id: str) -> None:
 
 
 def _hand_over(root: str, uid: int, gid: int) -> None:
-    """Give a root-owned workspace and its root-owned entries to uid:gid (no symlink follows)."""
+    """Give a root-owned workspace and its root-owned entries to uid:gid.
+
+    Descriptor-based (os.fwalk, ``*at`` calls): no symlink is followed, even one swapped in.
+    """
     os.chown(root, uid, gid, follow_symlinks=False)
-    for folder, dirs, files in os.walk(root):
+    for _folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
         for name in dirs + files:
-            path = os.path.join(folder, name)
             with contextlib.suppress(OSError):
-                if os.lstat(path).st_uid == 0:
-                    os.chown(path, uid, gid, follow_symlinks=False)
+                if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_uid == 0:
+                    os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _probe_unix_socket(url: str | None) -> None:
