@@ -363,6 +363,7 @@ class _AgentRun:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.out, self.err = HeadTail(), HeadTail()
         self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.done.add_done_callback(_retrieve)  # nobody may wait any more (cancelled)
 
 
 class _Agent:
@@ -378,6 +379,7 @@ class _Agent:
         self.alive = True
         self.runs: dict[str, _AgentRun] = {}
         self.hello: asyncio.Future[int] = loop.create_future()
+        self.hello.add_done_callback(_retrieve)
         self._write_lock = threading.Lock()
         self.thread = threading.Thread(target=self._read, name="planact-sandbox-io", daemon=True)
         self.thread.start()
