@@ -36,6 +36,11 @@ class Settings(BaseSettings):
     max_steps_per_task: int = 20
     max_format_errors: int = 3
 
+    # workspace size limit (both runtimes): write_code/edit_file are refused when a file
+    # would bring one conversation's workspace over it; a terminal_run that pushed it over
+    # says so in its result (uploads use it too)
+    workspace_max_mb: float = Field(default=1024, gt=0)
+
     # docker runtime
     sandbox_image: str = "planact-sandbox:latest"
     sandbox_network: Literal["none", "bridge"] = "none"
@@ -43,6 +48,9 @@ class Settings(BaseSettings):
     sandbox_cpus: float = 1.0
     sandbox_pids: int = 256
     sandbox_idle_timeout: float = 900.0
+    # size of the sandbox's tmpfs /tmp (docker size string, e.g. "256m"); none: the smaller
+    # of 256m and a quarter of SANDBOX_MEMORY (a full /tmp must not starve the commands)
+    sandbox_tmp_size: str | None = None
     # where WORKSPACE_DIR lives on the Docker host when the app itself runs in a container
     sandbox_host_workspace_dir: Path | None = None
     sandbox_uid: int | None = None
