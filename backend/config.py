@@ -54,6 +54,12 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+
+    # -- runs in the store (backend/runs): leases, executors, shutdown --------------------
+    executor: Literal["inline", "queue"] = "inline"
+    lease_seconds: float = 12.0  # an owner renews its lease every third of this
+    shutdown_grace: float = 30.0
+    worker_concurrency: int = 4  # runs one `planact worker` executes at once
     frontend_dist: Path = Field(
         default_factory=lambda: Path(__file__).resolve().parent.parent / "frontend" / "dist"
     )
