@@ -87,8 +87,10 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     from backend.runs import RunManager
     from backend.runs.lease import new_instance_id
     from backend.runs.notify import make_notifier
+    from backend.runs.worker import prewarm_litellm
     from backend.store.repo import Store
 
+    await prewarm_litellm(settings)
     store = Store(settings.database_url)
     store.migrate()
     # an instance of its own with a lease: a live server's runs on the same database are

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,19 +84,27 @@ class LeaseKeeper:
         self.seconds = manager.settings.lease_seconds
         self.host = host_identity()
         self._tasks: list[asyncio.Task[None]] = []
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
         self._recover_lock = asyncio.Lock()
         self.recovered = 0
 
     async def start(self) -> None:
         await self.store.renew_instance(self.iid, self.manager.kind, self.seconds, self.host)
         await self.recover()
+        self._stopped.clear()
+        self._thread = threading.Thread(target=self._renew_loop, name="planact-lease", daemon=True)
+        self._thread.start()
         self._tasks = [
-            asyncio.create_task(self._every(self.seconds / 3, self._renew), name="lease-renew"),
             asyncio.create_task(self._every(self.seconds / 3, self.recover), name="recover"),
             asyncio.create_task(self._every(CONTROL_SECONDS, self.watch), name="watch-runs"),
         ]
 
     async def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 10)
+            self._thread = None
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -106,8 +115,15 @@ class LeaseKeeper:
             await self.store.drop_instance(self.iid)
 
     async def _every(self, seconds: float, fn: object) -> None:
+        loop = asyncio.get_running_loop()
         while True:
+            before = loop.time()
             await asyncio.sleep(seconds)
+            late = loop.time() - before - seconds
+            if late > self.seconds / 3:
+                log.warning(
+                    "the event loop was blocked for %.1f s (lease %.0f s)", late, self.seconds
+                )
             try:
                 await fn()  # type: ignore[operator]
             except asyncio.CancelledError:
@@ -115,8 +131,14 @@ class LeaseKeeper:
             except Exception:
                 log.exception("%s failed", getattr(fn, "__name__", fn))
 
-    async def _renew(self) -> None:
-        await self.store.renew_instance(self.iid, self.manager.kind, self.seconds, self.host)
+    def _renew_loop(self) -> None:
+        """Renew the lease every third of it, on a thread of its own: the lease says the
+        process is alive, whatever its event loop is busy with."""
+        while not self._stopped.wait(self.seconds / 3):
+            try:
+                self.store.renew_instance_sync(self.iid, self.manager.kind, self.seconds, self.host)
+            except Exception:
+                log.exception("renewing the lease failed")
 
     async def watch(self) -> None:
         """Safety net for notifications: stop flags and runs taken by recovery."""
@@ -125,6 +147,8 @@ class LeaseKeeper:
             return
         flags = await self.store.run_flags(list(local))
         for rid, ctx in local.items():
+            if ctx.ending:
+                continue
             status, stop, owner = flags.get(rid, ("missing", False, None))
             if status != "running" or owner != self.iid:
                 log.warning("run %s was ended elsewhere (%s); dropping it here", rid, status)

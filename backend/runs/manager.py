@@ -303,8 +303,10 @@ class RunManager:
                 return None
         return await self.wait_ended(run_id, timeout)
 
-    async def wait_ended(  # noqa: ASYNC109
-        self, run_id: str, timeout: float | None = None
+    async def wait_ended(
+        self,
+        run_id: str,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> str | None:
         sub = self.bus.subscribe(run_id)
         loop = asyncio.get_running_loop()

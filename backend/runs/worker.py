@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 from typing import Any
@@ -11,6 +12,16 @@ from typing import Any
 from backend.config import Settings
 
 log = logging.getLogger(__name__)
+
+
+async def prewarm_litellm(settings: Settings) -> None:
+    """Import litellm (seconds) off the event loop before taking runs: an import on the
+    loop at the first model call would stall the lease renewal."""
+    if settings.llm_model:
+        try:
+            await asyncio.to_thread(importlib.import_module, "litellm")
+        except Exception:  # reported on first use
+            log.debug("litellm prewarm failed", exc_info=True)
 
 
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
@@ -25,6 +36,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from backend.store.repo import Store
 
     require_postgres(settings.database_url)
+    await prewarm_litellm(settings)
     store = Store(settings.database_url)
     await asyncio.to_thread(store.migrate)
     await ensure_schema(settings.database_url)

@@ -290,9 +290,18 @@ class Store:
     async def renew_instance(
         self, iid: str, kind: str, lease_seconds: float, host: str = ""
     ) -> None:
-        """Register the instance or extend its lease to now + lease_seconds."""
+        await self._core(lambda c: self._renew(c, iid, kind, lease_seconds, host))
 
-        def fn(c: Connection) -> None:
+    def renew_instance_sync(self, iid: str, kind: str, lease_seconds: float, host: str) -> None:
+        """The same from any thread (the lease keeper's own): a busy event loop does not
+        cost a live process its lease."""
+        with self.engine.begin() as c:
+            self._renew(c, iid, kind, lease_seconds, host)
+
+    @staticmethod
+    def _renew(c: Connection, iid: str, kind: str, lease_seconds: float, host: str) -> None:
+        """Register the instance or extend its lease to now + lease_seconds."""
+        if True:
             now = utcnow()
             until = now + timedelta(seconds=lease_seconds)
             done = c.execute(
@@ -309,8 +318,6 @@ class Store:
                         expires_at=until,
                     )
                 )
-
-        await self._core(fn)
 
     async def instances(self) -> list[dict[str, Any]]:
         def fn(c: Connection) -> list[dict[str, Any]]:
