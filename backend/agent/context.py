@@ -3,6 +3,7 @@ messages and call the model."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Listener = Callable[[Message], Awaitable[None] | None]
+
+
+async def _store_through_cancellation(store: Store, msg: Message) -> tuple[Message, bool]:
+    """Store ``msg`` even when the run is cancelled meanwhile (the write runs on the store's
+    thread and completes anyway): a stored `running` message must be known to the run, so
+    that its final partner is published when the run ends. Returns (stored, cancelled)."""
+    write = asyncio.ensure_future(store.append_message(msg))
+    cancelled = False
+    while True:
+        try:
+            return await asyncio.shield(write), cancelled
+        except asyncio.CancelledError:
+            cancelled = True
+            if write.done() and write.cancelled():
+                raise
 
 
 class RunStopped(BaseException):
@@ -72,13 +88,15 @@ class RunContext:
         msg.run_id = self.run_id
         if self.lost:  # another process ended this run: its messages are closed
             return msg
-        stored = await self.store.append_message(msg)
+        stored, cancelled = await _store_through_cancellation(self.store, msg)
         if msg.meta.action_type != "task":  # tasks are closed by the pipeline
             if msg.status == "running":
                 self.open_actions[msg.uuid] = stored
             else:
                 self.open_actions.pop(msg.uuid, None)
         self.bus.publish(self.run_id, stored)
+        if cancelled:  # the write is done and tracked: now let the cancellation through
+            raise asyncio.CancelledError()
         if self.listener is not None:
             result = self.listener(stored)
             if result is not None:
