@@ -71,6 +71,7 @@ class RunContext:
     ending: bool = False
     lost: bool = False
     open_actions: dict[str, Message] = field(default_factory=dict)
+    open_tasks: set[str] = field(default_factory=set)  # task ids published `running`
     notifier: Any = None  # backend.runs.notify.Notifier (live deltas)
 
     def check_stop(self) -> None:
@@ -89,11 +90,15 @@ class RunContext:
         if self.lost:  # another process ended this run: its messages are closed
             return msg
         stored, cancelled = await _store_through_cancellation(self.store, msg)
-        if msg.meta.action_type != "task":  # tasks are closed by the pipeline
+        if msg.meta.action_type == "task":  # tasks pair by task id
             if msg.status == "running":
-                self.open_actions[msg.uuid] = stored
+                self.open_tasks.add(str(msg.meta.task_id))
             else:
-                self.open_actions.pop(msg.uuid, None)
+                self.open_tasks.discard(str(msg.meta.task_id))
+        elif msg.status == "running":
+            self.open_actions[msg.uuid] = stored
+        else:
+            self.open_actions.pop(msg.uuid, None)
         self.bus.publish(self.run_id, stored)
         if cancelled:  # the write is done and tracked: now let the cancellation through
             raise asyncio.CancelledError()

@@ -101,7 +101,7 @@ async def _end_early(
             )
         )
     for task in tasks:
-        if task["status"] == "running":
+        if task["id"] in ctx.open_tasks:  # published `running`, not closed yet
             await _set_task(ctx, task, "failed", "stopped" if stopped else reason)
     if stopped:
         await ctx.publish(Message.build("stop", "The run was stopped.", status="failure"))

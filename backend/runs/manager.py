@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from backend.llm.base import LLM
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HISTORY_TURNS = 6
 HISTORY_CHARS = 1500
@@ -77,6 +79,7 @@ class RunManager:
         self._listeners: dict[str, Listener] = {}
         self._started: set[str] = set()
         self._cancellers: dict[str, asyncio.Task[None]] = {}
+        self._cleanups: set[asyncio.Future[None]] = set()
         self._opened = False
         self._closed = False
 
@@ -179,7 +182,30 @@ class RunManager:
         """Execute a run of this instance in the background (the inline executor)."""
         task = asyncio.create_task(self.execute(run_id), name=f"run-{run_id}")
         self._tasks[run_id] = task
+        task.add_done_callback(lambda t: self._after(run_id, t))
         return task
+
+    def _after(self, run_id: str, task: asyncio.Task[str]) -> None:
+        """A run task that died without ending its run (cancelled before it began, or a
+        bug before the pipeline): end the run here, with its messages closed."""
+        if not task.cancelled() and task.exception() is None:
+            return
+        if not task.cancelled():
+            log.error("run %s crashed", run_id, exc_info=task.exception())
+        stopped = task.cancelled()
+        reason = "" if stopped else f"Internal error: {task.exception()!r}"
+        self._cleanups.add(
+            cleanup := asyncio.ensure_future(self._end_abandoned(run_id, stopped, reason))
+        )
+        cleanup.add_done_callback(self._cleanups.discard)
+
+    async def _end_abandoned(self, run_id: str, stopped: bool, reason: str) -> None:
+        self._contexts.pop(run_id, None)
+        self._started.discard(run_id)
+        try:
+            await close_run(self, run_id, "stopped" if stopped else "failed", reason)
+        finally:
+            self.bus.mark_done(run_id)
 
     async def execute(self, run_id: str) -> str:
         """Run ``run_id`` here to its end: take it if it is queued, refuse it if another
@@ -234,7 +260,9 @@ class RunManager:
                     error = ""
                     if ctx.shutting_down:
                         error = "The server shut down while this run was active."
-                    await self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
+                    await _uncancellable(
+                        self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
+                    )
             finally:
                 self.bus.mark_done(ctx.run_id)
                 self._contexts.pop(ctx.run_id, None)
@@ -362,6 +390,24 @@ class RunManager:
             elif kind in ("auto_reply", "finish_summery") and turns:
                 turns[-1]["answer"] = _clip(m.content)
         return turns[-HISTORY_TURNS:]
+
+
+async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
+    """Finish ``work`` even if the caller is cancelled meanwhile; re-raise the cancellation
+    afterwards (the end of a run must be stored whatever happens)."""
+    fut = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(fut)
+            break
+        except asyncio.CancelledError:
+            cancelled = True
+            if fut.done() and fut.cancelled():
+                raise
+    if cancelled:
+        raise asyncio.CancelledError()
+    return result
 
 
 def _title(goal: str) -> str:
