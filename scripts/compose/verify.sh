@@ -27,6 +27,8 @@
 #   VERIFY_RUNTIME   runtime of the checked run (docker)
 #   VERIFY_REPORT    file to append the measured figures to (markdown lines)
 #   VERIFY_TIMEOUT   seconds for each wait on health / a run (120)
+#   VERIFY_PROJECT, VERIFY_IMAGE  compose project name (planact-verify) and app image tag
+#                    (planact:latest): two checks on one engine keep apart
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,7 +40,7 @@ passes=${VERIFY_PASSES:-sqlite postgres scaled}
 override=${VERIFY_OVERRIDE-scripts/compose/ci.override.yml}
 runtime=${VERIFY_RUNTIME:-docker}
 wait_s=${VERIFY_TIMEOUT:-120}
-project=planact-verify
+project=${VERIFY_PROJECT:-planact-verify}
 BASE_IMAGE=${BASE_IMAGE:-planact-base:bookworm}
 
 # ---- preconditions -----------------------------------------------------------------------
@@ -119,7 +121,7 @@ RUNTIME=$runtime
 SANDBOX_IDLE_TIMEOUT=600
 PLANACT_PORT=127.0.0.1:$app_port
 PLANACT_PORT_2=127.0.0.1:$app_port_2
-PLANACT_IMAGE=planact:latest
+PLANACT_IMAGE=${VERIFY_IMAGE:-planact:latest}
 SANDBOX_IMAGE=planact-sandbox:verify
 BASE_IMAGE=$BASE_IMAGE
 ${gateway:+PLANACT_HOST_GATEWAY=$gateway}
