@@ -110,13 +110,12 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     def show(msg: Message) -> None:
         print(_progress_line(msg), flush=True)
 
+    cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=show)
     try:
-        cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=show)
         status = await manager.wait(rid)
-    except BaseException:
-        await manager.shutdown()
-        await store.close()
-        raise
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: stop the run, cleanly
+        await manager.stop(rid)
+        status = await manager.wait(rid, timeout=30)
     run = await store.get_run(rid)
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)
