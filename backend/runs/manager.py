@@ -82,6 +82,7 @@ class RunManager:
         self._cleanups: set[asyncio.Future[None]] = set()
         self._opened = False
         self._closed = False
+        self._grace_over = False
 
     # -- runtimes -------------------------------------------------------------------------
     def runtime(self, name: str) -> Runtime:
@@ -121,6 +122,7 @@ class RunManager:
         if tasks and grace > 0:
             log.warning("shutting down: %d active run(s), %.0f s to finish", len(tasks), grace)
             await asyncio.wait(tasks, timeout=grace)
+        self._grace_over = True  # a run that registers from now on stops at once
         for rid, task in list(self._tasks.items()):
             if not task.done():
                 ctx = self._contexts.get(rid)
@@ -239,6 +241,7 @@ class RunManager:
             notifier=self.notifier,
         )
         ctx.runtime = StopCheckedRuntime(ctx.runtime, ctx)
+        ctx.shutting_down = self._grace_over
         self._contexts[run_id] = ctx
         self.bus.mark_live(run_id)
         current = asyncio.current_task()
