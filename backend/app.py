@@ -26,8 +26,10 @@ from backend.api.guard import GuardMiddleware
 from backend.config import Settings
 from backend.llm.base import LLM
 from backend.llm.client import LiteLLM
-from backend.messages.bus import Bus
 from backend.runs import RunManager
+from backend.runs.executor import make_executor, require_postgres
+from backend.runs.lease import new_instance_id
+from backend.runs.notify import make_notifier
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
 
@@ -73,23 +75,28 @@ def create_app(
     runtimes: dict[str, Runtime] | None = None,
     specialists: tuple[Specialist, ...] | None = None,
 ) -> Starlette:
+    # -- runs in the store: instance id, notifier, executor (backend/runs) ----------------
+    if settings.executor == "queue":
+        require_postgres(settings.database_url)  # a clear start-up error (QueueConfigError)
     store = Store(settings.database_url)
-    bus = Bus()
+    instance_id = new_instance_id("serve")
     manager = RunManager(
         settings,
         store,
-        bus,
+        make_notifier(settings.database_url, instance_id),
         llm or make_llm(settings),
         specialists if specialists is not None else load_specialists(settings.specialists_file),
         runtimes,
+        instance_id=instance_id,
     )
+    manager.executor = make_executor(settings, manager)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(store.migrate)
-        recovered = await manager.recover()
-        if recovered:
-            log.warning("marked %d interrupted run(s) as failed", recovered)
+        await manager.open()  # lease, listener, executor; recovers runs of dead owners
+        if manager.lease.recovered:
+            log.warning("marked %d interrupted run(s) as failed", manager.lease.recovered)
         checker = asyncio.create_task(_probe_docker(app, manager))
         if isinstance(manager.llm, LiteLLM) and settings.llm_model:
             # import litellm (seconds) in the background so the first run does not wait
@@ -100,7 +107,7 @@ def create_app(
             # let the probe finish (a ping) so that no half-made docker client leaks
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
-            await manager.shutdown()
+            await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
             await store.close()
 
     routes: list[Route | Mount] = [

@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--runtime", choices=["local", "docker"])
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
     run.add_argument("--mode", choices=["auto", "agent", "chat"], default="auto")
+    worker = sub.add_parser("worker", help="execute queued runs (EXECUTOR=queue, PostgreSQL)")
+    worker.add_argument("--concurrency", type=int, help="runs at once (WORKER_CONCURRENCY)")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO").upper(),
@@ -33,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "serve":
         return serve_cmd(args.host, args.port)
+    if args.command == "worker":
+        return worker_cmd(args.concurrency)
     return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode))
 
 
@@ -50,10 +54,28 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         )
         return 2
     from backend.app import create_app
+    from backend.runs.executor import QueueConfigError
+
+    try:
+        app = create_app(settings)
+    except QueueConfigError as exc:
+        print(f"planact: {exc}", file=sys.stderr)
+        return 2
     from backend.serve import serve
 
-    serve(create_app(settings), settings)
+    serve(app, settings)
     return 0
+
+
+def worker_cmd(concurrency: int | None) -> int:
+    from backend.runs.executor import QueueConfigError
+    from backend.runs.worker import run_worker
+
+    try:
+        return asyncio.run(run_worker(Settings(), concurrency))
+    except QueueConfigError as exc:
+        print(f"planact worker: {exc}", file=sys.stderr)
+        return 2
 
 
 async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: str) -> int:
@@ -62,16 +84,28 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
         settings.workspace_dir = workspace
     from backend.agent.routing import load_specialists
     from backend.app import make_llm
-    from backend.messages.bus import Bus
     from backend.runs import RunManager
+    from backend.runs.lease import new_instance_id
+    from backend.runs.notify import make_notifier
+    from backend.runs.worker import prewarm_litellm
     from backend.store.repo import Store
 
+    await prewarm_litellm(settings)
     store = Store(settings.database_url)
     store.migrate()
+    # an instance of its own with a lease: a live server's runs on the same database are
+    # left alone; the run executes here (inline) whatever EXECUTOR says
+    iid = new_instance_id("cli")
     manager = RunManager(
-        settings, store, Bus(), make_llm(settings), load_specialists(settings.specialists_file)
+        settings,
+        store,
+        make_notifier(settings.database_url, iid),
+        make_llm(settings),
+        load_specialists(settings.specialists_file),
+        kind="cli",
+        instance_id=iid,
     )
-    await manager.recover()
+    await manager.open()
 
     def show(msg: Message) -> None:
         print(_progress_line(msg), flush=True)
@@ -79,9 +113,9 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=show)
     try:
         status = await manager.wait(rid)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: stop the run, cleanly
         await manager.stop(rid)
-        status = await manager.wait(rid)
+        status = await manager.wait(rid, timeout=30)
     run = await store.get_run(rid)
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)

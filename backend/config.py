@@ -77,6 +77,13 @@ class Settings(BaseSettings):
     http_write_timeout: float = 30.0
     # open connections at most (also capped by the open-files limit)
     http_max_connections: int = 2048
+
+    # -- runs in the store (backend/runs): leases, executors, shutdown --------------------
+    executor: Literal["inline", "queue"] = "inline"
+    lease_seconds: float = 12.0  # an owner renews its lease every third of this
+    shutdown_grace: float = 30.0
+    worker_concurrency: int = 4  # runs one `planact worker` executes at once
+
     frontend_dist: Path = Field(
         default_factory=lambda: Path(__file__).resolve().parent.parent / "frontend" / "dist"
     )

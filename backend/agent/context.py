@@ -3,6 +3,7 @@ messages and call the model."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,26 @@ log = logging.getLogger(__name__)
 Listener = Callable[[Message], Awaitable[None] | None]
 
 
+async def _store_through_cancellation(store: Store, msg: Message) -> tuple[Message, bool]:
+    """Store ``msg`` even when the run is cancelled meanwhile (the write runs on the store's
+    thread and completes anyway): a stored `running` message must be known to the run, so
+    that its final partner is published when the run ends. Returns (stored, cancelled)."""
+    write = asyncio.ensure_future(store.append_message(msg))
+    cancelled = False
+    while True:
+        try:
+            return await asyncio.shield(write), cancelled
+        except asyncio.CancelledError:
+            cancelled = True
+            if write.done() and write.cancelled():
+                raise
+
+
+class RunStopped(BaseException):
+    """A stop was requested: raised by ``RunContext.check_stop`` before a model call or an
+    action. A BaseException so that no ``except Exception`` on the way swallows it."""
+
+
 @dataclass
 class RunContext:
     settings: Settings
@@ -43,13 +64,44 @@ class RunContext:
     written: set[str] = field(default_factory=set)
     snapshot: dict[str, tuple[int, int]] = field(default_factory=dict)
     shutting_down: bool = False
+    # -- stop as a level (backend/runs): set by the owner, checked before every model call
+    # and every action; `ending` once the run publishes its end; `lost` when another
+    # process failed this run (its owner's lease expired): nothing more is published.
+    stop_requested: bool = False
+    ending: bool = False
+    lost: bool = False
+    open_actions: dict[str, Message] = field(default_factory=dict)
+    open_tasks: set[str] = field(default_factory=set)  # task ids published `running`
+    notifier: Any = None  # backend.runs.notify.Notifier (live deltas)
+
+    def check_stop(self) -> None:
+        if (self.stop_requested or self.shutting_down or self.lost) and not self.ending:
+            raise RunStopped(self.run_id)
+
+    async def publish_delta(self, payload: dict[str, Any]) -> None:
+        """A live, unstored delta (see CONTRACT section 3) to every reader of the run."""
+        if self.notifier is not None and not self.lost:
+            await self.notifier.publish_delta(self.run_id, payload)
 
     async def publish(self, msg: Message) -> Message:
         """Store first, then notify: every reader reads from the store."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
-        stored = await self.store.append_message(msg)
+        if self.lost:  # another process ended this run: its messages are closed
+            return msg
+        stored, cancelled = await _store_through_cancellation(self.store, msg)
+        if msg.meta.action_type == "task":  # tasks pair by task id
+            if msg.status == "running":
+                self.open_tasks.add(str(msg.meta.task_id))
+            else:
+                self.open_tasks.discard(str(msg.meta.task_id))
+        elif msg.status == "running":
+            self.open_actions[msg.uuid] = stored
+        else:
+            self.open_actions.pop(msg.uuid, None)
         self.bus.publish(self.run_id, stored)
+        if cancelled:  # the write is done and tracked: now let the cancellation through
+            raise asyncio.CancelledError()
         if self.listener is not None:
             result = self.listener(stored)
             if result is not None:
@@ -62,12 +114,14 @@ class RunContext:
         """Call the model for ``stage``; the specialist's model when asked, falling back to
         the default model if it errors. Usage is recorded per stage."""
         model = self.specialist.model if (specialist and self.specialist) else None
+        self.check_stop()
         try:
             completion = await self.llm.complete(stage=stage, messages=messages, model=model)
         except LLMError as exc:  # also a misconfigured specialist model
             if not model or model == self.llm.default_model:
                 raise
             log.warning("specialist model %s failed (%s); using the default", model, exc)
+            self.check_stop()
             completion = await self.llm.complete(stage=stage, messages=messages)
         await self.store.record_usage(
             self.conversation_id,

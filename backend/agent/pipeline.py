@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from backend.agent.code_act import run_task
-from backend.agent.context import RunContext
+from backend.agent.context import RunContext, RunStopped
 from backend.agent.errors import RunError, TaskFailed
 from backend.agent.planning import first_answer, plan
 from backend.agent.prompts import render
@@ -49,10 +49,12 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
             await _set_task(ctx, task, "completed", note)
         await summarize(ctx, tasks, notes, "completed")
         return "completed"
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, RunStopped):
+        # the owner cancels until the run ends (ctx.ending tells it to hold off now)
+        ctx.ending = True
         task_obj = asyncio.current_task()
-        if task_obj is not None:
-            task_obj.uncancel()
+        while task_obj is not None and task_obj.uncancel() > 0:
+            pass
         return await _end_early(ctx, tasks, notes, stopped=not ctx.shutting_down)
     except (RunError, LLMError) as exc:
         return await _end_early(ctx, tasks, notes, reason=str(exc))
@@ -80,10 +82,26 @@ async def _end_early(
     stopped: bool = False,
     reason: str = "",
 ) -> str:
+    ctx.ending = True
+    if ctx.lost:  # another process already ended this run and closed its messages
+        return "failed"
     if ctx.shutting_down:
         reason = "The server shut down while this run was active."
+    # every `running` action message gets its final partner
+    for uid, running in list(ctx.open_actions.items()):
+        await ctx.publish(
+            Message.build(
+                running.meta.action_type,
+                "Stopped before it finished." if stopped else f"Interrupted: {reason}",
+                status="failure",
+                task_id=running.meta.task_id,
+                filepath=running.meta.filepath,
+                uuid=uid,
+                meta_content=running.meta.content,
+            )
+        )
     for task in tasks:
-        if task["status"] == "running":
+        if task["id"] in ctx.open_tasks:  # published `running`, not closed yet
             await _set_task(ctx, task, "failed", "stopped" if stopped else reason)
     if stopped:
         await ctx.publish(Message.build("stop", "The run was stopped.", status="failure"))

@@ -9,6 +9,7 @@ from starlette.routing import Route
 from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
 from backend.api.errors import ApiError
 from backend.api.sse import run_events, sse_response
+from backend.runs import ShuttingDown
 from backend.store.repo import ConflictError, NotFoundError
 
 GOAL_LIMIT = 100_000
@@ -51,11 +52,15 @@ async def start_run(request: Request) -> Response:
         raise ApiError(
             409, "A run is already active in this conversation: stop it or wait for it to end."
         ) from exc
+    except ShuttingDown as exc:
+        raise ApiError(
+            503, "This server is shutting down and takes no new runs: retry on another one."
+        ) from exc
     headers = {"X-Conversation-Id": cid, "X-Run-Id": rid}
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"conversation_id": cid, "run_id": rid}, 202, headers=headers)
     return sse_response(
-        run_events(store(request), runs.bus, cid, rid), headers, send_timeout(request)
+        run_events(store(request), runs.notifier, cid, rid), headers, send_timeout(request)
     )
 
 
@@ -71,7 +76,7 @@ async def run_events_route(request: Request) -> Response:
         raise ApiError(404, f"No run {rid!r}.")
     headers = {"X-Conversation-Id": run["conversation_id"], "X-Run-Id": rid}
     return sse_response(
-        run_events(store(request), manager(request).bus, run["conversation_id"], rid, after),
+        run_events(store(request), manager(request).notifier, run["conversation_id"], rid, after),
         headers,
         send_timeout(request),
     )
@@ -88,8 +93,8 @@ async def stop_run(request: Request) -> Response:
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
-    await manager(request).stop(rid)
-    return JSONResponse({"run_id": rid, "status": "stopping"}, 202)
+    stopping = await manager(request).stop(rid)  # recorded in the store; any process
+    return JSONResponse({"run_id": rid, "status": "stopping" if stopping else run["status"]}, 202)
 
 
 routes = [

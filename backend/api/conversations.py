@@ -8,6 +8,7 @@ from starlette.routing import Route
 
 from backend.api.common import conversation_or_404, manager, seq_param, store, user_id
 from backend.api.errors import ApiError
+from backend.store.repo import ConflictError
 
 
 async def list_conversations(request: Request) -> Response:
@@ -29,7 +30,13 @@ async def conversation_messages(request: Request) -> Response:
 async def delete_conversation(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
-    if not await manager(request).delete_conversation(user_id(request), cid):
+    try:
+        deleted = await manager(request).delete_conversation(user_id(request), cid)
+    except ConflictError as exc:
+        raise ApiError(
+            409, "The conversation's run did not stop in time; nothing was deleted. Retry."
+        ) from exc
+    if not deleted:
         raise ApiError(404, f"No conversation {cid!r}.")
     return JSONResponse({"deleted": cid})
 

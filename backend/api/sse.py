@@ -1,4 +1,8 @@
-"""The message stream: read from the store after the last seq, then wait for news."""
+"""The message stream: read from the store after the last seq, then wait for news.
+
+Wake-ups come from the notifier: this process's runs through the bus, other processes'
+runs through PostgreSQL LISTEN/NOTIFY. A slow periodic store read stays as a safety net
+(and is the only news of another process's run on SQLite)."""
 
 from __future__ import annotations
 
@@ -9,21 +13,27 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from sse_starlette.sse import SendTimeoutError
 from starlette.types import Receive, Scope, Send
 
-from backend.messages.bus import Bus
+from backend.messages.bus import Subscription
+from backend.runs.notify import Notifier
 from backend.store.repo import Store
 
 PING_SECONDS = 15.0
-POLL_SECONDS = 5.0  # re-read the store even without a notification (other replicas)
+SAFETY_POLL_SECONDS = 5.0  # notifications cross processes: re-read only as a safety net
+LOCAL_POLL_SECONDS = 1.0  # no cross-process notifications (SQLite): another process's run
 BATCH = 500
 
 
 async def run_events(
-    store: Store, bus: Bus, conversation_id: str, run_id: str, after: int = 0
+    store: Store, notifier: Notifier, conversation_id: str, run_id: str, after: int = 0
 ) -> AsyncIterator[ServerSentEvent]:
+    bus = notifier.bus
+    poll = SAFETY_POLL_SECONDS if notifier.cross_process else LOCAL_POLL_SECONDS
     event = bus.subscribe(run_id)
     try:
         last = after
         while True:
+            for delta in _deltas(event):
+                yield delta
             live = bus.stored_after(run_id, last)
             if live is not None:
                 # a run of this process: its stored messages are on the bus, and it
@@ -32,7 +42,7 @@ async def run_events(
                     last = msg.seq
                     yield ServerSentEvent(data=msg.to_json(), event="message", id=str(msg.seq))
                 if not live:
-                    await bus.wait(run_id, event, POLL_SECONDS)
+                    await bus.wait(run_id, event, SAFETY_POLL_SECONDS)
                 continue
             msgs = await store.messages(conversation_id, run_id=run_id, after=last, limit=BATCH)
             for msg in msgs:
@@ -55,8 +65,11 @@ async def run_events(
                     event="end",
                 )
                 return
-            # running elsewhere (another replica) or just recovered: poll the store
-            await bus.wait(run_id, event, POLL_SECONDS)
+            if bus.closing:
+                # this process shuts down while another one runs the run: hang up, the
+                # client resumes elsewhere with Last-Event-ID
+                return
+            await bus.wait(run_id, event, poll)
     finally:
         bus.unsubscribe(run_id, event)
 
@@ -69,6 +82,15 @@ class _Stream(EventSourceResponse):
             # a client that does not read: the stream is closed (its generator too); the
             # server's write timeout cuts the connection (backend/serve/protocol.py)
             return
+
+
+def _deltas(event: Subscription) -> list[ServerSentEvent]:
+    return [
+        ServerSentEvent(
+            data=json.dumps(d, ensure_ascii=False, separators=(",", ":")), event="delta"
+        )
+        for d in event.take_deltas()
+    ]
 
 
 def sse_response(

@@ -1,23 +1,41 @@
-"""Notification bus: 'something new was stored for this run'.
+"""The in-process bus: 'something new was stored for this run', and live deltas.
 
 The store is the source of truth: a message reaches the bus only after it was committed.
 For runs that live in this process the bus also keeps their stored messages, so that live
 readers do not have to query the store once per message; every other reader (replay,
-resume of a finished run, another replica's run) reads the store.
+resume of a finished run, another process's run) reads the store. Wake-ups from other
+processes arrive through the notifier (backend/runs/notify.py), which calls ``notify``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import defaultdict, deque
+from typing import Any
 
 from backend.messages.message import Message
+
+DELTA_BACKLOG = 1000  # deltas a slow reader may fall behind before old ones are dropped
+
+
+class Subscription(asyncio.Event):
+    """One reader's wake-up flag, with the live deltas that arrived since it last looked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deltas: deque[dict[str, Any]] = deque(maxlen=DELTA_BACKLOG)
+
+    def take_deltas(self) -> list[dict[str, Any]]:
+        out = list(self.deltas)
+        self.deltas.clear()
+        return out
 
 
 class Bus:
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._live: dict[str, list[Message]] = {}
+        self.closing = False  # set when the process shuts down: readers end their streams
 
     # -- runs of this process -------------------------------------------------------------
     def mark_live(self, key: str) -> None:
@@ -48,23 +66,40 @@ class Bus:
             start -= 1
         return messages[start:]
 
+    # -- live deltas (never stored) -------------------------------------------------------
+    def deliver_delta(self, key: str, payload: dict[str, Any]) -> None:
+        for sub in self._waiters.get(key, ()):
+            sub.deltas.append(payload)
+            sub.set()
+
     # -- wake-ups -------------------------------------------------------------------------
     def notify(self, key: str) -> None:
         for event in self._waiters.get(key, ()):
             event.set()
 
+    def notify_all(self) -> None:
+        """Wake every reader (e.g. the cross-process listener reconnected: re-read)."""
+        for waiters in list(self._waiters.values()):
+            for event in waiters:
+                event.set()
+
+    def close_readers(self) -> None:
+        self.closing = True
+        self.notify_all()
+
     async def wait(self, key: str, event: asyncio.Event, seconds: float) -> bool:
         """Wait until notified (True) or the time passes (False)."""
         try:
-            await asyncio.wait_for(event.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await event.wait()
             return True
         except TimeoutError:
             return False
         finally:
             event.clear()
 
-    def subscribe(self, key: str) -> asyncio.Event:
-        event = asyncio.Event()
+    def subscribe(self, key: str) -> Subscription:
+        event = Subscription()
         self._waiters[key].add(event)
         return event
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import resource
 
-from starlette.types import ASGIApp
+from starlette.applications import Starlette
 
 from backend.config import Settings
 from backend.serve.protocol import EdgeLimits, protocol_class
@@ -43,17 +43,14 @@ def edge_limits(settings: Settings, nofile: int) -> EdgeLimits:
     )
 
 
-def serve(app: ASGIApp, settings: Settings) -> None:
-    import uvicorn
+def serve(app: Starlette, settings: Settings) -> None:
+    """uvicorn with the edge limits, under the graceful SIGTERM of backend/runs/server.py."""
+    from backend.runs.server import serve_gracefully
 
     limits = edge_limits(settings, raise_nofile_limit())
-    uvicorn.run(
+    serve_gracefully(
         app,
-        host=settings.host,
-        port=settings.port,
+        settings,
         http=protocol_class(limits),
-        log_level="info",
-        timeout_graceful_shutdown=10,
-        proxy_headers=False,
         backlog=max(2048, limits.max_connections),
     )
