@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -83,12 +84,16 @@ class RunManager:
         self._opened = False
         self._closed = False
         self._grace_over = False
+        self._runtimes_lock = threading.Lock()
 
     # -- runtimes -------------------------------------------------------------------------
     def runtime(self, name: str) -> Runtime:
-        if name not in self._runtimes:
-            self._runtimes[name] = make_runtime(self.settings, name)
-        return self._runtimes[name]
+        """The runtime ``name``, made once (the docker probe asks from a thread while the
+        first run may ask from the loop); a docker runtime labels sandboxes with our id."""
+        with self._runtimes_lock:
+            if name not in self._runtimes:
+                self._runtimes[name] = make_runtime(self.settings, name, owner=self.instance_id)
+            return self._runtimes[name]
 
     def loaded_runtimes(self) -> list[Runtime]:
         return list(self._runtimes.values())
