@@ -126,6 +126,16 @@ class LiteLLM:
             except retryable as exc:
                 raise LLMTransientError(short(exc)) from exc
             except litellm.APIError as exc:
+                # litellm maps some statuses (403 from an OpenAI-compatible server) to APIError
+                status = getattr(exc, "status_code", None)
+                if status in (401, 403):
+                    raise LLMConfigError(
+                        f"The provider rejected the credentials for model {use_model!r} "
+                        f"(HTTP {status}): check LLM_API_KEY (and LLM_BASE_URL). Provider "
+                        f"said: {short(exc)}"
+                    ) from exc
+                if status in (408, 409) or (isinstance(status, int) and status >= 500):
+                    raise LLMTransientError(short(exc)) from exc
                 raise LLMError(f"The model call ({stage}) failed: {short(exc)}") from exc
 
         return await self.retry.run(stage, attempt)

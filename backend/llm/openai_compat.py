@@ -60,8 +60,10 @@ class OpenAICompatLLM:
         max_timeout_retries: int = 1,
         retry_base_delay: float = 1.0,
         stream: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.model = model
+        self.transport = transport
         self.api_key = api_key
         self.base_url = base_url
         self.timeout = timeout
@@ -87,6 +89,7 @@ class OpenAICompatLLM:
                 # deadlines are ours (content-only idle timer, hard cap per attempt)
                 timeout=httpx.Timeout(None),
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                transport=self.transport,
             )
             self._client_loop = loop
         return self._client
@@ -232,6 +235,8 @@ class _StreamReader:
         data: list[bytes] = []  # the data lines of the event being read
         events = 0
         async for block in response.aiter_bytes():
+            if self.done:
+                continue  # read the body to its end: the connection goes back to the pool
             if pending:
                 block = pending + block
             lines = block.split(b"\n")
@@ -246,11 +251,13 @@ class _StreamReader:
                     payload = data[0] if len(data) == 1 else b"\n".join(data)
                     data.clear()
                     if self.event(payload):
-                        return
+                        break
                     events += 1
                     if events >= YIELD_EVERY:
                         events = 0
                         await asyncio.sleep(0)
+        if self.done:
+            return
         if pending[:5] == b"data:":
             data.append(pending[5:].strip())
         if data:  # the server left out the last blank line
@@ -272,7 +279,9 @@ class _StreamReader:
         error = obj.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else error
-            raise LLMTransientError(f"the provider reported an error mid-stream: {short(message)}")
+            raise LLMTransientError(
+                f"the provider reported an error mid-stream: {short(str(message))}"
+            )
         usage = obj.get("usage")
         if usage:
             self.usage = usage
@@ -312,7 +321,9 @@ class _StreamReader:
                 new = call.get("id") and not any(t["id"] == call["id"] for t in tools)
                 index = len(tools) if (new or not tools) else len(tools) - 1
             while len(tools) <= index:
-                tools.append({"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                tools.append(
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
             slot = tools[index]
             if call.get("id"):
                 slot["id"] = call["id"]
