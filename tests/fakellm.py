@@ -10,7 +10,7 @@ per stage (the `X-Agent-Stage` header) through control endpoints:
   POST /_control/reset                               -- clears queues and the call log
   GET  /_control/calls                               -- every request seen so far
 
-With `--auto` (or POST /_control/auto {"on": true}) a stage with an empty queue gets a
+With `--auto` (or POST /_control/auto {"on": true, "replies"?: {stage: text}}) a stage with an empty queue gets a
 plausible default reply (route: needs tools; planning: one task; thinking: write a file
 and finish; summary/auto_reply: text): the zero-latency model of the benchmarks.
 Without it, an unscripted call answers HTTP 500 so the test sees it. POST /_control/auto
@@ -77,7 +77,9 @@ HANG_CAP = 300.0
 class FakeModel:
     def __init__(self, auto: bool = False, shape: dict[str, Any] | None = None) -> None:
         self.auto = auto
-        self.shape: dict[str, Any] = dict(shape or {})
+        self.initial_shape: dict[str, Any] = dict(shape or {})
+        self.shape = dict(self.initial_shape)
+        self.auto_replies: dict[str, str] = dict(AUTO_REPLIES)
         self.queues: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
         self.calls: list[dict[str, Any]] = []
         self.holds: dict[str, asyncio.Event] = {}
@@ -88,13 +90,16 @@ class FakeModel:
         self.calls.clear()
         self.holds.clear()
         self.released.clear()
+        self.shape = dict(self.initial_shape)
+        self.auto_replies = dict(AUTO_REPLIES)
 
     def next_reply(self, stage: str) -> dict[str, Any] | None:
         queue = self.queues.get(stage)
         if queue:
             return queue.popleft()
-        if self.auto and stage in AUTO_REPLIES:
-            return {**self.shape, "content": _fill(stage, AUTO_REPLIES[stage], self.shape)}
+        if self.auto and stage in self.auto_replies:
+            text = self.auto_replies[stage]
+            return {**self.shape, "content": _fill(stage, text, self.shape)}
         return None
 
     # -- endpoints --------------------------------------------------------------------------
@@ -203,6 +208,8 @@ class FakeModel:
         self.auto = bool(data.get("on", True))
         if "shape" in data:
             self.shape = dict(data["shape"] or {})
+        if "replies" in data:  # per-stage auto replies instead of the defaults
+            self.auto_replies = {**AUTO_REPLIES, **(data["replies"] or {})}
         return JSONResponse({"auto": self.auto, "shape": self.shape})
 
     async def calls_route(self, _request: Request) -> Response:
