@@ -388,6 +388,11 @@ async def main(args: argparse.Namespace) -> None:
         if args.skip_capacity:
             return
         # 3
+        # a fresh server: its memory before the load is its idle memory
+        lean.stop()
+        fresh, fresh_url = planact(tmp, fake, "planact-capacity")
+        procs.append(fresh)
+        assert one_run(fresh_url, {"goal": "hi", "mode": "chat"}, "/api/agent/run") == "completed"
         fake.auto(
             {"first_token_delay": FIRST_TOKEN, "chunks": CHUNKS, "chunk_delay": SPACING},
             {"route": ROUTE_CHAT},
@@ -404,11 +409,6 @@ async def main(args: argparse.Namespace) -> None:
                 "failed",
             )
         ]
-        # a fresh server: its memory before the load is its idle memory
-        lean.stop()
-        fresh, fresh_url = planact(tmp, fake, "planact-capacity")
-        procs.append(fresh)
-        assert one_run(fresh_url, {"goal": "hi", "mode": "chat"}, "/api/agent/run") == "completed"
         counts = (20,) if args.quick else (100, 200)
         levels = [(fresh, fresh_url, "planact", c, False) for c in counts]
         levels.append((base, base_url, "relay", 20 if args.quick else 200, True))

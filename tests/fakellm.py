@@ -10,9 +10,10 @@ per stage (the `X-Agent-Stage` header) through control endpoints:
   POST /_control/reset                               -- clears queues and the call log
   GET  /_control/calls                               -- every request seen so far
 
-With `--auto` (or POST /_control/auto {"on": true, "replies"?: {stage: text}}) a stage with an empty queue gets a
-plausible default reply (route: needs tools; planning: one task; thinking: write a file
-and finish; summary/auto_reply: text): the zero-latency model of the benchmarks.
+With `--auto` (or POST /_control/auto {"on": true, "replies"?: {stage: text}}) a stage
+with an empty queue gets a plausible default reply (route: needs tools; planning: one
+task; thinking: write a file and finish; summary/auto_reply: text): the zero-latency model
+of the benchmarks.
 Without it, an unscripted call answers HTTP 500 so the test sees it. POST /_control/auto
 {"on": true, "shape": {...}} (or --chunks/--chunk-delay/--first-token-delay) gives auto
 replies a stream shape (below); their text is lengthened to fill the chunks.
