@@ -14,6 +14,7 @@ What litellm cannot do the same way, and what we do about it:
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
@@ -30,7 +31,7 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.deadline import Deadline
-from backend.llm.openai_compat import missing_model_error
+from backend.llm.openai_compat import YIELD_EVERY, missing_model_error
 from backend.llm.retry import RetryPolicy, short
 
 log = logging.getLogger(__name__)
@@ -162,8 +163,12 @@ class LiteLLM:
         finish: str | None = None
         usage: Any = None
         tool_calls: dict[int, dict[str, Any]] = {}
+        count = 0
         try:
             async for chunk in response:
+                count += 1
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # a buffered stream must not hold the loop
                 if getattr(chunk, "usage", None):
                     usage = chunk.usage
                 for choice in chunk.choices or []:

@@ -238,14 +238,15 @@ async def test_keep_alives_do_not_hold_a_call(
     assert len(fake_model.model.calls) == 2  # one retry of a timeout, no more
 
 
+@pytest.mark.parametrize("stream", [True, False])
 async def test_a_silent_model_fails_after_one_retry(
-    make: Make, fake_model: FakeModelServer, path: Path_
+    make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
 ) -> None:
     """issue 12: a silent model took 4 x 120 s at the default settings. Timeouts are now
     retried once: default worst case 2 x LLM_TIMEOUT plus one backoff."""
     fake_model.script(*({"stage": "planning", "silent": True},) * 3)
     with pytest.raises(LLMTimeoutError, match=r"after 2 attempts.*no content for 0.3 s"):
-        await make(fake_model, path, timeout=0.3, max_retries=3).complete(
+        await make(fake_model, path, timeout=0.3, max_retries=3, stream=stream).complete(
             stage="planning", messages=MSGS
         )
     assert len(fake_model.model.calls) == 2

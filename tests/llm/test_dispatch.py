@@ -97,3 +97,9 @@ async def test_scripted_llm_streams_deltas() -> None:
 def test_split_deltas_round_trips(text: str) -> None:
     parts = split_deltas(text, 3)
     assert "".join(parts) == text and len(parts) <= 3 and all(parts)
+
+
+def test_prewarm_only_when_the_default_model_needs_litellm() -> None:
+    assert DispatchLLM("openai/gpt-4o-mini").prewarm() is False
+    assert DispatchLLM(None).prewarm() is False
+    assert DispatchLLM("anthropic/claude-sonnet-4-5").prewarm() is True
