@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,8 @@ ROUTE_CHAT = '{"task_type": "general_chat", "needs_tools": false}'
 # the capacity shape of issue 11
 FIRST_TOKEN, CHUNKS, SPACING = 1.0, 400, 0.03
 CALL_SECONDS = FIRST_TOKEN + (CHUNKS - 1) * SPACING
+# memory mid-reply: the reply is half read this long after its midpoint in time
+FIRST_CHUNK_SLACK = 0.2
 # client CPU: the best of this many interleaved rounds
 ROUNDS = 3
 # the whole benchmark gives up after this long
@@ -220,6 +224,44 @@ async def cpu_per_chunk(fake: Fake, chunks: int, spacing: float, calls: int) -> 
     return out
 
 
+async def memory_mid_reply(
+    fake: Fake, concurrent: int, chunks: int, spacing: float
+) -> dict[str, float]:
+    """KB of Python memory one call holds halfway through its reply (tracemalloc, all
+    calls of a variant in flight at once)."""
+    fake.auto({"chunks": chunks, "chunk_delay": spacing})
+    client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_connections=None))
+    lean = OpenAICompatLLM("openai/fake", base_url=fake.url)
+    lite = LiteLLM("openai/fake", api_key="sk-fake", base_url=fake.url)
+
+    async def lean_call() -> str:
+        return (await lean.complete(stage="auto_reply", messages=MSGS)).text
+
+    async def lite_call() -> str:
+        return (await lite.complete(stage="auto_reply", messages=MSGS)).text
+
+    variants: dict[str, Callable[[], Awaitable[str]]] = {
+        "httpx + json.loads": lambda: raw_httpx(client, fake.url),
+        "lean path": lean_call,
+        "litellm path": lite_call,
+    }
+    out: dict[str, float] = {}
+    for name, call in variants.items():
+        await asyncio.gather(*(call() for _ in range(concurrent)))  # warm the pools
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tasks = [asyncio.create_task(call()) for _ in range(concurrent)]
+        await asyncio.sleep(FIRST_CHUNK_SLACK + chunks * spacing / 2)
+        mid = tracemalloc.get_traced_memory()[0]
+        await asyncio.gather(*tasks)
+        tracemalloc.stop()
+        out[name] = (mid - base) / concurrent / 1024
+    await client.aclose()
+    await lean.aclose()
+    return out
+
+
 # -- 2. server CPU per run -----------------------------------------------------------------
 
 
@@ -372,6 +414,11 @@ async def main(args: argparse.Namespace) -> None:
                 )
             )
         print_table("1. client CPU per streamed chunk (ratio to httpx + json.loads)", rows)
+        n_mem = 100 if args.quick else 400
+        held = await memory_mid_reply(fake, 20 if args.quick else 50, n_mem, 0.01)
+        rows = [("client", f"held per call halfway through a {n_mem}-chunk reply")]
+        rows += [(k, f"{v:.1f} KB") for k, v in held.items()]
+        print_table("1b. client memory mid-reply (tracemalloc)", rows)
 
         # 2
         fake.auto({"chunks": 2000})
