@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 # loop between slices, so that a reply that is already whole in the buffer never holds
 # other requests up for more than a fraction of a millisecond
 YIELD_EVERY = 32
+# the longest SSE line accepted (a server that never sends a newline is not a stream)
+MAX_LINE = 16 * 2**20
 # how much of an error body is read (error messages only)
 ERROR_BODY_LIMIT = 64 * 1024
 
@@ -161,24 +163,25 @@ class OpenAICompatLLM:
             data = json.loads(response.content)
             choice = data["choices"][0]
             message = choice.get("message") or {}
+            text = message.get("content") or ""
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            if not isinstance(text, str) or not isinstance(reasoning, str):
+                raise TypeError("content is not text")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMTransientError(
                 f"the model server answered something that is not a chat completion: "
                 f"{short(response.text, 200)}"
             ) from exc
-        text = message.get("content") or ""
-        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-        if not isinstance(text, str) or not isinstance(reasoning, str):
-            raise LLMError("the model server answered content that is not text")
         if on_delta is not None:
             if reasoning:
                 on_delta("reasoning", reasoning)
             if text:
                 on_delta("text", text)
+        calls = message.get("tool_calls")
         got = Completion(
             text=text,
             finish_reason=choice.get("finish_reason"),
-            tool_calls=message.get("tool_calls") or None,
+            tool_calls=calls if isinstance(calls, list) and calls else None,
             reasoning=reasoning,
         )
         _usage(got, data.get("usage"))
@@ -241,6 +244,10 @@ class _StreamReader:
                 block = pending + block
             lines = block.split(b"\n")
             pending = lines.pop()
+            if len(pending) > MAX_LINE:
+                raise LLMTransientError(
+                    f"the model stream sent a line longer than {MAX_LINE // 2**20} MB"
+                )
             for line in lines:
                 if line[:5] == b"data:":
                     data.append(line[5:].strip())
@@ -274,14 +281,20 @@ class _StreamReader:
             raise LLMTransientError(
                 f"the model stream sent a chunk that is not JSON: {short(repr(payload), 120)}"
             ) from exc
-        if not isinstance(obj, dict):
-            raise LLMTransientError("the model stream sent a chunk that is not a JSON object")
+        try:
+            self.chunk(obj)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+            raise LLMTransientError(
+                f"the model stream sent a malformed chunk: {short(repr(payload), 120)}"
+            ) from exc
+        return False
+
+    def chunk(self, obj: dict[str, Any]) -> None:
         error = obj.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else error
-            raise LLMTransientError(
-                f"the provider reported an error mid-stream: {short(str(message))}"
-            )
+            said = short(str(message))
+            raise LLMTransientError(f"the provider reported an error mid-stream: {said}")
         usage = obj.get("usage")
         if usage:
             self.usage = usage
@@ -291,7 +304,7 @@ class _StreamReader:
             delta = choice.get("delta")
             if delta:
                 piece = delta.get("content")
-                if piece:
+                if piece and isinstance(piece, str):
                     self.text.append(piece)
                     self.deadline.touch()
                     if self.on_delta is not None:
@@ -308,9 +321,8 @@ class _StreamReader:
                     self.deadline.touch()
             finish = choice.get("finish_reason")
             if finish:
-                self.finish = finish
+                self.finish = str(finish)
                 self.deadline.touch()
-        return False
 
     def tool_deltas(self, calls: list[dict[str, Any]]) -> None:
         tools = self.tools
@@ -356,8 +368,12 @@ class _StreamReader:
 
 def _usage(got: Completion, usage: Any) -> None:
     if isinstance(usage, dict):
-        got.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        got.completion_tokens = int(usage.get("completion_tokens") or 0)
+        got.prompt_tokens = _count(usage.get("prompt_tokens"))
+        got.completion_tokens = _count(usage.get("completion_tokens"))
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
 
 
 async def _read_capped(response: httpx.Response) -> bytes:

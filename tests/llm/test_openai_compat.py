@@ -208,3 +208,57 @@ async def test_an_error_body_that_is_not_json_is_reported(lean: list[OpenAICompa
     lean.append(llm)
     with pytest.raises(LLMError, match=r"HTTP 400.*Bad Gateway Config"):
         await llm.complete(stage="route", messages=MSGS)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"choices": ["x"]},
+        {"choices": [{"delta": {"tool_calls": ["x"]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "x"}]}}]},
+        [1, 2],
+    ],
+)
+async def test_a_malformed_chunk_is_a_model_error_never_a_crash(
+    lean: list[OpenAICompatLLM], bad: Any
+) -> None:
+    body = sse(chunk("a"), bad, chunk(finish="stop"))
+    with pytest.raises(LLMTransientError, match="malformed chunk"):
+        await over(body, lean, max_retries=0).complete(stage="thinking", messages=MSGS)
+
+
+async def test_odd_but_harmless_fields_are_ignored(lean: list[OpenAICompatLLM]) -> None:
+    body = sse(
+        {"choices": [{"delta": {"content": ["part"]}}]},  # not text: skipped
+        chunk("kept"),
+        {"choices": [], "usage": {"prompt_tokens": "many", "completion_tokens": 3}},
+        chunk(finish="stop"),
+    )
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.prompt_tokens, got.completion_tokens) == ("kept", 0, 3)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b'{"choices": []}',
+        b'{"choices": [{"message": "x"}]}',
+        b'{"choices": [{"message": {"content": 5}}]}',
+    ],
+)
+async def test_a_non_streamed_answer_that_is_not_a_completion_is_a_model_error(
+    lean: list[OpenAICompatLLM], body: bytes
+) -> None:
+    llm = over(body, lean, max_retries=0, stream=False)
+    with pytest.raises(LLMTransientError, match="not a chat completion"):
+        await llm.complete(stage="thinking", messages=MSGS)
+
+
+async def test_a_line_without_end_is_refused(
+    lean: list[OpenAICompatLLM], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("backend.llm.openai_compat.MAX_LINE", 1000)
+    body = sse(chunk("a")) + b"data: " + b"x" * 5000
+    with pytest.raises(LLMTransientError, match="line longer than"):
+        await over(body, lean, max_retries=0).complete(stage="thinking", messages=MSGS)
