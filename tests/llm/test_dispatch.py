@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from backend.llm.base import Completion
@@ -103,3 +105,33 @@ def test_prewarm_only_when_the_default_model_needs_litellm() -> None:
     assert DispatchLLM("openai/gpt-4o-mini").prewarm() is False
     assert DispatchLLM(None).prewarm() is False
     assert DispatchLLM("anthropic/claude-sonnet-4-5").prewarm() is True
+
+
+def test_make_llm_reads_the_deadline_settings(tmp_path: Path) -> None:
+    from backend.app import make_llm
+    from tests.conftest import make_settings
+
+    settings = make_settings(
+        tmp_path,
+        llm_model="openai/gpt-4o-mini",
+        llm_timeout=7,
+        llm_call_max_seconds=30,
+        llm_client="litellm",
+        llm_stream=False,
+    )
+    llm = make_llm(settings)
+    assert isinstance(llm, DispatchLLM)
+    assert llm.path() == "litellm"
+    for client in (llm.lean, llm.litellm):
+        assert (client.timeout, client.call_max_seconds, client.stream) == (7, 30, False)
+
+
+@pytest.mark.parametrize("name", ["LLM_TIMEOUT", "LLM_CALL_MAX_SECONDS"])
+def test_a_deadline_must_be_positive(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from pydantic import ValidationError
+
+    from backend.config import Settings
+
+    monkeypatch.setenv(name, "0")
+    with pytest.raises(ValidationError, match=name.lower()):
+        Settings(_env_file=None)  # type: ignore[call-arg]
