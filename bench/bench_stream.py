@@ -296,7 +296,7 @@ def server_cpu_per_run(proc: Proc, url: str, relay_api: bool, runs: int) -> floa
 
 
 async def capacity(
-    proc: Proc, url: str, concurrent: int, relay_api: bool, runs_each: int = 2
+    proc: Proc, model: Proc, url: str, concurrent: int, relay_api: bool, runs_each: int = 2
 ) -> dict[str, float]:
     if relay_api:
         body, path = {"goal": GOAL, "calls": ["route", "auto_reply"]}, "/run"
@@ -354,13 +354,15 @@ async def capacity(
         await asyncio.sleep(stagger + CALL_SECONDS * 1.5)  # every run is mid-reply
         rss_mid = proc.rss_mb()
 
-    cpu_start, wall_start = proc.cpu(), time.monotonic()
+    cpu_start, model_start, wall_start = proc.cpu(), model.cpu(), time.monotonic()
     tasks = [asyncio.create_task(worker(i)) for i in range(concurrent)]
     probe = asyncio.create_task(asyncio.to_thread(prober))
     mem, stopper = asyncio.create_task(memory()), asyncio.create_task(stop_probing())
     await asyncio.gather(*tasks)
     await asyncio.gather(probe, mem, stopper)
-    cpu = (proc.cpu() - cpu_start) / (time.monotonic() - wall_start) * 100
+    wall = time.monotonic() - wall_start
+    cpu = (proc.cpu() - cpu_start) / wall * 100
+    model_cpu = (model.cpu() - model_start) / wall * 100
     await client.aclose()
     mean = statistics.fmean(durations) if durations else float("inf")
     latencies.sort()
@@ -372,6 +374,7 @@ async def capacity(
         "health_p99_ms": p99,
         "health_n": len(latencies),
         "cpu_pct": cpu,
+        "model_cpu_pct": model_cpu,
         "mb_per_run": max(0.0, rss_mid - rss_before) / concurrent,
         "failures": failures,
     }
@@ -460,6 +463,7 @@ async def main(args: argparse.Namespace) -> None:
                 "of ideal",
                 "health p99",
                 "server CPU",
+                "fake model CPU",
                 "MB/run mid-reply",
                 "failed",
             )
@@ -468,7 +472,9 @@ async def main(args: argparse.Namespace) -> None:
         levels = [(fresh, fresh_url, "planact", c, False) for c in counts]
         levels.append((base, base_url, "relay", 20 if args.quick else 200, True))
         for proc, url, name, concurrent, relay_api in levels:
-            got = await capacity(proc, url, concurrent, relay_api, 1 if args.quick else 2)
+            got = await capacity(
+                proc, fake.proc, url, concurrent, relay_api, 1 if args.quick else 2
+            )
             rows.append(
                 (
                     name,
@@ -477,6 +483,7 @@ async def main(args: argparse.Namespace) -> None:
                     f"{got['runs_per_s'] / got['ideal'] * 100:.0f}% of {got['ideal']:.2f}",
                     f"{got['health_p99_ms']:.1f} ms (n={got['health_n']:.0f})",
                     f"{got['cpu_pct']:.0f}%",
+                    f"{got['model_cpu_pct']:.0f}%",
                     f"{got['mb_per_run']:.2f}",
                     f"{got['failures']:.0f}",
                 )
