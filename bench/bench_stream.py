@@ -316,10 +316,12 @@ async def capacity(
             began = time.monotonic()
             ok = False
             try:
+                tail = b""
                 async with client.stream("POST", path, json=body) as resp:
                     async for block in resp.aiter_bytes():
-                        if b"event: end" in block:
-                            ok = b'"completed"' in block
+                        tail = (tail + block)[-4096:]  # the end event may span blocks
+                end = tail.rfind(b"event: end")
+                ok = end >= 0 and b"completed" in tail[end:]
             except httpx.HTTPError:
                 ok = False
             if ok:
