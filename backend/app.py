@@ -36,12 +36,16 @@ from backend.store.repo import Store
 log = logging.getLogger(__name__)
 
 
-def make_llm(settings: Settings) -> LiteLLM:
-    return LiteLLM(
+def make_llm(settings: Settings) -> LLM:
+    from backend.llm.dispatch import DispatchLLM
+
+    return DispatchLLM(
         settings.llm_model,
         api_key=settings.llm_api_key,
         base_url=settings.llm_base_url,
+        client=settings.llm_client,
         timeout=settings.llm_timeout,
+        call_max_seconds=settings.llm_call_max_seconds,
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
         stream=settings.llm_stream,

@@ -23,10 +23,17 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_base_url: str | None = None
-    llm_timeout: float = 120.0
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
     llm_stream: bool = True
+    # model call deadlines (backend/llm/deadline.py): LLM_TIMEOUT is the longest a call may
+    # go without content (keep-alive comments and empty chunks do not count; retried once),
+    # LLM_CALL_MAX_SECONDS the hard cap on one attempt (not retried). LLM_CLIENT: "auto"
+    # reads OpenAI-compatible endpoints with the lean httpx path (backend/llm/providers.py),
+    # "litellm" sends every call through litellm.
+    llm_timeout: float = Field(default=120.0, gt=0)
+    llm_call_max_seconds: float = Field(default=600.0, gt=0)
+    llm_client: Literal["auto", "litellm"] = "auto"
 
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"

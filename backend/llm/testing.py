@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.llm.base import Completion, LLMError
+from backend.llm.base import Completion, DeltaCallback, LLMError
 
 Reply = str | Completion | BaseException | Callable[[list[dict[str, Any]]], "str | Completion"]
 
@@ -35,6 +35,8 @@ class ScriptedLLM:
     model: str = "scripted/model"
     calls: list[Call] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # on_delta receives each scripted reply in this many pieces
+    delta_pieces: int = 3
 
     @property
     def default_model(self) -> str | None:
@@ -44,7 +46,12 @@ class ScriptedLLM:
         return [c.stage for c in self.calls]
 
     async def complete(
-        self, *, stage: str, messages: list[dict[str, Any]], model: str | None = None
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
     ) -> Completion:
         index = len(self.calls)
         self.calls.append(Call(stage, model, [dict(m) for m in messages]))
@@ -61,15 +68,28 @@ class ScriptedLLM:
             raise reply
         if callable(reply):
             reply = reply(messages)
-        if isinstance(reply, Completion):
-            return reply
-        return Completion(
-            text=reply,
-            model=model or self.model,
-            finish_reason="stop",
-            prompt_tokens=10,
-            completion_tokens=5,
-        )
+        if not isinstance(reply, Completion):
+            reply = Completion(
+                text=reply,
+                model=model or self.model,
+                finish_reason="stop",
+                prompt_tokens=10,
+                completion_tokens=5,
+            )
+        if on_delta is not None:
+            # as a streaming model would: reasoning first, then the text, a few pieces each
+            for kind, whole in (("reasoning", reply.reasoning), ("text", reply.text)):
+                for piece in split_deltas(whole, self.delta_pieces):
+                    on_delta(kind, piece)
+        return reply
 
 
-__all__ = ["Call", "LLMError", "ScriptedLLM", "UnexpectedCallError"]
+def split_deltas(text: str, pieces: int) -> list[str]:
+    """``text`` cut into at most ``pieces`` non-empty parts that concatenate back to it."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // max(1, pieces)))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+__all__ = ["Call", "LLMError", "ScriptedLLM", "UnexpectedCallError", "split_deltas"]
