@@ -115,12 +115,17 @@ _GLM_OPEN = re.compile(
 )
 _ARG_KEY = re.compile(r"<arg_key>\s*([^<>]+?)\s*</arg_key>\s*<arg_value>")
 # Vendor tool-call markers followed by a name and JSON arguments (docs/dialects.md):
-# DeepSeek V3 `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```` and V3.1
-# `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}`; Kimi K2
+# DeepSeek V3 `<|tool_call_begin|>function<|tool_sep|>NAME\n```json\n{…}\n```` and V3.1
+# `<|tool_call_begin|>NAME<|tool_sep|>{…}` (written with U+FF5C bars and U+2581 for the
+# underscores); Kimi K2
 # `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`; gpt-oss (harmony)
 # `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}`.
+_DS_BAR = "\uff5c"  # DeepSeek's fullwidth vertical line
 _DEEPSEEK_CALL = re.compile(
-    r"<｜tool▁call▁begin｜>[ \t]*([\w.-]+)[ \t]*<｜tool▁sep｜>[ \t]*(?:([\w.-]+)[ \t]*(?=\r?\n|```))?"
+    f"<{_DS_BAR}tool\u2581call\u2581begin{_DS_BAR}>"
+    + r"[ \t]*([\w.-]+)[ \t]*"
+    + f"<{_DS_BAR}tool\u2581sep{_DS_BAR}>"
+    + r"[ \t]*(?:([\w.-]+)[ \t]*(?=\r?\n|```))?"
 )
 _KIMI_CALL = re.compile(
     r"<\|tool_call_begin\|>[ \t]*(?:functions\.)?([\w.-]+?)(?::\d+)?[ \t]*"
@@ -396,7 +401,7 @@ class Scanner:
                 self._no_comment_end = True
                 return i + 4
             return end + 3
-        if text.startswith(("<｜", "<|"), i):
+        if text.startswith(("<" + _DS_BAR, "<|"), i):
             return self._vendor(i, fenced)
         tm = _TAG.match(text, i)
         if tm is None:
