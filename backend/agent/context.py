@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backend.agent.budget import Budget
 from backend.llm.base import LLM, Completion, LLMError
 from backend.messages.message import Message
 
@@ -43,6 +44,7 @@ class RunContext:
     written: set[str] = field(default_factory=set)
     snapshot: dict[str, tuple[int, int]] = field(default_factory=dict)
     shutting_down: bool = False
+    budget: Budget = field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
 
     async def publish(self, msg: Message) -> Message:
         """Store first, then notify: every reader reads from the store."""
@@ -60,7 +62,9 @@ class RunContext:
         self, stage: str, messages: list[dict[str, Any]], *, specialist: bool = False
     ) -> Completion:
         """Call the model for ``stage``; the specialist's model when asked, falling back to
-        the default model if it errors. Usage is recorded per stage."""
+        the default model if it errors. Usage is recorded per stage. Raises BudgetExceeded
+        when a run budget is used up."""
+        self.budget.check(self.settings)
         model = self.specialist.model if (specialist and self.specialist) else None
         try:
             completion = await self.llm.complete(stage=stage, messages=messages, model=model)
@@ -69,6 +73,7 @@ class RunContext:
                 raise
             log.warning("specialist model %s failed (%s); using the default", model, exc)
             completion = await self.llm.complete(stage=stage, messages=messages)
+        self.budget.add(completion)
         await self.store.record_usage(
             self.conversation_id,
             self.run_id,
