@@ -330,6 +330,7 @@ class Scanner:
         self._no_comment_end = False
         self._no_inline_close: dict[int, int] = {}  # backtick run length -> end of line
         self._next_nl = -1
+        self._last_close: dict[str, int] = {}  # dialect key -> start of its last closer
         self.nested = False  # a scan of the text after an unclosed <think>
 
     # ------------------------------------------------------------------ top level
@@ -384,6 +385,11 @@ class Scanner:
                 self.thinking.insert(0, before)
         return self
 
+    def _no_close_after(self, name: str, i: int) -> bool:
+        """Known (from an earlier opener of the same tag) that no close tag follows `i`."""
+        last = self._last_close.get("tag:" + name)
+        return last is not None and last < i
+
     def _eol(self, j: int) -> int:
         """The end of the line holding `j` (remembered: one long line stays linear)."""
         if self._next_nl < j:
@@ -431,6 +437,15 @@ class Scanner:
                 return self._action(im.group(1), i, im.end(), d, fenced, {}, loose=True)
         elif low in TAG_ACTIONS:
             om = _tag_open(name).match(text, i)
+            if om and not om.group(1) and not om.group(2) and self._no_close_after(name, i):
+                # fast path (floods of openers stay cheap): no close tag anywhere after it
+                # and no parameter right after it, so this opener is a mention in prose
+                pos = om.end()
+                while pos < self.n and text[pos] in " \t\r\n":
+                    pos += 1
+                if pos >= self.n or not self._param_opener_at(pos, ACTIONS.get(TAG_ACTIONS[low])):
+                    self.mentions.append(name)
+                    return om.end()
             if om:
                 attrs = {
                     a.group(1): a.group(2) if a.group(2) is not None else (a.group(3) or a.group(4))
@@ -586,6 +601,9 @@ class Scanner:
         # where the action ends: its close tag, balanced against nested/quoted ones
         action_close_ok = _ACTION_CLOSE_OK
         region = self._tokens(dialect.key, dialect.tags, action_close_ok)
+        if dialect.key not in self._last_close:
+            last = region.toks[region.closers[-1]].start if region.closers else -1
+            self._last_close[dialect.key] = last
         close = region.pick_close(body_start, n, pair_quoted=False) or region.first_close(
             body_start, n
         )

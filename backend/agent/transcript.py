@@ -84,10 +84,10 @@ class Turn:
 class Transcript:
     """A task's conversation with the model."""
 
-    def __init__(self, head: list[dict[str, Any]], keep_whole: int = KEEP_WHOLE) -> None:
+    def __init__(self, head: list[dict[str, Any]], keep_whole: int | None = None) -> None:
         self.head = head
         self.turns: list[Turn] = []
-        self.keep_whole = keep_whole
+        self.keep_whole = KEEP_WHOLE if keep_whole is None else keep_whole
 
     def add(self, turn: Turn) -> None:
         self.turns.append(turn)
