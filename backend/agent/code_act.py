@@ -75,7 +75,7 @@ async def run_task(
             if format_errors >= ctx.settings.max_format_errors:
                 raise LimitExceeded(
                     f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
-                    f"a row with no usable action (the last one: {parsed.user}). Try again, "
+                    f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
                     "or choose a model that follows the action format."
                 )
             # never put the malformed text into the history
