@@ -54,6 +54,12 @@ HOSTILE = {
     "bare mentions": "<finish> " * 11000,
     "stray </content>": "<write_code><path>a</path><content>" + "</content>\n" * 8000,
     "open <parameter=>": "<function=write_code>" + "<parameter=content>\n" * 5000,
+    "<!-- unclosed": "<!--" * 25000,
+    "`a on one line": "`a" * 50000,
+    "nested JSON": '{"name": ' * 11000,
+    "Mistral markers": "[TOOL_CALLS]a[ARGS]" * 5000,
+    "Kimi markers": "<|tool_call_begin|>functions.a:0<|tool_call_argument_begin|>" * 1600,
+    "unclosed <think> + acts": "<think>" + "<read_file><path>a</path></read_file>\n" * 2600,
 }
 
 

@@ -330,6 +330,7 @@ class Scanner:
         self._no_comment_end = False
         self._no_inline_close: dict[int, int] = {}  # backtick run length -> end of line
         self._next_nl = -1
+        self._last_brace: int | None = None  # where the last `}` is (found once, if needed)
         self._last_close: dict[str, int] = {}  # dialect key -> start of its last closer
         self.nested = False  # a scan of the text after an unclosed <think>
 
@@ -516,10 +517,16 @@ class Scanner:
             pos = fm.end()
         while pos < self.n and text[pos] in " \t\r\n":
             pos += 1
-        decoded = decode_at(text, pos) if text.startswith("{", pos) else None
+        decoded = None
+        if text.startswith("{", pos) and self._json_failures < _MAX_JSON_FAILURES:
+            decoded = decode_at(text, pos)
+            if decoded is None:
+                self._json_failures += 1
         if decoded is None:
             action = RawAction(name=name, known=True, fenced=fenced, start=start, end=pos)
-            if pos >= self.n or text.find("}", pos) < 0:
+            if self._last_brace is None:
+                self._last_brace = text.rfind("}")
+            if pos >= self.n or self._last_brace < pos:
                 action.truncated = "arguments"
             else:
                 action.error = messages.bad_arguments(name, "not a JSON object")
