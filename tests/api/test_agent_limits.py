@@ -279,3 +279,13 @@ def test_hostile_reply_is_a_format_error_and_the_task_goes_on(
     assert end["status"] == "completed", [m["content"][:200] for m in messages[-3:]]
     assert problem in llm.calls[2].messages[-1]["content"]
     assert not _by_kind(messages, "error")
+
+
+def test_plan_failure_error_never_shows_what_the_model_was_told(settings: Settings) -> None:
+    llm = ScriptedLLM([("planning", "Let me think about it.")] * 3)
+    messages, end = _run(settings, llm)
+    assert end["status"] == "failed"
+    (error,) = _by_kind(messages, "error")
+    assert "did not produce a usable plan after 3 attempts" in error["content"]
+    assert "JSON array" not in error["content"] and "JSON array" not in messages[-1]["content"]
+    assert "JSON array" in llm.calls[-1].messages[-1]["content"]  # the model was told
