@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # litellm must never fetch its price table from the internet at import.
@@ -47,6 +47,26 @@ class Settings(BaseSettings):
     # would bring one conversation's workspace over it; a terminal_run that pushed it over
     # says so in its result (uploads use it too)
     workspace_max_mb: float = Field(default=1024, gt=0)
+
+    # Per-run budgets, checked before every model call; the first one reached ends the run
+    # with an `error` naming it. None (or 0, or an empty value) means no limit.
+    run_max_tokens: int | None = 2_000_000
+    run_max_cost_usd: float | None = None
+    run_max_seconds: float | None = 3600.0
+    run_max_model_calls: int | None = 200
+
+    @field_validator(
+        "run_max_tokens",
+        "run_max_cost_usd",
+        "run_max_seconds",
+        "run_max_model_calls",
+        mode="before",
+    )
+    @classmethod
+    def _no_limit(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "0"):
+            return None
+        return value
 
     # docker runtime
     sandbox_image: str = "planact-sandbox:latest"

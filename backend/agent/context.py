@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backend.agent.budget import Budget
 from backend.llm.base import LLM, Completion, LLMError
 from backend.messages.message import Message
 
@@ -83,6 +84,8 @@ class RunContext:
         if self.notifier is not None and not self.lost:
             await self.notifier.publish_delta(self.run_id, payload)
 
+    budget: Budget = field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
+
     async def publish(self, msg: Message) -> Message:
         """Store first, then notify: every reader reads from the store."""
         msg.conversation_id = self.conversation_id
@@ -112,9 +115,11 @@ class RunContext:
         self, stage: str, messages: list[dict[str, Any]], *, specialist: bool = False
     ) -> Completion:
         """Call the model for ``stage``; the specialist's model when asked, falling back to
-        the default model if it errors. Usage is recorded per stage."""
-        model = self.specialist.model if (specialist and self.specialist) else None
+        the default model if it errors. Usage is recorded per stage. Raises BudgetExceeded
+        when a run budget is used up."""
         self.check_stop()
+        self.budget.check(self.settings)
+        model = self.specialist.model if (specialist and self.specialist) else None
         try:
             completion = await self.llm.complete(stage=stage, messages=messages, model=model)
         except LLMError as exc:  # also a misconfigured specialist model
@@ -123,6 +128,7 @@ class RunContext:
             log.warning("specialist model %s failed (%s); using the default", model, exc)
             self.check_stop()
             completion = await self.llm.complete(stage=stage, messages=messages)
+        self.budget.add(completion)
         await self.store.record_usage(
             self.conversation_id,
             self.run_id,

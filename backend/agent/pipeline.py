@@ -8,6 +8,8 @@ from typing import Any
 
 import anyio
 
+from backend.actions.values import scrub
+from backend.agent.budget import limits
 from backend.agent.code_act import run_task
 from backend.agent.context import RunContext, RunStopped
 from backend.agent.errors import RunError, TaskFailed
@@ -27,7 +29,11 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
     tasks: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
-        await ctx.publish(Message.build("question", ctx.goal, role="user"))
+        await ctx.publish(
+            Message.build(
+                "question", ctx.goal, role="user", json=[{"budget": limits(ctx.settings)}]
+            )
+        )
         ctx.snapshot = await anyio.to_thread.run_sync(scan, ctx.workspace)
         ctx.specialist = await route(ctx, specialists)
         await ctx.store.set_run_task_type(ctx.run_id, ctx.specialist.task_type)
@@ -35,7 +41,8 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
             await answer_directly(ctx)
             return "completed"
         prose, tasks = await plan(ctx)
-        await ctx.publish(Message.build("auto_reply", first_answer(prose, tasks)))
+        tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
+        await ctx.publish(Message.build("auto_reply", scrub(first_answer(prose, tasks))))
         await ctx.store.save_tasks(ctx.run_id, ctx.conversation_id, tasks)
         await ctx.publish(Message.build("plan", _plan_text(tasks), json=[dict(t) for t in tasks]))
         for task in tasks:
@@ -60,9 +67,11 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
         return await _end_early(ctx, tasks, notes, reason=str(exc))
     except Exception as exc:  # a bug of ours: the run still ends cleanly
         log.exception("run %s crashed", ctx.run_id)
-        return await _end_early(
-            ctx, tasks, notes, reason=f"Internal error: {type(exc).__name__}: {exc}"
+        reason = (
+            f"Internal error: {type(exc).__name__}: {str(exc)[:300]}. The run could not go "
+            "on; the server log has the details. Try again."
         )
+        return await _end_early(ctx, tasks, notes, reason=scrub(reason))
 
 
 async def answer_directly(ctx: RunContext) -> None:
@@ -71,7 +80,7 @@ async def answer_directly(ctx: RunContext) -> None:
         {"role": "user", "content": ctx.goal},
     ]
     completion = await ctx.call_model("auto_reply", messages, specialist=True)
-    await ctx.publish(Message.build("auto_reply", completion.text.strip()))
+    await ctx.publish(Message.build("auto_reply", scrub(completion.text.strip())))
 
 
 async def _end_early(
@@ -126,6 +135,10 @@ async def _set_task(ctx: RunContext, task: dict[str, Any], status: str, result: 
             json=[dict(task)],
         )
     )
+
+
+def _scrubbed(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: scrub(v) if isinstance(v, str) else v for k, v in t.items()} for t in tasks]
 
 
 def _plan_text(tasks: list[dict[str, Any]]) -> str:

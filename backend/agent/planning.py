@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from backend.agent.errors import RunError
 from backend.agent.plan_parse import PlanFormatError, parse_plan
 from backend.agent.prompts import render
@@ -30,7 +32,10 @@ async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
     for _ in range(PLAN_ATTEMPTS):
         completion = await ctx.call_model("planning", messages)
         try:
-            prose, raw_tasks = parse_plan(completion.text)
+            if len(completion.text) > 20_000:  # a big reply is read off the event loop
+                prose, raw_tasks = await anyio.to_thread.run_sync(parse_plan, completion.text)
+            else:
+                prose, raw_tasks = parse_plan(completion.text)
         except PlanFormatError as exc:
             last_error = str(exc)
             messages.append({"role": "assistant", "content": "(the plan could not be read)"})
@@ -47,8 +52,11 @@ async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
         return prose.strip(), tasks
+    # what the model was told (the format lesson in last_error) stays out of the user's error
     raise RunError(
-        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: {last_error}"
+        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: its replies "
+        "could not be read as a task list. Try again, or choose a model that follows "
+        "instructions more closely."
     )
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from backend.agent.budget import BudgetExceeded
 from backend.agent.prompts import render
 from backend.llm.base import LLMError
 from backend.messages.message import Message
@@ -29,7 +30,10 @@ async def summarize(
     ctx: RunContext, tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str = ""
 ) -> None:
     """Publish `finish_summery`. A model call only when several tasks completed; a single
-    task's finish note is the summary (keeps a one-task run at 3 model calls)."""
+    task's finish note is the summary (keeps a one-task run at 3 model calls).
+
+    A failed or stopped run's summary says so and lists what was done, but not the reason:
+    the `error` message before it says that once (``reason`` is kept for callers)."""
     files = await changed_files(ctx)
     content = ""
     if outcome == "completed" and len(notes) > 1:
@@ -55,8 +59,8 @@ async def _model_summary(
                 },
             ],
         )
-    except LLMError as exc:
-        log.warning("summary call failed: %s", exc)
+    except (LLMError, BudgetExceeded) as exc:  # the work is done: a plain summary will do
+        log.warning("summary call skipped: %s", exc)
         return ""
     return completion.text.strip()
 
@@ -68,9 +72,9 @@ def _plain_summary(tasks: list[dict[str, Any]], notes: list[str], outcome: str, 
             return notes[0]
         lines = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
         return "Done.\n\n" + "\n".join(lines)
-    head = "The run was stopped." if outcome == "stopped" else "The run failed."
-    if reason:
-        head += f" {reason}"
+    head = "The run was stopped." if outcome == "stopped" else "The run did not finish."
+    if outcome != "stopped" and reason:
+        head += " The error above says why."
     done = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
     if done:
         head += "\n\nCompleted before that:\n" + "\n".join(done)
