@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # litellm must never fetch its price table from the internet at import.
@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
     llm_stream: bool = True
+    # models a user may pick per run ("model" in the run body); LLM_MODEL only when unset
+    llm_models: str | None = None
 
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"
@@ -47,6 +49,11 @@ class Settings(BaseSettings):
     sandbox_host_workspace_dir: Path | None = None
     sandbox_uid: int | None = None
     sandbox_gid: int | None = None
+
+    # uploads (POST /api/conversations/{id}/files): the size of one upload request, and the
+    # size a conversation's workspace may reach through uploads, in MB (2**20 bytes)
+    upload_max_mb: float = 50
+    workspace_max_mb: float = 1024
 
     auth_token: str | None = None
     # optional multi-user form: "alice:token1,bob:token2"
@@ -69,6 +76,23 @@ class Settings(BaseSettings):
                 if user.strip() and token.strip():
                     tokens[token.strip()] = user.strip()
         return tokens
+
+    @model_validator(mode="after")
+    def _default_model_from_list(self) -> Settings:
+        # LLM_MODELS without LLM_MODEL: the first listed model is the default
+        if not self.llm_model and self.llm_models:
+            first = next((m.strip() for m in self.llm_models.split(",") if m.strip()), None)
+            self.llm_model = first
+        return self
+
+    def model_choices(self) -> list[str]:
+        """LLM_MODEL first, then LLM_MODELS (comma-separated), without duplicates."""
+        out: list[str] = []
+        for name in [self.llm_model or "", *(self.llm_models or "").split(",")]:
+            name = name.strip()
+            if name and name not in out:
+                out.append(name)
+        return out
 
     @property
     def auth_enabled(self) -> bool:

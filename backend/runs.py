@@ -87,6 +87,7 @@ class RunManager:
         mode: str = "auto",
         runtime: str | None = None,
         listener: Listener | None = None,
+        model: str | None = None,
     ) -> tuple[str, str]:
         """Create the run and start it in the background. Raises ConflictError when the
         conversation has an active run, NotFoundError when it does not exist."""
@@ -109,6 +110,7 @@ class RunManager:
             workspace=self.workspace(user_id, cid),
             listener=listener,
             history=history,
+            model=model,
         )
         self._contexts[rid] = ctx
         self.bus.mark_live(rid)

@@ -8,6 +8,7 @@ from starlette.routing import Route
 
 from backend.api.common import manager, read_json, store, user_id
 from backend.api.errors import ApiError
+from backend.api.settings import pick_model
 from backend.api.sse import run_events, sse_response
 from backend.store.repo import ConflictError, NotFoundError
 
@@ -38,10 +39,11 @@ async def start_run(request: Request) -> Response:
             f"The {runtime} runtime is not available on this server (no Docker engine "
             "answers, or the sandbox image is missing: see docs/docker.md).",
         )
+    model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
     runs = manager(request)
     try:
         cid, rid = await runs.start(
-            user_id(request), goal, conversation_id=cid, mode=mode, runtime=runtime
+            user_id(request), goal, conversation_id=cid, mode=mode, runtime=runtime, model=model
         )
     except NotFoundError as exc:
         raise ApiError(404, f"No conversation {cid!r}.") from exc

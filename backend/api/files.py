@@ -6,7 +6,6 @@ import os
 import tempfile
 import zipfile
 from pathlib import Path
-from urllib.parse import quote
 
 import anyio
 from starlette.background import BackgroundTask
@@ -16,6 +15,7 @@ from starlette.routing import Route
 
 from backend.api.common import conversation_or_404, manager, user_id
 from backend.api.errors import ApiError
+from backend.api.names import attachment_header, zip_name
 from backend.runtime.paths import PathEscapeError, resolve_in_workspace
 from backend.workspace import file_entry, scan
 
@@ -50,14 +50,15 @@ async def download(request: Request) -> Response:
 
 async def download_zip(request: Request) -> Response:
     cid = request.path_params["cid"]
-    await conversation_or_404(request, cid)
+    conv = await conversation_or_404(request, cid)
     workspace = manager(request).workspace(user_id(request), cid)
     tmp = await anyio.to_thread.run_sync(_zip_workspace, workspace)
+    name = zip_name(conv.get("title") or "", cid)  # issue 13: named after the title
     return FileResponse(
         tmp,
         media_type="application/zip",
         background=BackgroundTask(os.unlink, tmp),
-        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(cid)}.zip"},
+        headers={"Content-Disposition": attachment_header(name)},
     )
 
 
