@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -52,12 +52,16 @@ def _limits(request: Request) -> UploadLimits:
     return UploadLimits.from_mb(s.upload_max_mb, s.workspace_max_mb)
 
 
+class _TooLarge(MultiPartException):
+    """Raised inside the parser (which then closes its temporary files)."""
+
+
 async def _limited(request: Request, limit: int) -> AsyncGenerator[bytes, None]:
     seen = 0
     async for chunk in request.stream():
         seen += len(chunk)
         if seen > limit:
-            raise ApiError(413, _too_large(limit))
+            raise _TooLarge(_too_large(limit))
         yield chunk
 
 
@@ -87,35 +91,57 @@ async def upload_files(request: Request) -> Response:
     )
     try:
         form = await parser.parse()
+    except _TooLarge as exc:
+        _close_spooled(parser)
+        raise ApiError(413, exc.message) from exc
     except MultiPartException as exc:
+        _close_spooled(parser)
         raise ApiError(400, f"The upload could not be read: {exc.message}") from exc
+    except BaseException:
+        _close_spooled(parser)
+        raise
     try:
-        directory = form.get("dir") or ""
-        if not isinstance(directory, str):
-            raise ApiError(400, "'dir' must be a text field (a folder inside the workspace).")
-        uploads = [f for f in form.getlist("file") if isinstance(f, UploadFile)]
-        if not uploads:
-            raise ApiError(400, "No file: send one or more 'file' fields.")
-        plan: dict[str, UploadFile] = {}
-        for up in uploads:
-            rel = _name(directory, up.filename or "")
-            if rel in plan:
-                raise ApiError(400, f"The file {rel!r} is given twice.")
-            plan[rel] = up
-        sizes = {rel: up.size or 0 for rel, up in plan.items()}
-        workspace = manager(request).workspace(user_id(request), cid)
-        try:
-            await anyio.to_thread.run_sync(check_workspace_room, workspace, sizes, limits)
-            written: list[tuple[str, int]] = []
-            for rel, up in plan.items():
-                size = await anyio.to_thread.run_sync(save_upload, workspace, rel, up.file)
-                written.append((rel, size))
-        except UploadError as exc:
-            raise ApiError(exc.status, exc.message) from exc
+        written = await _save_form(request, cid, form, limits)
     finally:
         await form.close()
+        _close_spooled(parser)
     await store(request).record_uploads(cid, written)
     return JSONResponse([file_entry(cid, rel, size) for rel, size in written], 201)
+
+
+def _close_spooled(parser: MultiPartParser) -> None:
+    # a part cut off by the end of the body never reaches the form: close its file too
+    for spooled in getattr(parser, "_files_to_close_on_error", []):
+        spooled.close()
+
+
+async def _save_form(
+    request: Request, cid: str, form: FormData, limits: UploadLimits
+) -> list[tuple[str, int]]:
+    """Check every name and the workspace room first, then write: all or nothing refused."""
+    directory = form.get("dir") or ""
+    if not isinstance(directory, str):
+        raise ApiError(400, "'dir' must be a text field (a folder inside the workspace).")
+    uploads = [f for f in form.getlist("file") if isinstance(f, UploadFile)]
+    if not uploads:
+        raise ApiError(400, "No file: send one or more 'file' fields.")
+    plan: dict[str, UploadFile] = {}
+    for up in uploads:
+        rel = _name(directory, up.filename or "")
+        if rel in plan:
+            raise ApiError(400, f"The file {rel!r} is given twice.")
+        plan[rel] = up
+    sizes = {rel: up.size or 0 for rel, up in plan.items()}
+    workspace = manager(request).workspace(user_id(request), cid)
+    written: list[tuple[str, int]] = []
+    try:
+        await anyio.to_thread.run_sync(check_workspace_room, workspace, sizes, limits)
+        for rel, up in plan.items():
+            size = await anyio.to_thread.run_sync(save_upload, workspace, rel, up.file)
+            written.append((rel, size))
+    except UploadError as exc:
+        raise ApiError(exc.status, exc.message) from exc
+    return written
 
 
 def _name(directory: str, filename: str) -> str:
