@@ -17,6 +17,7 @@ for _var in ("LLM_MODEL", "LLM_API_KEY", "LLM_BASE_URL", "OPENAI_API_KEY", "AUTH
 
 from backend.config import Settings  # noqa: E402
 from tests.fakellm import FakeModelServer  # noqa: E402
+from tests.skipsummary import pytest_terminal_summary  # noqa: E402, F401
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -52,19 +53,3 @@ def fake_model(fake_model_server: FakeModelServer) -> Iterator[FakeModelServer]:
     # release anything a test left held, so the server thread can stop
     for name in list(fake_model_server.model.holds):
         fake_model_server.release(name)
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line for the skipped tests (pyproject uses -rfE, not -ra), grouped by reason, so
-    that the result line stays the last thing seen."""
-    skipped = terminalreporter.stats.get("skipped", [])
-    if not skipped:
-        return
-    reasons: dict[str, int] = {}
-    for report in skipped:
-        longrepr = report.longrepr
-        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-        reason = reason.removeprefix("Skipped: ").split("(")[0].strip()
-        reasons[reason] = reasons.get(reason, 0) + 1
-    parts = "; ".join(f"{n} × {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
-    terminalreporter.write_line(f"{len(skipped)} skipped: {parts} (-rs lists them)")

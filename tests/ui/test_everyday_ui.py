@@ -4,6 +4,7 @@ phone layout and the sticky sidebar head."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,7 +86,10 @@ def test_attach_and_drop_files_then_the_run_sees_them(
     assert workspace_file(tmp_path, cid, "notes.txt").read_text() == "dropped by hand\n"
 
     fake_model.script(
-        {"stage": "planning", "content": plan_reply("Count", prose="I'll count the rows of data.csv.")},
+        {
+            "stage": "planning",
+            "content": plan_reply("Count", prose="I'll count the rows of data.csv."),
+        },
         {"stage": "thinking", "content": run("wc -l < data.csv") + finish("3 lines.")},
     )
     send_goal(page, "analyse data.csv and chart it", mode="agent")
@@ -289,12 +293,9 @@ def test_markdown_preview_resolves_relative_images_and_links(
     expect(page.get_by_test_id("text-preview")).to_contain_text("a,b")
 
 
-WIDE_TABLE = (
-    "| name | description | value |\n|---|---|---|\n"
-    + "".join(
-        f"| item{i} | an_extraordinarily_long_identifier_that_would_break_{i} | {i * 1000} |\n"
-        for i in range(4)
-    )
+WIDE_TABLE = "| name | description | value |\n|---|---|---|\n" + "".join(
+    f"| item{i} | an_extraordinarily_long_identifier_that_would_break_{i} | {i * 1000} |\n"
+    for i in range(4)
 )
 
 
@@ -347,3 +348,30 @@ def test_sidebar_head_stays_put_while_the_list_scrolls(
     after = head.bounding_box()
     assert before and after and after["y"] == before["y"] == 0
     expect(page.get_by_test_id("conversation-search")).to_be_in_viewport()
+
+
+def test_token_counter_never_reads_0_and_follows_the_run(
+    ui_server: Server, fake_model: FakeModelServer, new_page: NewPage
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Write"), "hold": "plan"},
+        {"stage": "thinking", "content": write("a.txt", "a\n") + finish("Done."), "hold": "think"},
+    )
+    page = new_page()
+    page.goto(ui_server.url)
+    detail = re.compile(r"/api/conversations/[0-9a-f]{32}$")
+    with page.expect_response(lambda r: bool(detail.search(r.url))):
+        send_goal(page, "write a.txt", mode="agent")
+    expect(page.get_by_test_id("goal")).to_be_visible()
+    usage = page.get_by_test_id("usage")
+    # the conversation's totals (0 so far) arrived: let the page render them, then look
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert usage.count() == 0, usage.inner_text()  # nothing spent yet: no "0 tokens"
+    fake_model.release("plan")
+    expect(page.get_by_test_id("auto-reply")).to_be_visible()
+    # the planning call's tokens show while the thinking call is still out
+    expect(usage).to_contain_text("tokens")
+    assert not usage.inner_text().startswith("0 ")
+    expect(page.get_by_test_id("working")).to_be_visible()
+    fake_model.release("think")
+    expect(page.get_by_test_id("summary")).to_be_visible()

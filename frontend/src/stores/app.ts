@@ -124,7 +124,7 @@ export const useApp = defineStore('app', () => {
   let generation = 0
   let detailTimer: ReturnType<typeof setInterval> | null = null
 
-  const runtimes = computed(() => settings.value?.runtimes ?? health.value?.runtimes ?? [])
+  const runtimes = computed(() => health.value?.runtimes ?? settings.value?.runtimes ?? [])
   const models = computed(() => settings.value?.models ?? [])
   /** no model configured: the first-run screen explains .env */
   const needsSetup = computed(() => settings.value !== null && !settings.value.model)
