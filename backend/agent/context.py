@@ -55,6 +55,7 @@ class RunContext:
         msg.run_id = self.run_id
         if msg.role == "assistant":  # issue 13: never show the server's workspace path
             msg.content = relative_paths(msg.content, self.workspace)
+            msg.meta.content = relative_paths(msg.meta.content, self.workspace)
         stored = await self.store.append_message(msg)
         self.bus.publish(self.run_id, stored)
         if self.listener is not None:

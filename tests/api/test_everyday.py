@@ -3,6 +3,7 @@ retry, zip names, titles, workspace paths in results, run log lines."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -543,9 +544,7 @@ def test_results_show_workspace_relative_paths_not_the_servers(settings: Setting
     ]
     assert 'File "bad.py", line 3' in result["content"]
     assert "\n.\n" in "\n" + result["content"]  # os.getcwd() printed as "."
-    assert not any(ws in m["content"] for m in messages)
-    # the model still sees the real result (its own business): only messages change
-    assert ws in llm.calls[2].messages[-1]["content"] or "bad.py" in str(llm.calls[2].messages)
+    assert not any(ws in json.dumps(m) for m in messages)
 
 
 def test_one_log_line_at_run_start_and_end(
