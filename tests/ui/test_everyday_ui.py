@@ -84,6 +84,8 @@ def test_attach_and_drop_files_then_the_run_sees_them(
     expect(chips.nth(1)).to_have_attribute("data-state", "done")
     expect(page.locator(".drop-hint")).to_have_count(0)
     assert workspace_file(tmp_path, cid, "notes.txt").read_text() == "dropped by hand\n"
+    page.get_by_test_id("goal-input").fill("analyse data.csv and chart it")
+    page.get_by_test_id("composer").screenshot(path=str(DOCS / "screenshot-attach.png"))
 
     fake_model.script(
         {
@@ -253,7 +255,8 @@ def test_copy_buttons_on_code_commands_outputs_and_answers(
     expect(answer).to_contain_text("from a block")
     answer.get_by_test_id("copy-code").click()
     wait_for(lambda: copied() == "print('from a block')\n", what="the code block")
-    expect(answer.get_by_test_id("copy-code")).to_have_text("Copied")
+    expect(answer.get_by_test_id("copy-code")).to_have_attribute("data-state", "copied")
+    expect(answer).to_have_text(re.compile(r"^Use this:\s*print\('from a block'\)\s*$"))
     answer.get_by_role("button", name="Copy answer").click()
     wait_for(lambda: copied().startswith("Use this:"), what="the answer")
 
