@@ -19,7 +19,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from backend.agent.routing import Specialist, load_specialists
-from backend.api import agent, conversations, files
+from backend.api import agent, conversations, files, retry, uploads  # issue 13
+from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
 from backend.api.guard import GuardMiddleware
@@ -119,6 +120,9 @@ def create_app(
         *agent.routes,
         *conversations.routes,
         *files.routes,
+        *uploads.routes,  # issue 13
+        *settings_api.routes,  # issue 13
+        *retry.routes,  # issue 13
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     dist = Path(settings.frontend_dist)
@@ -158,7 +162,9 @@ async def _probe_docker(app: Starlette, manager: RunManager) -> None:
         available = getattr(runtime, "available", None)
         ok = bool(await available()) if available is not None else True
     except Exception as exc:  # no SDK, no engine: the local runtime only
-        log.info("docker runtime not available: %s", exc)
+        # with RUNTIME=local that is expected: no advice to "set RUNTIME=local" (issue 13)
+        level = logging.DEBUG if app.state.settings.runtime == "local" else logging.WARNING
+        log.log(level, "docker runtime not available: %s", exc)
         ok = False
     if ok and "docker" not in app.state.runtimes_available:
         app.state.runtimes_available = [*app.state.runtimes_available, "docker"]

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from backend.cli_files import check_input_files, upload_inputs
 from backend.config import LOOPBACK_HOSTS, Settings
+from backend.logs import configure_logging
 from backend.messages.message import Message
 
 
@@ -26,18 +27,31 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--runtime", choices=["local", "docker"])
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
     run.add_argument("--mode", choices=["auto", "agent", "chat"], default="auto")
+    run.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="an input file copied into the run's workspace (repeatable)",
+    )
     worker = sub.add_parser("worker", help="execute queued runs (EXECUTOR=queue, PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs at once (WORKER_CONCURRENCY)")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    # issue 13: library lines (litellm, alembic, httpx) only with LOG_LEVEL=DEBUG; `run`
+    # prints progress, so only warnings of ours unless LOG_LEVEL says otherwise
+    configure_logging(os.environ.get("LOG_LEVEL"), quiet=args.command == "run")
     if args.command == "serve":
         return serve_cmd(args.host, args.port)
     if args.command == "worker":
         return worker_cmd(args.concurrency)
-    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode))
+    if args.files:
+        problem = check_input_files(args.files)
+        if problem:
+            print(f"planact: {problem}", file=sys.stderr)
+            return 2
+    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
 
 
 def serve_cmd(host: str | None, port: int | None) -> int:
@@ -78,7 +92,13 @@ def worker_cmd(concurrency: int | None) -> int:
         return 2
 
 
-async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: str) -> int:
+async def run_cmd(
+    goal: str,
+    runtime: str | None,
+    workspace: Path | None,
+    mode: str,
+    files: list[Path] | None = None,
+) -> int:
     settings = Settings()
     if workspace is not None:
         settings.workspace_dir = workspace
@@ -110,7 +130,16 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     def show(msg: Message) -> None:
         print(_progress_line(msg), flush=True)
 
-    cid, rid = await manager.start("1", goal, mode=mode, runtime=runtime, listener=show)
+    cid: str | None = None
+    if files:  # issue 13: the inputs go into a new conversation's workspace first
+        cid = await upload_inputs(store, manager, settings, files)
+        if cid is None:
+            await manager.shutdown()
+            await store.close()
+            return 2
+    cid, rid = await manager.start(
+        "1", goal, conversation_id=cid, mode=mode, runtime=runtime, listener=show
+    )
     try:
         status = await manager.wait(rid)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: stop the run, cleanly
@@ -127,6 +156,11 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
 
 def _progress_line(msg: Message) -> str:
     kind = msg.meta.action_type
+    if msg.status == "failure" and kind not in ("task", "finish_summery"):
+        # the cause of an error is never cut (issue 13): every line, indented
+        head, _, rest = msg.content.strip().partition("\n")
+        body = "".join(f"\n    {line}" for line in rest.splitlines())
+        return f"[{kind} FAIL] {head}{body}"
     text = " ".join(msg.content.split())
     if len(text) > 160:
         text = text[:160] + "…"

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # litellm must never fetch its price table from the internet at import.
@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=120.0, gt=0)
     llm_call_max_seconds: float = Field(default=600.0, gt=0)
     llm_client: Literal["auto", "litellm"] = "auto"
+    # models a user may pick per run ("model" in the run body); LLM_MODEL only when unset
+    llm_models: str | None = None
 
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"
@@ -83,6 +85,10 @@ class Settings(BaseSettings):
     sandbox_uid: int | None = None
     sandbox_gid: int | None = None
 
+    # uploads (POST /api/conversations/{id}/files): the size of one upload request in MB
+    # (2**20 bytes); WORKSPACE_MAX_MB above bounds the workspace they may grow
+    upload_max_mb: float = 50
+
     auth_token: str | None = None
     # optional multi-user form: "alice:token1,bob:token2"
     auth_tokens: str | None = None
@@ -126,6 +132,23 @@ class Settings(BaseSettings):
                 if user.strip() and token.strip():
                     tokens[token.strip()] = user.strip()
         return tokens
+
+    @model_validator(mode="after")
+    def _default_model_from_list(self) -> Settings:
+        # LLM_MODELS without LLM_MODEL: the first listed model is the default
+        if not self.llm_model and self.llm_models:
+            first = next((m.strip() for m in self.llm_models.split(",") if m.strip()), None)
+            self.llm_model = first
+        return self
+
+    def model_choices(self) -> list[str]:
+        """LLM_MODEL first, then LLM_MODELS (comma-separated), without duplicates."""
+        out: list[str] = []
+        for name in [self.llm_model or "", *(self.llm_models or "").split(",")]:
+            name = name.strip()
+            if name and name not in out:
+                out.append(name)
+        return out
 
     @property
     def auth_enabled(self) -> bool:

@@ -60,6 +60,7 @@ async def run_task(
                     task=task,
                     notes=notes,
                     files=files[:200],
+                    inputs=ctx.inputs,  # issue 13: files the user uploaded
                 ),
             },
         ]

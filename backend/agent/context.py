@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from backend.agent.budget import Budget
 from backend.llm.base import LLM, Completion, LLMError
 from backend.messages.message import Message
+from backend.messages.paths import relative_paths
 
 if TYPE_CHECKING:
     from backend.agent.routing import Specialist
@@ -85,11 +86,18 @@ class RunContext:
             await self.notifier.publish_delta(self.run_id, payload)
 
     budget: Budget = field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
+    # issue 13: the model the person picked for this run (None: LLM_MODEL / specialists)
+    model: str | None = None
+    # issue 13: workspace files the person uploaded (told to the planner and thinking)
+    inputs: list[str] = field(default_factory=list)
 
     async def publish(self, msg: Message) -> Message:
         """Store first, then notify: every reader reads from the store."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
+        if msg.role == "assistant":  # issue 13: never show the server's workspace path
+            msg.content = relative_paths(msg.content, self.workspace)
+            msg.meta.content = relative_paths(msg.meta.content, self.workspace)
         if self.lost:  # another process ended this run: its messages are closed
             return msg
         stored, cancelled = await _store_through_cancellation(self.store, msg)
@@ -120,10 +128,12 @@ class RunContext:
         self.check_stop()
         self.budget.check(self.settings)
         model = self.specialist.model if (specialist and self.specialist) else None
+        if self.model:  # a model the person picked wins, with no silent fallback
+            model = self.model
         try:
             completion = await self.llm.complete(stage=stage, messages=messages, model=model)
         except LLMError as exc:  # also a misconfigured specialist model
-            if not model or model == self.llm.default_model:
+            if not model or model == self.llm.default_model or model == self.model:
                 raise
             log.warning("specialist model %s failed (%s); using the default", model, exc)
             self.check_stop()

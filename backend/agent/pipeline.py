@@ -16,7 +16,9 @@ from backend.agent.errors import RunError, TaskFailed
 from backend.agent.planning import first_answer, plan
 from backend.agent.prompts import render
 from backend.agent.routing import Specialist, route
+from backend.agent.runlog import logged_run
 from backend.agent.summary import summarize
+from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
 from backend.messages.message import Message
 from backend.workspace import scan
@@ -26,6 +28,10 @@ log = logging.getLogger(__name__)
 
 async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
     """Run to the end and return the final status: completed | failed | stopped."""
+    return await logged_run(ctx, _run_pipeline(ctx, specialists))
+
+
+async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
     tasks: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
@@ -34,6 +40,8 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
                 "question", ctx.goal, role="user", json=[{"budget": limits(ctx.settings)}]
             )
         )
+        # a conversation made empty (to upload files first) is named by its first goal
+        await ctx.store.retitle_if_default(ctx.conversation_id, ("",), goal_title(ctx.goal))
         ctx.snapshot = await anyio.to_thread.run_sync(scan, ctx.workspace)
         ctx.specialist = await route(ctx, specialists)
         await ctx.store.set_run_task_type(ctx.run_id, ctx.specialist.task_type)

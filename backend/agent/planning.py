@@ -14,6 +14,8 @@ from backend.agent.prompts import render
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
 
+from backend.agent.titles import goal_title, title_from_plan
+
 PLAN_ATTEMPTS = 3
 MAX_TASKS = 12
 
@@ -21,10 +23,13 @@ MAX_TASKS = 12
 async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
     """Returns (first answer for the user, tasks). Retries with the parse error fed back."""
     runtime_note = "in a Docker sandbox" if ctx.runtime.name == "docker" else "on this machine"
+    ctx.inputs = await ctx.store.uploaded_files(ctx.conversation_id)
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
-            "content": render("planning", runtime_note=runtime_note, history=ctx.history),
+            "content": render(
+                "planning", runtime_note=runtime_note, history=ctx.history, inputs=ctx.inputs
+            ),
         },
         {"role": "user", "content": ctx.goal},
     ]
@@ -51,6 +56,7 @@ async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
             }
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
+        await retitle(ctx, prose)
         return prose.strip(), tasks
     # what the model was told (the format lesson in last_error) stays out of the user's error
     raise RunError(
@@ -58,6 +64,14 @@ async def plan(ctx: RunContext) -> tuple[str, list[dict[str, Any]]]:
         "could not be read as a task list. Try again, or choose a model that follows "
         "instructions more closely."
     )
+
+
+async def retitle(ctx: RunContext, prose: str) -> None:
+    """The planner's sentence for the user, made a title, replaces a conversation title
+    that is still the default (empty or the goal's first words); a person's title stays."""
+    title = title_from_plan(prose)
+    if title and not ctx.history:
+        await ctx.store.retitle_if_default(ctx.conversation_id, ("", goal_title(ctx.goal)), title)
 
 
 def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:

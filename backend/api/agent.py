@@ -8,6 +8,7 @@ from starlette.routing import Route
 
 from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
 from backend.api.errors import ApiError
+from backend.api.settings import pick_model
 from backend.api.sse import run_events, sse_response
 from backend.runs import ShuttingDown
 from backend.store.repo import ConflictError, NotFoundError
@@ -41,13 +42,34 @@ async def start_run(request: Request) -> Response:
             f"The {runtime} runtime is not available on this server (no Docker engine "
             "answers, or the sandbox image is missing: see docs/docker.md).",
         )
+    model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
+    return await begin_run(
+        request, goal, conversation_id=cid, mode=mode, runtime=runtime, model=model
+    )
+
+
+async def begin_run(
+    request: Request,
+    goal: str,
+    *,
+    conversation_id: str | None,
+    mode: str,
+    runtime: str | None,
+    model: str | None,
+) -> Response:
+    """Start a run and answer with its stream (or 202 with `Accept: application/json`)."""
     runs = manager(request)
     try:
         cid, rid = await runs.start(
-            user_id(request), goal, conversation_id=cid, mode=mode, runtime=runtime
+            user_id(request),
+            goal,
+            conversation_id=conversation_id,
+            mode=mode,
+            runtime=runtime,
+            model=model,
         )
     except NotFoundError as exc:
-        raise ApiError(404, f"No conversation {cid!r}.") from exc
+        raise ApiError(404, f"No conversation {conversation_id!r}.") from exc
     except ConflictError as exc:
         raise ApiError(
             409, "A run is already active in this conversation: stop it or wait for it to end."

@@ -15,7 +15,6 @@ import time
 import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import quote
 
 import anyio
 from starlette.background import BackgroundTask
@@ -26,6 +25,7 @@ from starlette.routing import Route
 
 from backend.api.common import conversation_or_404, manager, user_id
 from backend.api.errors import ApiError
+from backend.api.names import attachment_header, zip_name
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 from backend.workspace import file_entry, scan
@@ -72,7 +72,7 @@ async def download(request: Request) -> Response:
         media_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
         headers={
             "Content-Length": str(size),
-            "Content-Disposition": _attachment(filename),
+            "Content-Disposition": attachment_header(filename),
             "X-Content-Type-Options": "nosniff",
             "Cache-Control": "no-store",
         },
@@ -93,23 +93,17 @@ async def _stream(fd: int, size: int) -> AsyncIterator[bytes]:
         os.close(fd)
 
 
-def _attachment(filename: str) -> str:
-    quoted = quote(filename)
-    if quoted != filename:
-        return f"attachment; filename*=utf-8''{quoted}"
-    return f'attachment; filename="{filename}"'
-
-
 async def download_zip(request: Request) -> Response:
     cid = request.path_params["cid"]
-    await conversation_or_404(request, cid)
+    conv = await conversation_or_404(request, cid)
     workspace = manager(request).workspace(user_id(request), cid)
     tmp = await anyio.to_thread.run_sync(_zip_workspace, workspace)
+    name = zip_name(conv.get("title") or "", cid)  # issue 13: named after the title
     return FileResponse(
         tmp,
         media_type="application/zip",
         background=BackgroundTask(os.unlink, tmp),
-        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(cid)}.zip"},
+        headers={"Content-Disposition": attachment_header(name)},
     )
 
 

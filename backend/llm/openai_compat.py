@@ -43,7 +43,8 @@ ERROR_BODY_LIMIT = 64 * 1024
 def missing_model_error() -> LLMConfigError:
     return LLMConfigError(
         "No model is configured: set LLM_MODEL (a litellm model id such as "
-        "openai/gpt-4o-mini or ollama/qwen2.5-coder) and LLM_API_KEY, then try again."
+        "openai/gpt-4o-mini or ollama/qwen2.5-coder) and LLM_API_KEY in .env or the "
+        "environment, restart planact (settings are read at start-up), then try again."
     )
 
 

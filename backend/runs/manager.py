@@ -163,6 +163,7 @@ class RunManager:
         mode: str = "auto",
         runtime: str | None = None,
         listener: Listener | None = None,
+        model: str | None = None,
     ) -> tuple[str, str]:
         """Create the run and hand it to the executor. Raises ConflictError when the
         conversation has an active run (in any process), NotFoundError when it does not
@@ -174,7 +175,9 @@ class RunManager:
         runtime_name = runtime or self.settings.runtime
         cid = conversation_id or await self.store.create_conversation(user_id, _title(goal))
         owner = self.instance_id if self.executor.runs_here else None
-        rid = await self.store.start_run(user_id, cid, goal, mode, runtime_name, owner)
+        rid = await self.store.start_run(
+            user_id, cid, goal, mode, runtime_name, owner, model=model or ""
+        )
         if listener is not None:
             self._listeners[rid] = listener
         try:
@@ -244,6 +247,7 @@ class RunManager:
             history=await self._history(run["conversation_id"], run_id),
             stop_requested=bool(run["stop_requested"]),
             notifier=self.notifier,
+            model=run["model"] or None,
         )
         ctx.runtime = StopCheckedRuntime(ctx.runtime, ctx)
         ctx.shutting_down = self._grace_over

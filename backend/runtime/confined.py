@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from backend.runtime.paths import SANDBOX_ROOT, PathEscapeError
 
@@ -413,8 +414,9 @@ def file_size(root: Path | str, path: str) -> tuple[int | None, str]:
         return None, "/".join(relative_parts(root, path)) or "."
 
 
-def _replace_in(loc: Located, data: bytes, owner: tuple[int, int] | None) -> None:
-    """Write ``data`` to a new file in ``loc``'s directory and rename it over ``loc.name``."""
+def replace_in(loc: Located, data: bytes | BinaryIO, owner: tuple[int, int] | None) -> int:
+    """Write ``data`` (bytes, or a binary file read to its end) to a new file in ``loc``'s
+    directory and rename it over ``loc.name``. Returns the size written."""
     old = loc.lstat()
     if old is not None and stat.S_ISDIR(old.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
@@ -434,9 +436,13 @@ def _replace_in(loc: Located, data: bytes, owner: tuple[int, int] | None) -> Non
     )
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            size = 0
+            chunks = [data] if isinstance(data, bytes) else iter(lambda: data.read(CHUNK), b"")
+            for chunk in chunks:
+                view = memoryview(chunk)
+                size += len(view)
+                while view:
+                    view = view[os.write(fd, view) :]
             if owner is not None:
                 os.fchown(fd, *owner)
             os.fchmod(fd, mode)
@@ -447,12 +453,14 @@ def _replace_in(loc: Located, data: bytes, owner: tuple[int, int] | None) -> Non
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=loc.dir_fd)
         raise
+    return size
 
 
 def write_atomic(
-    root: Path | str, path: str, data: bytes, owner: tuple[int, int] | None = None
+    root: Path | str, path: str, data: bytes | BinaryIO, owner: tuple[int, int] | None = None
 ) -> str:
-    """Write ``data`` to ``path`` below ``root`` (parents made, given to ``owner``).
+    """Write ``data`` (bytes, or a binary file read to its end) to ``path`` below ``root``
+    (parents made, given to ``owner``).
 
     The file is replaced atomically; an existing file keeps its permission bits. Returns the
     workspace-relative name of the file written (a symlink inside is written through).
@@ -460,7 +468,7 @@ def write_atomic(
     with located(root, path, create=True, owner=owner) as loc:
         if loc.name == ".":
             raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
-        _replace_in(loc, data, owner)
+        replace_in(loc, data, owner)
         return loc.rel
 
 
@@ -523,7 +531,7 @@ def edit_exact(
         outcome.new_size = len(changed)
         if max_total is not None and used - len(data) + len(changed) > max_total:
             raise OSError(errno.EDQUOT, "workspace size limit", loc.rel)
-        _replace_in(loc, changed, owner)
+        replace_in(loc, changed, owner)
         return outcome
 
 

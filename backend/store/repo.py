@@ -52,6 +52,8 @@ MESSAGES = cast(Table, MessageRow.__table__)
 TASKS = cast(Table, Task.__table__)
 USAGE = cast(Table, Usage.__table__)
 INSTANCES = cast(Table, Instance.__table__)
+FILES = cast(Table, FileRow.__table__)
+UPLOAD_RUN = "upload"
 
 ACTIVE = "running"
 
@@ -156,12 +158,27 @@ class Store:
 
         return await self._run(fn)
 
-    async def list_conversations(self, user_id: str) -> list[dict[str, Any]]:
+    async def list_conversations(self, user_id: str, q: str = "") -> list[dict[str, Any]]:
+        """Newest first; ``q`` keeps those whose title or one of whose goals contains it
+        (case-insensitive, taken literally)."""
+
         def fn(s: Session) -> list[dict[str, Any]]:
+            query = select(Conversation).where(Conversation.user_id == user_id)
+            if q.strip():
+                pattern = "%" + _escape_like(q.strip().lower()) + "%"
+                in_goal = (
+                    select(Run.id)
+                    .where(
+                        Run.conversation_id == Conversation.id,
+                        func.lower(Run.goal).like(pattern, escape="\\"),
+                    )
+                    .exists()
+                )
+                query = query.where(
+                    func.lower(Conversation.title).like(pattern, escape="\\") | in_goal
+                )
             rows = s.scalars(
-                select(Conversation)
-                .where(Conversation.user_id == user_id)
-                .order_by(Conversation.updated_at.desc(), Conversation.created_at.desc())
+                query.order_by(Conversation.updated_at.desc(), Conversation.created_at.desc())
             ).all()
             return [_conversation_dict(c) for c in rows]
 
@@ -180,6 +197,49 @@ class Store:
 
         return await self._run(fn)
 
+    # -- titles and uploads (issue 13) ----------------------------------------------------
+    async def rename_conversation(self, user_id: str, cid: str, title: str) -> bool:
+        def fn(c: Connection) -> bool:
+            done = c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == cid, CONVERSATIONS.c.user_id == user_id)
+                .values(title=title[:200])
+            )
+            return bool(done.rowcount)
+
+        return await self._core(fn)
+
+    async def retitle_if_default(self, cid: str, defaults: tuple[str, ...], title: str) -> bool:
+        """Set the title unless a person chose one (the title is still one of
+        ``defaults``: empty or the goal's first words)."""
+
+        def fn(c: Connection) -> bool:
+            done = c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == cid, CONVERSATIONS.c.title.in_(defaults))
+                .values(title=title[:200])
+            )
+            return bool(done.rowcount)
+
+        return await self._core(fn)
+
+    async def record_uploads(self, cid: str, files: list[tuple[str, int]]) -> None:
+        """Files a person uploaded: file rows with run id ``upload`` (a run that changes one
+        later takes the row over)."""
+        await self.record_files(cid, UPLOAD_RUN, files)
+
+    async def uploaded_files(self, cid: str) -> list[str]:
+        def fn(c: Connection) -> list[str]:
+            f = FILES.c
+            rows = c.execute(
+                select(f.filepath)
+                .where(f.conversation_id == cid, f.run_id == UPLOAD_RUN)
+                .order_by(f.filepath)
+            ).all()
+            return [r[0] for r in rows]
+
+        return await self._core(fn)
+
     # -- runs -----------------------------------------------------------------------------
     async def start_run(
         self,
@@ -189,6 +249,7 @@ class Store:
         mode: str,
         runtime: str,
         owner: str | None = None,
+        model: str = "",
     ) -> str:
         """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
         if one is active (the partial unique index decides across processes),
@@ -216,6 +277,7 @@ class Store:
                     runtime=runtime,
                     owner=owner,
                     stop_requested=False,
+                    model=model,
                 )
             )
             conv.status = ACTIVE
@@ -613,6 +675,10 @@ class Store:
         return await self._run(lambda s: _usage(s, Usage.run_id == run_id))
 
 
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _conversation_dict(c: Conversation) -> dict[str, Any]:
     return {
         "conversation_id": c.id,
@@ -633,6 +699,7 @@ def _run_dict(r: Run) -> dict[str, Any]:
         "status": r.status,
         "error": r.error,
         "task_type": r.task_type,
+        "model": r.model,
         "created_at": _iso(r.created_at),
         "ended_at": _iso(r.ended_at),
         "owner": r.owner,

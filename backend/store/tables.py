@@ -67,6 +67,8 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16), default="running")
     error: Mapped[str] = mapped_column(Text, default="")
     task_type: Mapped[str] = mapped_column(String(64), default="")
+    # the model a person picked for this run ("": LLM_MODEL and the specialists)
+    model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(default=None)
     # the instance executing it (None: queued, no worker took it yet); see Instance
