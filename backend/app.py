@@ -19,26 +19,34 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from backend.agent.routing import Specialist, load_specialists
-from backend.api import agent, conversations, files
+from backend.api import agent, conversations, files, retry, uploads  # issue 13
+from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
+from backend.api.guard import GuardMiddleware
 from backend.config import Settings
 from backend.llm.base import LLM
 from backend.llm.client import LiteLLM
-from backend.messages.bus import Bus
 from backend.runs import RunManager
+from backend.runs.executor import make_executor, require_postgres
+from backend.runs.lease import new_instance_id
+from backend.runs.notify import make_notifier
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
 
 log = logging.getLogger(__name__)
 
 
-def make_llm(settings: Settings) -> LiteLLM:
-    return LiteLLM(
+def make_llm(settings: Settings) -> LLM:
+    from backend.llm.dispatch import DispatchLLM
+
+    return DispatchLLM(
         settings.llm_model,
         api_key=settings.llm_api_key,
         base_url=settings.llm_base_url,
+        client=settings.llm_client,
         timeout=settings.llm_timeout,
+        call_max_seconds=settings.llm_call_max_seconds,
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
         stream=settings.llm_stream,
@@ -72,23 +80,28 @@ def create_app(
     runtimes: dict[str, Runtime] | None = None,
     specialists: tuple[Specialist, ...] | None = None,
 ) -> Starlette:
+    # -- runs in the store: instance id, notifier, executor (backend/runs) ----------------
+    if settings.executor == "queue":
+        require_postgres(settings.database_url)  # a clear start-up error (QueueConfigError)
     store = Store(settings.database_url)
-    bus = Bus()
+    instance_id = new_instance_id("serve")
     manager = RunManager(
         settings,
         store,
-        bus,
+        make_notifier(settings.database_url, instance_id),
         llm or make_llm(settings),
         specialists if specialists is not None else load_specialists(settings.specialists_file),
         runtimes,
+        instance_id=instance_id,
     )
+    manager.executor = make_executor(settings, manager)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(store.migrate)
-        recovered = await manager.recover()
-        if recovered:
-            log.warning("marked %d interrupted run(s) as failed", recovered)
+        await manager.open()  # lease, listener, executor; recovers runs of dead owners
+        if manager.lease.recovered:
+            log.warning("marked %d interrupted run(s) as failed", manager.lease.recovered)
         checker = asyncio.create_task(_probe_docker(app, manager))
         if isinstance(manager.llm, LiteLLM) and settings.llm_model:
             # import litellm (seconds) in the background so the first run does not wait
@@ -99,7 +112,7 @@ def create_app(
             # let the probe finish (a ping) so that no half-made docker client leaks
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
-            await manager.shutdown()
+            await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
             await store.close()
 
     routes: list[Route | Mount] = [
@@ -107,6 +120,9 @@ def create_app(
         *agent.routes,
         *conversations.routes,
         *files.routes,
+        *uploads.routes,  # issue 13
+        *settings_api.routes,  # issue 13
+        *retry.routes,  # issue 13
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     dist = Path(settings.frontend_dist)
@@ -121,6 +137,13 @@ def create_app(
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
     )
     app.add_middleware(AuthMiddleware, tokens=settings.user_tokens())
+    # added last: runs first (a foreign Host or origin is refused before anything else)
+    app.add_middleware(
+        GuardMiddleware,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+        bound_host=settings.host,
+    )
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager
@@ -139,7 +162,9 @@ async def _probe_docker(app: Starlette, manager: RunManager) -> None:
         available = getattr(runtime, "available", None)
         ok = bool(await available()) if available is not None else True
     except Exception as exc:  # no SDK, no engine: the local runtime only
-        log.info("docker runtime not available: %s", exc)
+        # with RUNTIME=local that is expected: no advice to "set RUNTIME=local" (issue 13)
+        level = logging.DEBUG if app.state.settings.runtime == "local" else logging.WARNING
+        log.log(level, "docker runtime not available: %s", exc)
         ok = False
     if ok and "docker" not in app.state.runtimes_available:
         app.state.runtimes_available = [*app.state.runtimes_available, "docker"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -13,7 +12,9 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from backend.cli_files import check_input_files, upload_inputs
 from backend.config import LOOPBACK_HOSTS, Settings
+from backend.logs import configure_logging
 from backend.messages.message import Message
 
 
@@ -28,14 +29,31 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--runtime", choices=["local", "docker"])
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
     run.add_argument("--mode", choices=["auto", "agent", "chat"], default="auto")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    run.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="an input file copied into the run's workspace (repeatable)",
     )
+    worker = sub.add_parser("worker", help="execute queued runs (EXECUTOR=queue, PostgreSQL)")
+    worker.add_argument("--concurrency", type=int, help="runs at once (WORKER_CONCURRENCY)")
+    args = parser.parse_args(argv)
+    # issue 13: library lines (litellm, alembic, httpx) only with LOG_LEVEL=DEBUG; `run`
+    # prints progress, so only warnings of ours unless LOG_LEVEL says otherwise
+    configure_logging(os.environ.get("LOG_LEVEL"), quiet=args.command == "run")
     if args.command == "serve":
         return serve_cmd(args.host, args.port)
-    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode))
+    if args.command == "worker":
+        return worker_cmd(args.concurrency)
+    if args.files:
+        problem = check_input_files(args.files)
+        if problem:
+            print(f"planact: {problem}", file=sys.stderr)
+            return 2
+    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
 
 
 def serve_cmd(host: str | None, port: int | None) -> int:
@@ -51,43 +69,78 @@ def serve_cmd(host: str | None, port: int | None) -> int:
             file=sys.stderr,
         )
         return 2
-    import uvicorn
-
     from backend.app import create_app
+    from backend.runs.executor import QueueConfigError
 
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        timeout_graceful_shutdown=10,
-        proxy_headers=False,
-    )
+    try:
+        app = create_app(settings)
+    except QueueConfigError as exc:
+        print(f"planact: {exc}", file=sys.stderr)
+        return 2
+    from backend.serve import serve
+
+    serve(app, settings)
     return 0
 
 
-async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: str) -> int:
+def worker_cmd(concurrency: int | None) -> int:
+    from backend.runs.executor import QueueConfigError
+    from backend.runs.worker import run_worker
+
+    try:
+        return asyncio.run(run_worker(Settings(), concurrency))
+    except QueueConfigError as exc:
+        print(f"planact worker: {exc}", file=sys.stderr)
+        return 2
+
+
+async def run_cmd(
+    goal: str,
+    runtime: str | None,
+    workspace: Path | None,
+    mode: str,
+    files: list[Path] | None = None,
+) -> int:
     settings = Settings()
     if workspace is not None:
         settings.workspace_dir = workspace
     from backend.agent.routing import load_specialists
     from backend.app import make_llm
-    from backend.messages.bus import Bus
     from backend.runs import RunManager
+    from backend.runs.lease import new_instance_id
+    from backend.runs.notify import make_notifier
+    from backend.runs.worker import prewarm_litellm
     from backend.store.repo import Store
 
+    await prewarm_litellm(settings)
     store = Store(settings.database_url)
     store.migrate()
+    # an instance of its own with a lease: a live server's runs on the same database are
+    # left alone; the run executes here (inline) whatever EXECUTOR says
+    iid = new_instance_id("cli")
     manager = RunManager(
-        settings, store, Bus(), make_llm(settings), load_specialists(settings.specialists_file)
+        settings,
+        store,
+        make_notifier(settings.database_url, iid),
+        make_llm(settings),
+        load_specialists(settings.specialists_file),
+        kind="cli",
+        instance_id=iid,
     )
-    await manager.recover()
+    await manager.open()
 
     progress = Progress()
+    cid: str | None = None
+    if files:  # issue 13: the inputs go into a new conversation's workspace first
+        cid = await upload_inputs(store, manager, settings, files)
+        if cid is None:
+            await manager.shutdown()
+            await store.close()
+            return 2
     cid, rid = await manager.start(
         "1",
         goal,
+        conversation_id=cid,
         mode=mode,
         runtime=runtime,
         listener=progress.message,
@@ -95,9 +148,9 @@ async def run_cmd(goal: str, runtime: str | None, workspace: Path | None, mode: 
     )
     try:
         status = await manager.wait(rid)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: stop the run, cleanly
         await manager.stop(rid)
-        status = await manager.wait(rid)
+        status = await manager.wait(rid, timeout=30)
     run = await store.get_run(rid)
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # litellm must never fetch its price table from the internet at import.
@@ -23,10 +23,19 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_base_url: str | None = None
-    llm_timeout: float = 120.0
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
     llm_stream: bool = True
+    # model call deadlines (backend/llm/deadline.py): LLM_TIMEOUT is the longest a call may
+    # go without content (keep-alive comments and empty chunks do not count; retried once),
+    # LLM_CALL_MAX_SECONDS the hard cap on one attempt (not retried). LLM_CLIENT: "auto"
+    # reads OpenAI-compatible endpoints with the lean httpx path (backend/llm/providers.py),
+    # "litellm" sends every call through litellm.
+    llm_timeout: float = Field(default=120.0, gt=0)
+    llm_call_max_seconds: float = Field(default=600.0, gt=0)
+    llm_client: Literal["auto", "litellm"] = "auto"
+    # models a user may pick per run ("model" in the run body); LLM_MODEL only when unset
+    llm_models: str | None = None
 
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"
@@ -36,6 +45,31 @@ class Settings(BaseSettings):
     max_steps_per_task: int = 20
     max_format_errors: int = 3
 
+    # workspace size limit (both runtimes): write_code/edit_file are refused when a file
+    # would bring one conversation's workspace over it; a terminal_run that pushed it over
+    # says so in its result (uploads use it too)
+    workspace_max_mb: float = Field(default=1024, gt=0)
+
+    # Per-run budgets, checked before every model call; the first one reached ends the run
+    # with an `error` naming it. None (or 0, or an empty value) means no limit.
+    run_max_tokens: int | None = 2_000_000
+    run_max_cost_usd: float | None = None
+    run_max_seconds: float | None = 3600.0
+    run_max_model_calls: int | None = 200
+
+    @field_validator(
+        "run_max_tokens",
+        "run_max_cost_usd",
+        "run_max_seconds",
+        "run_max_model_calls",
+        mode="before",
+    )
+    @classmethod
+    def _no_limit(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "0"):
+            return None
+        return value
+
     # docker runtime
     sandbox_image: str = "planact-sandbox:latest"
     sandbox_network: Literal["none", "bridge"] = "none"
@@ -43,10 +77,17 @@ class Settings(BaseSettings):
     sandbox_cpus: float = 1.0
     sandbox_pids: int = 256
     sandbox_idle_timeout: float = 900.0
+    # size of the sandbox's tmpfs /tmp (docker size string, e.g. "256m"); none: the smaller
+    # of 256m and a quarter of SANDBOX_MEMORY (a full /tmp must not starve the commands)
+    sandbox_tmp_size: str | None = None
     # where WORKSPACE_DIR lives on the Docker host when the app itself runs in a container
     sandbox_host_workspace_dir: Path | None = None
     sandbox_uid: int | None = None
     sandbox_gid: int | None = None
+
+    # uploads (POST /api/conversations/{id}/files): the size of one upload request in MB
+    # (2**20 bytes); WORKSPACE_MAX_MB above bounds the workspace they may grow
+    upload_max_mb: float = 50
 
     auth_token: str | None = None
     # optional multi-user form: "alice:token1,bob:token2"
@@ -54,6 +95,28 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+
+    # ---- the HTTP edge (docs/security.md) ----------------------------------------------
+    # Host header values answered besides the loopback names and the bound HOST
+    # (comma-separated; "name" or "name:port"; "*" = any)
+    allowed_hosts: str = ""
+    # origins (scheme://host[:port]) allowed to make state-changing requests besides the
+    # server's own; "*" = any (turns the cross-site defence off)
+    allowed_origins: str = ""
+    # seconds a client may take to send a request's headers / between two body chunks
+    http_header_timeout: float = 10.0
+    http_body_timeout: float = 30.0
+    # seconds a response may stay unsent to a client that does not read (SSE included)
+    http_write_timeout: float = 30.0
+    # open connections at most (also capped by the open-files limit)
+    http_max_connections: int = 2048
+
+    # -- runs in the store (backend/runs): leases, executors, shutdown --------------------
+    executor: Literal["inline", "queue"] = "inline"
+    lease_seconds: float = 12.0  # an owner renews its lease every third of this
+    shutdown_grace: float = 30.0
+    worker_concurrency: int = 4  # runs one `planact worker` executes at once
+
     frontend_dist: Path = Field(
         default_factory=lambda: Path(__file__).resolve().parent.parent / "frontend" / "dist"
     )
@@ -69,6 +132,23 @@ class Settings(BaseSettings):
                 if user.strip() and token.strip():
                     tokens[token.strip()] = user.strip()
         return tokens
+
+    @model_validator(mode="after")
+    def _default_model_from_list(self) -> Settings:
+        # LLM_MODELS without LLM_MODEL: the first listed model is the default
+        if not self.llm_model and self.llm_models:
+            first = next((m.strip() for m in self.llm_models.split(",") if m.strip()), None)
+            self.llm_model = first
+        return self
+
+    def model_choices(self) -> list[str]:
+        """LLM_MODEL first, then LLM_MODELS (comma-separated), without duplicates."""
+        out: list[str] = []
+        for name in [self.llm_model or "", *(self.llm_models or "").split(",")]:
+            name = name.strip()
+            if name and name not in out:
+                out.append(name)
+        return out
 
     @property
     def auth_enabled(self) -> bool:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import quote
 
-SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".cache"}
+from backend.runtime import confined
+
+SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".cache"})
 MAX_FILES = 5000
 
 
@@ -15,26 +16,17 @@ def workspace_path(root: Path, user_id: str, conversation_id: str) -> Path:
 
 
 def scan(workspace: Path) -> dict[str, tuple[int, int]]:
-    """relative path -> (size, mtime_ns) of regular files, not following symlinks."""
-    out: dict[str, tuple[int, int]] = {}
-    if not workspace.is_dir():
-        return out
-    for dirpath, dirnames, filenames in os.walk(workspace):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            try:
-                st = full.lstat()
-            except OSError:
-                continue
-            if not full.is_symlink() and full.is_file():
-                out[full.relative_to(workspace).as_posix()] = (st.st_size, st.st_mtime_ns)
-            if len(out) >= MAX_FILES:
-                return out
-    return out
+    """relative path -> (size, mtime_ns) of regular files, never following a symlink.
+
+    Descriptor-based (a folder swapped for a symlink mid-walk is not entered); names that
+    are not valid UTF-8 are left out (no URL or JSON string could name them).
+    """
+    return confined.scan(workspace, SKIP_DIRS, MAX_FILES)
 
 
 def file_url(conversation_id: str, filepath: str) -> str:
+    """The download URL of a workspace file; every character of the name is kept
+    (a newline is ``%0A``; the route accepts it)."""
     return f"/api/files/{conversation_id}/{quote(filepath)}"
 
 

@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.agent.routing import BUILTIN
 from backend.config import Settings
-from backend.llm.base import Completion
+from backend.llm.base import Completion, DeltaCallback
 from backend.messages.bus import Bus
 from backend.runs import RunManager
 from backend.store.repo import Store
@@ -43,11 +43,19 @@ class InstantLLM:
     def default_model(self) -> str | None:
         return "instant"
 
-    async def complete(  # type: ignore[no-untyped-def]
-        self, *, stage: str, messages: list, model: str | None = None, on_delta=None
+    async def complete(
+        self,
+        *,
+        stage: str,
+        messages: list,  # type: ignore[type-arg]
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
     ) -> Completion:
         self.calls += 1
-        return Completion(text=AUTO_REPLIES[stage], model="instant", finish_reason="stop")
+        text = AUTO_REPLIES[stage]
+        if on_delta is not None:
+            on_delta("text", text)
+        return Completion(text=text, model="instant", finish_reason="stop")
 
 
 async def in_process(runs: int = 200) -> tuple[float, float]:

@@ -17,6 +17,7 @@ for _var in ("LLM_MODEL", "LLM_API_KEY", "LLM_BASE_URL", "OPENAI_API_KEY", "AUTH
 
 from backend.config import Settings  # noqa: E402
 from tests.fakellm import FakeModelServer  # noqa: E402
+from tests.skipsummary import pytest_terminal_summary  # noqa: E402, F401
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -27,6 +28,8 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         "llm_model": "scripted/model",
         "llm_retry_base_delay": 0.01,
         "frontend_dist": tmp_path / "no-ui",
+        # the Host header of Starlette's TestClient
+        "allowed_hosts": "testserver",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -5,17 +5,35 @@ per stage (the `X-Agent-Stage` header) through control endpoints:
 
   POST /_control/script   {"replies": [{"stage": "planning", "content": "...",
                             "finish_reason": "stop", "status": 200, "tool_calls": [...],
-                            "hold": "name", "hold_after": N, "chunks": N}]}
-                                                     -- appended to that stage's queue
-                            ("hold_after": the hold comes after N content chunks)
+                            "hold": "name"}]}        -- appended to that stage's queue
   POST /_control/release/{name}                      -- lets a held reply go
   POST /_control/reset                               -- clears queues and the call log
   GET  /_control/calls                               -- every request seen so far
 
-With `--auto` (or POST /_control/auto {"on": true}) a stage with an empty queue gets a
-plausible default reply (route: needs tools; planning: one task; thinking: write a file
-and finish; summary/auto_reply: text): the zero-latency model of the benchmarks.
-Without it, an unscripted call answers HTTP 500 so the test sees it.
+With `--auto` (or POST /_control/auto {"on": true, "replies"?: {stage: text}}) a stage
+with an empty queue gets a plausible default reply (route: needs tools; planning: one
+task; thinking: write a file and finish; summary/auto_reply: text): the zero-latency model
+of the benchmarks.
+Without it, an unscripted call answers HTTP 500 so the test sees it. POST /_control/auto
+{"on": true, "shape": {...}} (or --chunks/--chunk-delay/--first-token-delay) gives auto
+replies a stream shape (below); their text is lengthened to fill the chunks.
+
+Stream shape keys of a scripted reply (all optional; without them: 64-character chunks,
+no delays, finish reason, usage when asked for, [DONE]):
+
+  "chunks": N            the content in N chunks   "chunk_size": N   N characters a chunk
+  "first_token_delay": s before the first chunk   "chunk_delay": s  between chunks
+  "keepalive": s         a `: keep-alive` comment every s seconds while waiting
+  "keepalive_kind": "comment" | "empty"   empty: an empty-delta chunk instead of a comment
+  "hang_after": N        after N content chunks send no more content (keep-alives only)
+                         until the client goes away
+  "hold_after": N        with "hold": the hold comes after N chunks, not before the reply
+  "silent": true         answer nothing at all (no headers) until the client goes away
+  "truncate": true       close the stream after the content: no finish reason, no [DONE]
+  "done": false          leave out [DONE] (the finish reason is still sent)
+  "reasoning": "…"       reasoning deltas before the content, in the field
+  "reasoning_field"      "reasoning_content" (default) or "reasoning"
+  "tool_call_pieces": N  each tool call's arguments in N deltas (id and name in the first)
 
 Run: python tests/fakellm.py --port 9100 [--host 127.0.0.1] [--auto]
 """
@@ -24,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -53,9 +72,16 @@ AUTO_REPLIES = {
 }
 
 
+# the longest a silent or hanging reply waits for its client to go away
+HANG_CAP = 300.0
+
+
 class FakeModel:
-    def __init__(self, auto: bool = False) -> None:
+    def __init__(self, auto: bool = False, shape: dict[str, Any] | None = None) -> None:
         self.auto = auto
+        self.initial_shape: dict[str, Any] = dict(shape or {})
+        self.shape = dict(self.initial_shape)
+        self.auto_replies: dict[str, str] = dict(AUTO_REPLIES)
         self.queues: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
         self.calls: list[dict[str, Any]] = []
         self.holds: dict[str, asyncio.Event] = {}
@@ -66,13 +92,16 @@ class FakeModel:
         self.calls.clear()
         self.holds.clear()
         self.released.clear()
+        self.shape = dict(self.initial_shape)
+        self.auto_replies = dict(AUTO_REPLIES)
 
     def next_reply(self, stage: str) -> dict[str, Any] | None:
         queue = self.queues.get(stage)
         if queue:
             return queue.popleft()
-        if self.auto and stage in AUTO_REPLIES:
-            return {"content": AUTO_REPLIES[stage]}
+        if self.auto and stage in self.auto_replies:
+            text = self.auto_replies[stage]
+            return {**self.shape, "content": _fill(stage, text, self.shape)}
         return None
 
     # -- endpoints --------------------------------------------------------------------------
@@ -101,15 +130,16 @@ class FakeModel:
                 status_code=500,
             )
         hold = reply.get("hold")
-        hold_after = reply.get("hold_after")  # hold after N content chunks, not before
-        mid_hold: asyncio.Event | None = None
-        if hold and hold_after is not None:
-            mid_hold = self.holds.setdefault(hold, asyncio.Event())
+        if hold and reply.get("hold_after") is not None:  # the hold comes mid-stream
+            reply = {**reply, "_hold": self.holds.setdefault(hold, asyncio.Event())}
             if hold in self.released:
-                mid_hold.set()
+                reply["_hold"].set()
         elif hold and hold not in self.released:
             event = self.holds.setdefault(hold, asyncio.Event())
             await event.wait()
+        if reply.get("silent"):
+            await _until_disconnected(request)
+            return Response(status_code=204)
         status = int(reply.get("status", 200))
         if status != 200:
             return JSONResponse(
@@ -142,12 +172,13 @@ class FakeModel:
                     finish,
                     tool_calls,
                     usage if include_usage else None,
-                    chunks=int(reply.get("chunks") or 0),
-                    pause=(int(hold_after), mid_hold) if mid_hold is not None else None,
+                    reply,
                 ),
                 media_type="text/event-stream",
             )
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        if reply.get("reasoning"):
+            message[reply.get("reasoning_field", "reasoning_content")] = reply["reasoning"]
         if tool_calls:
             message["tool_calls"] = tool_calls
         return JSONResponse(
@@ -179,8 +210,13 @@ class FakeModel:
         return JSONResponse({"reset": True})
 
     async def auto_route(self, request: Request) -> Response:
-        self.auto = bool((await request.json()).get("on", True))
-        return JSONResponse({"auto": self.auto})
+        data = await request.json()
+        self.auto = bool(data.get("on", True))
+        if "shape" in data:
+            self.shape = dict(data["shape"] or {})
+        if "replies" in data:  # per-stage auto replies instead of the defaults
+            self.auto_replies = {**AUTO_REPLIES, **(data["replies"] or {})}
+        return JSONResponse({"auto": self.auto, "shape": self.shape})
 
     async def calls_route(self, _request: Request) -> Response:
         return JSONResponse(self.calls)
@@ -210,46 +246,133 @@ async def _stream(
     finish: str,
     tool_calls: list[dict[str, Any]] | None,
     usage: dict[str, int] | None,
-    chunks: int = 0,
-    pause: tuple[int, asyncio.Event] | None = None,
+    shape: dict[str, Any] | None = None,
 ) -> Any:
+    shape = shape or {}
+    created = int(time.time())
+    head = (
+        f'data: {{"id": "{cid}", "object": "chat.completion.chunk", "created": {created}, '
+        f'"model": {json.dumps(model)}, "choices": [{{"index": 0, "delta": '
+    )
+
     def chunk(delta: dict[str, Any], reason: str | None = None) -> str:
-        data = {
-            "id": cid,
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
-        }
-        return f"data: {json.dumps(data)}\n\n"
+        return f'{head}{json.dumps(delta)}, "finish_reason": {json.dumps(reason)}}}]}}\n\n'
+
+    keepalive = float(shape.get("keepalive") or 0)
+    ping = chunk({}) if shape.get("keepalive_kind") == "empty" else ": keep-alive\n\n"
+
+    async def pause(seconds: float) -> Any:
+        """Wait ``seconds``, sending keep-alives meanwhile when asked to."""
+        if seconds <= 0:
+            return
+        if not keepalive:
+            await asyncio.sleep(seconds)
+            return
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(keepalive, left))
+            if time.monotonic() < end:
+                yield ping
 
     yield chunk({"role": "assistant", "content": ""})
-    step = max(1, -(-len(content) // chunks)) if chunks else 64
-    for n, i in enumerate(range(0, len(content), step)):
-        if pause is not None and n == pause[0]:
-            await pause[1].wait()  # the test releases it: the rest of the reply follows
-        yield chunk({"content": content[i : i + step]})
+    chunk_delay = float(shape.get("chunk_delay") or 0)
+    first_delay = float(shape.get("first_token_delay") or 0)
+    hang_after = shape.get("hang_after")
+    sent = 0
+    pieces: list[tuple[str, str]] = []
+    reasoning_field = shape.get("reasoning_field", "reasoning_content")
+    for field_name, text in ((reasoning_field, shape.get("reasoning") or ""), ("content", content)):
+        for piece in _pieces(text, shape):
+            pieces.append((field_name, piece))
+    hold_after = shape.get("hold_after")
+    for field_name, piece in pieces:
+        if hang_after is not None and sent >= int(hang_after):
+            break
+        if hold_after is not None and sent == int(hold_after):
+            await shape["_hold"].wait()  # released by the test: the rest follows
+        async for ping_text in pause(first_delay if sent == 0 else chunk_delay):
+            yield ping_text
+        yield chunk({field_name: piece})
+        sent += 1
+    if hang_after is not None and sent >= int(hang_after):
+        async for ping_text in pause(HANG_CAP):
+            yield ping_text
+        return
     for index, call in enumerate(tool_calls or []):
-        yield chunk({"tool_calls": [{**call, "index": index}]})
+        for delta in _tool_call_deltas(call, index, int(shape.get("tool_call_pieces") or 1)):
+            yield chunk({"tool_calls": [delta]})
+    if shape.get("truncate"):
+        return
     yield chunk({}, finish)
     if usage is not None:
         data = {
             "id": cid,
             "object": "chat.completion.chunk",
-            "created": int(time.time()),
+            "created": created,
             "model": model,
             "choices": [],
             "usage": usage,
         }
         yield f"data: {json.dumps(data)}\n\n"
-    yield "data: [DONE]\n\n"
+    if shape.get("done", True):
+        yield "data: [DONE]\n\n"
+
+
+def _pieces(text: str, shape: dict[str, Any]) -> list[str]:
+    if not text:
+        return []
+    if shape.get("chunks"):
+        size = max(1, -(-len(text) // int(shape["chunks"])))
+    else:
+        size = int(shape.get("chunk_size") or 64)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _tool_call_deltas(call: dict[str, Any], index: int, pieces: int) -> list[dict[str, Any]]:
+    if pieces <= 1:
+        return [{**call, "index": index}]
+    function = call.get("function") or {}
+    arguments = str(function.get("arguments", ""))
+    size = max(1, -(-len(arguments) // pieces))
+    parts = [arguments[i : i + size] for i in range(0, len(arguments), size)] or [""]
+    first = {
+        "index": index,
+        "id": call.get("id", ""),
+        "type": "function",
+        "function": {"name": function.get("name", ""), "arguments": parts[0]},
+    }
+    return [first] + [{"index": index, "function": {"arguments": part}} for part in parts[1:]]
+
+
+def _fill(stage: str, text: str, shape: dict[str, Any]) -> str:
+    """Lengthen an auto reply so that ``shape["chunks"]`` chunks of it are ~8 characters."""
+    want = int(shape.get("chunks") or 0) * 8
+    if len(text) >= want:
+        return text
+    if stage in ("auto_reply", "summary"):
+        return (text + " ") * (want // (len(text) + 1) + 1)
+    return text + " " * (want - len(text))  # JSON and XML replies: trailing blanks
+
+
+async def _until_disconnected(request: Request) -> None:
+    """Wait until the client goes away (at most HANG_CAP seconds)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(HANG_CAP):
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
 
 
 class FakeModelServer:
     """The fake model on a free loopback port, in a background thread."""
 
-    def __init__(self, auto: bool = False, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.model = FakeModel(auto=auto)
+    def __init__(
+        self,
+        auto: bool = False,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        shape: dict[str, Any] | None = None,
+    ) -> None:
+        self.model = FakeModel(auto=auto, shape=shape)
         config = uvicorn.Config(
             self.model.app(), host=host, port=port, log_level="warning", lifespan="off"
         )
@@ -303,9 +426,24 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9100)
     parser.add_argument("--auto", action="store_true", help="answer unscripted calls")
+    parser.add_argument("--chunks", type=int, default=0, help="auto replies in N chunks")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
+    parser.add_argument(
+        "--first-token-delay", type=float, default=0.0, help="seconds before the first chunk"
+    )
     args = parser.parse_args()
+    shape: dict[str, Any] = {}
+    if args.chunks:
+        shape["chunks"] = args.chunks
+    if args.chunk_delay:
+        shape["chunk_delay"] = args.chunk_delay
+    if args.first_token_delay:
+        shape["first_token_delay"] = args.first_token_delay
     uvicorn.run(
-        FakeModel(auto=args.auto).app(), host=args.host, port=args.port, log_level="warning"
+        FakeModel(auto=args.auto, shape=shape).app(),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
     )
 
 

@@ -28,6 +28,8 @@ class RawAction:
     closed: bool = False
     truncated: str | None = None  # the raw param left open at the end of the reply
     error: str | None = None  # a model-facing message (e.g. unreadable arguments)
+    start: int = -1  # where the action starts and ends in the reply (when known)
+    end: int = -1
 
 
 def canonical_action(name: str, *, loose: bool = True) -> str | None:
@@ -75,14 +77,17 @@ def from_mapping(name: str, args: Any) -> RawAction:
     return action
 
 
-def calls_in(obj: Any) -> list[RawAction] | None:
-    """The tool calls in a decoded JSON value, or None when it is not a tool call."""
+def calls_in(obj: Any, depth: int = 0) -> list[RawAction] | None:
+    """The tool calls in a decoded JSON value, or None when it is not a tool call.
+    Nesting is bounded (a list of calls, a `tool_calls` key, a `function` object)."""
+    if depth > 4:
+        return None
     if isinstance(obj, list):
         if not obj:
             return None
         found: list[RawAction] = []
         for item in obj:
-            calls = calls_in(item)
+            calls = calls_in(item, depth + 1)
             if calls is None:
                 return None
             found.extend(calls)
@@ -90,9 +95,9 @@ def calls_in(obj: Any) -> list[RawAction] | None:
     if not isinstance(obj, dict):
         return None
     if isinstance(obj.get("tool_calls"), list):
-        return calls_in(obj["tool_calls"])
+        return calls_in(obj["tool_calls"], depth + 1)
     if isinstance(obj.get("function"), dict) and "name" in obj["function"]:
-        return calls_in(obj["function"])
+        return calls_in(obj["function"], depth + 1)
     name = next((obj[k] for k in NAME_KEYS if isinstance(obj.get(k), str)), None)
     if name is None:
         return None
@@ -109,7 +114,7 @@ def calls_in(obj: Any) -> list[RawAction] | None:
 def decode_at(text: str, pos: int) -> tuple[Any, int] | None:
     try:
         return _DECODER.raw_decode(text, pos)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested too deeply: not a tool call
         return None
 
 

@@ -104,3 +104,27 @@ def cut_before_action() -> str:
         "large, write it in smaller parts: split it into several smaller files, or write a "
         "first part and add the rest in later replies.\n" + format_help()
     )
+
+
+def too_large(size: int, limit: int) -> str:
+    return (
+        f"Your reply was {size:,} characters long; the limit is {limit:,}, so nothing from it "
+        "was run. Write big files in smaller parts: split them into several files, or write a "
+        "first part with write_code and add the rest in later replies."
+    )
+
+
+def invalid_characters(action: str, param: str) -> str:
+    return (
+        f"The `{param}` of `{action}` holds an invalid character (an unpaired UTF-16 "
+        "surrogate, e.g. from the JSON escape \\ud800), which cannot be written as text, so "
+        "nothing from the reply was run. Write real characters; to put such an escape "
+        "sequence into a file, write it as the literal backslash text."
+    )
+
+
+def unreadable(detail: str) -> str:
+    return (
+        f"Your reply could not be read ({detail}), so nothing from it was run. Write plain "
+        "actions as shown below.\n" + format_help()
+    )

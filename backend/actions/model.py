@@ -27,6 +27,20 @@ ACTIONS: dict[str, ActionSpec] = {
             example="<write_code><path>src/app.py</path><content>\nprint('hi')\n</content></write_code>",
         ),
         ActionSpec(
+            name="edit_file",
+            description=(
+                "Replace one exact occurrence of old_str in an existing file with new_str "
+                "(old_str must match the file exactly, whitespace included, and occur once; "
+                "new_str may be empty). Cheaper than rewriting a big file."
+            ),
+            required=("path", "old_str", "new_str"),
+            raw=("old_str", "new_str"),
+            example=(
+                "<edit_file><path>src/app.py</path><old_str>print('hi')</old_str>"
+                "<new_str>print('hello')</new_str></edit_file>"
+            ),
+        ),
+        ActionSpec(
             name="terminal_run",
             description=(
                 "Run a shell command in the workspace (or in cwd, relative to it). "
@@ -83,12 +97,24 @@ class Action:
         return ACTIONS[self.type]
 
 
+# A reply longer than this is refused with a FormatError before it is scanned.
+MAX_REPLY_CHARS = 1_000_000
+
+
 class FormatError(ValueError):
-    """The reply holds no usable action. The message is written for the model."""
+    """The reply holds no usable action. The message is written for the model;
+    ``user`` says what went wrong in a person's words (never the format lessons)."""
+
+    def __init__(self, message: str, user: str = "") -> None:
+        super().__init__(message)
+        self.user = user or "a reply held no usable action"
 
 
 class TruncatedReplyError(FormatError):
     """The reply was cut off inside a value: never write a partial file."""
+
+    def __init__(self, message: str, user: str = "") -> None:
+        super().__init__(message, user or "a reply was cut off before its action was complete")
 
 
 # More parameter names seen in the wild (JSON tool calls, other agents' tool schemas).
@@ -103,6 +129,14 @@ PARAM_ALIASES.update(
         "directory": "cwd",
         "working_directory": "cwd",
         "result": "message",
+        "old_string": "old_str",
+        "old_text": "old_str",
+        "old": "old_str",
+        "search": "old_str",
+        "new_string": "new_str",
+        "new_text": "new_str",
+        "new": "new_str",
+        "replace": "new_str",
     }
 )
 
@@ -121,4 +155,7 @@ ACTION_ALIASES: dict[str, str] = {
     "shell": "terminal_run",
     "attempt_completion": "finish",
     "finish_task": "finish",
+    "str_replace": "edit_file",
+    "replace_in_file": "edit_file",
+    "edit": "edit_file",
 }

@@ -8,22 +8,43 @@ balancing close tags, so file content stays byte-exact.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from backend.actions import messages
 from backend.actions.jsoncalls import RawAction, native_calls
-from backend.actions.model import ACTIONS, Action, FormatError, TruncatedReplyError
+from backend.actions.model import (
+    ACTIONS,
+    MAX_REPLY_CHARS,
+    Action,
+    FormatError,
+    TruncatedReplyError,
+)
 from backend.actions.scanner import Scanner, canonical_param
-from backend.actions.values import clean_plain, clean_raw
+from backend.actions.values import (
+    clean_plain,
+    clean_raw,
+    join_surrogates,
+    strip_wrapping_fence,
+    trim_path,
+)
+
+log = logging.getLogger(__name__)
 
 # params whose value may not be empty (after trimming)
-_NON_EMPTY = ("path", "command")
+_NON_EMPTY = ("path", "command", "old_str")
+_PATHS = ("path", "cwd")
 
 
 def extract_thinking(text: str) -> list[str]:
     """The reasoning blocks' text, in order (`<think>`/`<thinking>`, a reply's text before
     a `</think>` that has no opener, and an unclosed block's text)."""
-    return Scanner(text).run().thinking
+    if len(text) > MAX_REPLY_CHARS:
+        return []
+    try:
+        return Scanner(text).run().thinking
+    except RecursionError:
+        return []
 
 
 def parse_actions(
@@ -37,8 +58,33 @@ def parse_actions(
     `finish_reason` is the provider's (pass it: "length" marks a cut-off reply);
     `tool_calls` the OpenAI-style native list, which, when not empty, is used instead of
     the text. Raises FormatError (TruncatedReplyError when cut off) with a message for
-    the model.
+    the model; never anything else, whatever the input (linear time, no recursion limit,
+    a size cap of MAX_REPLY_CHARS).
     """
+    size = len(text) + sum(len(str(c)) for c in tool_calls or ())
+    if size > MAX_REPLY_CHARS:
+        raise FormatError(
+            messages.too_large(size, MAX_REPLY_CHARS),
+            user=f"a reply was too large ({size:,} characters; the limit is {MAX_REPLY_CHARS:,})",
+        )
+    try:
+        return _parse(text, finish_reason, tool_calls)
+    except FormatError:
+        raise
+    except RecursionError:
+        raise FormatError(
+            messages.unreadable("it is nested too deeply"), user="a reply was nested too deeply"
+        ) from None
+    except Exception as exc:  # a bug of ours: still a format error, never a crashed run
+        log.exception("parse_actions failed on a %d-character reply", len(text))
+        raise FormatError(
+            messages.unreadable(type(exc).__name__), user="a reply could not be read"
+        ) from exc
+
+
+def _parse(
+    text: str, finish_reason: str | None, tool_calls: list[dict[str, Any]] | None
+) -> list[Action]:
     cut = finish_reason in ("length", "max_tokens")
     if tool_calls:
         calls = native_calls(tool_calls)
@@ -59,10 +105,16 @@ def parse_actions(
         if scan.unclosed_reasoning:
             if cut:
                 raise TruncatedReplyError(messages.unclosed_reasoning(cut=True))
-            raise FormatError(messages.unclosed_reasoning(cut=False))
+            raise FormatError(
+                messages.unclosed_reasoning(cut=False),
+                user="a reply never closed its reasoning block",
+            )
         if cut:
             raise TruncatedReplyError(messages.cut_before_action())
-        raise FormatError(messages.no_action(list(dict.fromkeys(scan.mentions))))
+        raise FormatError(
+            messages.no_action(list(dict.fromkeys(scan.mentions))),
+            user="a reply held no action",
+        )
     return [_validate(raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)]
 
 
@@ -75,9 +127,12 @@ def _path_of(raw: RawAction) -> str:
 
 def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
     if raw.error is not None:
-        raise FormatError(raw.error)
+        raise FormatError(raw.error, user=f"the arguments of a `{raw.name}` call were unreadable")
     if not raw.known:
-        raise FormatError(messages.unknown_action(raw.name))
+        raise FormatError(
+            messages.unknown_action(raw.name),
+            user=f"a reply asked for an unknown action `{raw.name}`",
+        )
     spec = ACTIONS[raw.name]
     allowed = (*spec.required, *spec.optional)
     params: dict[str, str] = {}
@@ -91,20 +146,44 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             )
             continue
         if name in params:
-            raise FormatError(messages.duplicate_param(spec, name))
+            raise FormatError(
+                messages.duplicate_param(spec, name),
+                user=f"`{spec.name}` gave `{name}` more than once",
+            )
         if needs_cleaning:
             value = clean_raw(value) if name in spec.raw else clean_plain(value)
-        params[name] = value
+        if name in _PATHS:
+            value = trim_path(value)
+        joined = join_surrogates(value)
+        if joined is None:
+            raise FormatError(
+                messages.invalid_characters(spec.name, name),
+                user=f"the `{name}` of `{spec.name}` held an invalid character (a lone surrogate)",
+            )
+        params[name] = joined
     missing = [p for p in spec.required if p not in params]
     if missing:
         if cut and last and not raw.closed:
             raise TruncatedReplyError(
                 messages.truncated(spec.name, missing[0], params.get("path", ""), cut=True)
             )
-        raise FormatError(messages.missing_params(spec, missing))
+        raise FormatError(
+            messages.missing_params(spec, missing),
+            user=f"`{spec.name}` was missing {', '.join(missing)}",
+        )
     for name in _NON_EMPTY:
         if name in params and not params[name].strip():
-            raise FormatError(messages.empty_param(spec, name))
+            raise FormatError(
+                messages.empty_param(spec, name), user=f"`{spec.name}` had an empty `{name}`"
+            )
     if "cwd" in params and not params["cwd"].strip():
         del params["cwd"]
+    if spec.name == "write_code":
+        inside = strip_wrapping_fence(params["content"], params["path"])
+        if inside is not None:
+            params["content"] = inside
+            warnings.append(
+                "the Markdown fence around the whole file was removed (write the file's text "
+                "without a fence)"
+            )
     return Action(spec.name, params, warnings)

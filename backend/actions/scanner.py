@@ -13,7 +13,14 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 
-from backend.actions.jsoncalls import RawAction, calls_in, canonical_action, decode_at
+from backend.actions import messages
+from backend.actions.jsoncalls import (
+    RawAction,
+    calls_in,
+    canonical_action,
+    decode_at,
+    from_mapping,
+)
 from backend.actions.model import ACTION_ALIASES, ACTIONS, PARAM_ALIASES, ActionSpec
 from backend.actions.values import parse_cdata_run
 
@@ -83,8 +90,12 @@ _INVOKE_OPEN = re.compile(
     r"""<(?:[\w.-]+:)?invoke\s+name\s*=\s*["']([^"']+)["'][^<>]*>""",
     re.I,
 )
+# `<parameter=NAME>`, `<parameter name="NAME">` and the malformed variants models write:
+# `name=NAME` unquoted, `<param …>`, `<argument …>`, `<arg …>` (group 1 is the tag word)
 _PARAM_STYLE_OPEN = re.compile(
-    r"""<(?:[\w.-]+:)?parameter(?:=\s*["']?([^\s"'<>]+)["']?|\s+name\s*=\s*["']([^"']+)["'][^<>]*)\s*>""",
+    r"""<(?:[\w.-]+:)?(parameter|param|argument|arg)"""
+    r"""(?:=\s*["']?([^\s"'<>]+)["']?"""
+    r"""|\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))[^<>]*)\s*>""",
     re.I,
 )
 _PARAM_TAG_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)((?:\s[^<>]*)?)(/?)>")
@@ -96,13 +107,41 @@ _ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
 _NAMES = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
 _FOLLOW_ANY = (
     r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:)?(?:" + _NAMES + "|" + "|".join(_WRAPPERS) + r")(?=[\s=/>])"
-    r"|</?(?:[\w.-]+:)?parameter(?=[\s=/>])|<arg_key>)"
+    r"|</?(?:[\w.-]+:)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
 )
 # GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
 _GLM_OPEN = re.compile(
     r"<((?:[\w.-]+:)?tool_call)>[ \t]*([A-Za-z_][\w.-]*)[ \t]*\r?\n?\s*(?=<arg_key>)"
 )
 _ARG_KEY = re.compile(r"<arg_key>\s*([^<>]+?)\s*</arg_key>\s*<arg_value>")
+# Vendor tool-call markers followed by a name and JSON arguments (docs/dialects.md):
+# DeepSeek V3 `<|tool_call_begin|>function<|tool_sep|>NAME\n```json\n{…}\n```` and V3.1
+# `<|tool_call_begin|>NAME<|tool_sep|>{…}` (written with U+FF5C bars and U+2581 for the
+# underscores); Kimi K2
+# `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`; gpt-oss (harmony)
+# `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}`.
+_DS_BAR = "\uff5c"  # DeepSeek's fullwidth vertical line
+_DEEPSEEK_CALL = re.compile(
+    f"<{_DS_BAR}tool\u2581call\u2581begin{_DS_BAR}>"
+    + r"[ \t]*([\w.-]+)[ \t]*"
+    + f"<{_DS_BAR}tool\u2581sep{_DS_BAR}>"
+    + r"[ \t]*(?:([\w.-]+)[ \t]*(?=\r?\n|```))?"
+)
+_KIMI_CALL = re.compile(
+    r"<\|tool_call_begin\|>[ \t]*(?:functions\.)?([\w.-]+?)(?::\d+)?[ \t]*"
+    r"<\|tool_call_argument_begin\|>"
+)
+_HARMONY_CALL = re.compile(
+    r"<\|(?:start|channel)\|>[^<>\n]{0,80}?\bto=(?:functions\.)?([\w.-]+)"
+    r"(?:[^<>]|<\|(?:channel|constrain)\|>){0,120}?<\|message\|>"
+)
+# Mistral (tokenizer v11+): `[TOOL_CALLS]NAME[ARGS]{…}`, optionally `[CALL_ID]id` before
+# `[ARGS]`; the older `[TOOL_CALLS][{…}]` is a JSON list and read as such
+_MISTRAL_CALL = re.compile(
+    r"\[TOOL_CALLS\][ \t]*([A-Za-z_][\w.-]*)[ \t]*(?:\[CALL_ID\][ \t]*[\w-]*[ \t]*)?\[ARGS\]"
+)
+_JSON_FENCE = re.compile(r"\s*(?:```|~~~)[\w-]*[ \t]*\r?\n")
+
 _NEW_ACTION = re.compile(
     r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:)?invoke\s)", re.I
 )
@@ -287,6 +326,13 @@ class Scanner:
         self._json_failures = 0
         self._cache: dict[tuple[str, str], _Tokens] = {}
         self._cdata: list[tuple[int, int]] | None = None
+        # memos that keep hostile replies linear: searches known to fail from here on
+        self._no_comment_end = False
+        self._no_inline_close: dict[int, int] = {}  # backtick run length -> end of line
+        self._next_nl = -1
+        self._last_brace: int | None = None  # where the last `}` is (found once, if needed)
+        self._last_close: dict[str, int] = {}  # dialect key -> start of its last closer
+        self.nested = False  # a scan of the text after an unclosed <think>
 
     # ------------------------------------------------------------------ top level
 
@@ -320,11 +366,15 @@ class Scanner:
                     pos = n if eol < 0 else eol + 1
                 elif ch == "`":
                     # inline code: skip to the same run on the same line
-                    eol = text.find("\n", j)
-                    eol = n if eol < 0 else eol
-                    close = text.find(ch * run, j, eol)
-                    while close >= 0 and close + run < n and text[close + run] == ch:
-                        close = text.find(ch * run, close + run + 1, eol)
+                    eol = self._eol(j)
+                    if self._no_inline_close.get(run) == eol:
+                        close = -1  # already searched this line from further left
+                    else:
+                        close = text.find(ch * run, j, eol)
+                        while close >= 0 and close + run < n and text[close + run] == ch:
+                            close = text.find(ch * run, close + run + 1, eol)
+                        if close < 0:
+                            self._no_inline_close[run] = eol
                     pos = j if close < 0 else close + run
                 else:
                     pos = j
@@ -336,13 +386,30 @@ class Scanner:
                 self.thinking.insert(0, before)
         return self
 
+    def _no_close_after(self, name: str, i: int) -> bool:
+        """Known (from an earlier opener of the same tag) that no close tag follows `i`."""
+        last = self._last_close.get("tag:" + name)
+        return last is not None and last < i
+
+    def _eol(self, j: int) -> int:
+        """The end of the line holding `j` (remembered: one long line stays linear)."""
+        if self._next_nl < j:
+            k = self.text.find("\n", j)
+            self._next_nl = self.n if k < 0 else k
+        return self._next_nl
+
     def _at_angle(self, i: int, fenced: bool) -> int:
         text = self.text
         if text.startswith("<!--", i):
-            if fenced:
+            if fenced or self._no_comment_end:
                 return i + 4
             end = text.find("-->", i + 4)
-            return i + 4 if end < 0 else end + 3
+            if end < 0:
+                self._no_comment_end = True
+                return i + 4
+            return end + 3
+        if text.startswith(("<" + _DS_BAR, "<|"), i):
+            return self._vendor(i, fenced)
         tm = _TAG.match(text, i)
         if tm is None:
             return i + 1
@@ -371,6 +438,15 @@ class Scanner:
                 return self._action(im.group(1), i, im.end(), d, fenced, {}, loose=True)
         elif low in TAG_ACTIONS:
             om = _tag_open(name).match(text, i)
+            if om and not om.group(1) and not om.group(2) and self._no_close_after(name, i):
+                # fast path (floods of openers stay cheap): no close tag anywhere after it
+                # and no parameter right after it, so this opener is a mention in prose
+                pos = om.end()
+                while pos < self.n and text[pos] in " \t\r\n":
+                    pos += 1
+                if pos >= self.n or not self._param_opener_at(pos, ACTIONS.get(TAG_ACTIONS[low])):
+                    self.mentions.append(name)
+                    return om.end()
             if om:
                 attrs = {
                     a.group(1): a.group(2) if a.group(2) is not None else (a.group(3) or a.group(4))
@@ -379,7 +455,7 @@ class Scanner:
                 esc = re.escape(name)
                 d = _Dialect("tag:" + name, rf"<(/?){esc}(?=[\s/>])")
                 if om.group(2):  # self-closing: attributes only
-                    return self._finish_selfclosing(TAG_ACTIONS[low], attrs, fenced, om.end())
+                    return self._finish_selfclosing(TAG_ACTIONS[low], attrs, fenced, i, om.end())
                 return self._action(name, i, om.end(), d, fenced, attrs, loose=False)
         return i + 1
 
@@ -398,7 +474,22 @@ class Scanner:
             return i + 1
         cm = _THINK_CLOSE.search(text, om.end())
         if cm is None:
-            body = text[om.end() :].strip()
+            rest = text[om.end() :]
+            final, cut = ([], 0) if self.nested else _final_actions(rest)
+            if final:
+                # Qwen 3.5 habit: the block is never closed, yet the reply ends with a
+                # complete action at the start of a line: that action is the answer
+                body = rest[:cut].strip()
+                if body:
+                    self.thinking.append(body)
+                for action in final:
+                    action.warnings.append(
+                        "your <think> block was never closed; the complete action(s) at the "
+                        "end of the reply were run. Close reasoning with </think>."
+                    )
+                self.actions.extend(final)
+                return -1
+            body = rest.strip()
             if body:
                 self.thinking.append(body)
             self.unclosed_reasoning = True
@@ -408,8 +499,51 @@ class Scanner:
             self.thinking.append(body)
         return cm.end()
 
+    def _vendor(self, i: int, fenced: bool) -> int:
+        text = self.text
+        m = _DEEPSEEK_CALL.match(text, i)
+        if m is not None:
+            return self._named_json(m.group(2) or m.group(1), i, m.end(), fenced)
+        m = _KIMI_CALL.match(text, i) or _HARMONY_CALL.match(text, i)
+        if m is not None:
+            return self._named_json(m.group(1), i, m.end(), fenced)
+        return i + 1
+
+    def _named_json(self, name: str, start: int, pos: int, fenced: bool) -> int:
+        """A tool name given by a marker, then its JSON arguments (maybe in a ```json fence)."""
+        text = self.text
+        fm = _JSON_FENCE.match(text, pos)
+        if fm is not None:
+            pos = fm.end()
+        while pos < self.n and text[pos] in " \t\r\n":
+            pos += 1
+        decoded = None
+        if text.startswith("{", pos) and self._json_failures < _MAX_JSON_FAILURES:
+            decoded = decode_at(text, pos)
+            if decoded is None:
+                self._json_failures += 1
+        if decoded is None:
+            action = RawAction(name=name, known=True, fenced=fenced, start=start, end=pos)
+            if self._last_brace is None:
+                self._last_brace = text.rfind("}")
+            if pos >= self.n or self._last_brace < pos:
+                action.truncated = "arguments"
+            else:
+                action.error = messages.bad_arguments(name, "not a JSON object")
+            self.actions.append(action)
+            return pos
+        obj, end = decoded
+        action = from_mapping(name, obj if isinstance(obj, dict) else [obj])
+        action.fenced, action.start, action.end = fenced, start, end
+        self.actions.append(action)
+        return end
+
     def _at_json(self, i: int, fenced: bool) -> int:
         text = self.text
+        if text.startswith("[TOOL_CALLS]", i):
+            mm = _MISTRAL_CALL.match(text, i)
+            if mm is not None:
+                return self._named_json(mm.group(1), i, mm.end(), fenced)
         j = i + 1
         while j < self.n and text[j] in " \t\r\n":
             j += 1
@@ -428,6 +562,7 @@ class Scanner:
             return end
         for call in calls:
             call.fenced = fenced
+            call.start, call.end = i, end
             self.actions.append(call)
         return end
 
@@ -443,8 +578,10 @@ class Scanner:
             self._cache[cache_key] = toks
         return toks
 
-    def _finish_selfclosing(self, name: str, attrs: dict[str, str], fenced: bool, end: int) -> int:
-        action = RawAction(name=name, known=True, fenced=fenced, closed=True)
+    def _finish_selfclosing(
+        self, name: str, attrs: dict[str, str], fenced: bool, start: int, end: int
+    ) -> int:
+        action = RawAction(name=name, known=True, fenced=fenced, closed=True, start=start, end=end)
         action.params = [(k, v, True) for k, v in attrs.items()]
         self.actions.append(action)
         return end
@@ -463,12 +600,17 @@ class Scanner:
         text, n = self.text, self.n
         canon = canonical_action(written, loose=loose)
         spec = ACTIONS.get(canon) if canon else None
-        action = RawAction(name=canon or written, known=spec is not None, fenced=fenced)
+        action = RawAction(
+            name=canon or written, known=spec is not None, fenced=fenced, start=start
+        )
         action.params = [(k, v, True) for k, v in attrs.items()]
 
         # where the action ends: its close tag, balanced against nested/quoted ones
         action_close_ok = _ACTION_CLOSE_OK
         region = self._tokens(dialect.key, dialect.tags, action_close_ok)
+        if dialect.key not in self._last_close:
+            last = region.toks[region.closers[-1]].start if region.closers else -1
+            self._last_close[dialect.key] = last
         close = region.pick_close(body_start, n, pair_quoted=False) or region.first_close(
             body_start, n
         )
@@ -500,6 +642,7 @@ class Scanner:
             else:
                 action.params.append((target, body, True))
             action.closed = True
+            action.end = close.end
             self.actions.append(action)
             return close.end
         if is_tag and pos >= region_end and close is None and not attrs:
@@ -513,6 +656,7 @@ class Scanner:
         if not action.params and not action.closed and is_tag:
             self.mentions.append(written)
             return body_start
+        action.end = end
         self.actions.append(action)
         return end
 
@@ -559,9 +703,10 @@ class Scanner:
                 selfclosing = False
                 vstart = am.end()
             elif pm:
-                written = pm.group(1) or pm.group(2) or ""
-                tags = r"<(/?)(?:[\w.-]+:)?parameter(?=[\s=>])"
-                key = "parameter"
+                written = next((g for g in pm.group(2, 3, 4, 5) if g is not None), "")
+                word = re.escape(pm.group(1))
+                tags = rf"<(/?)(?:[\w.-]+:)?{word}(?=[\s=>])"
+                key = "parameter:" + pm.group(1)
                 selfclosing = False
                 vstart = pm.end()
             else:
@@ -659,6 +804,47 @@ class Scanner:
         parameter opener at the start of a line ends it."""
         m = re.compile(r"\n(?=<(?:[\w.-]+:)?parameter[=\s])").search(self.text, lo, hi)
         return m.start() + 1 if m else None
+
+
+_WRAPPER_GAP = re.compile(
+    r"(?:\s|</?(?:[\w.-]+:)?(?:tool_call|tool_calls|function_calls|actions)\s*>)*\Z"
+)
+
+
+_WRAPPER_OPEN_AT_END = re.compile(
+    r"<(?:[\w.-]+:)?(?:tool_call|tool_calls|function_calls|actions)\s*>\Z"
+)
+
+
+def _final_actions(rest: str) -> tuple[list[RawAction], int]:
+    """The complete actions that end `rest` (the text after an unclosed `<think>`), each
+    starting a line and with nothing but whitespace or tool-call wrappers around them."""
+    sub = Scanner(rest)
+    sub.nested = True
+    sub.run()
+    chosen: list[RawAction] = []
+    boundary = len(rest)
+    for action in reversed(sub.actions):
+        if action.start < 0 or action.end < 0 or not action.closed or action.truncated:
+            break
+        if action.error is not None or action.fenced:
+            break
+        if not _WRAPPER_GAP.match(rest, action.end, boundary):
+            break
+        line_start = rest.rfind("\n", 0, action.start) + 1
+        if not _WRAPPER_GAP.match(rest[line_start : action.start]):
+            break
+        chosen.insert(0, action)
+        boundary = line_start
+    # where the reasoning ends: before the wrappers that open the first chosen action
+    k = boundary
+    while True:
+        while k > 0 and rest[k - 1].isspace():
+            k -= 1
+        m = _WRAPPER_OPEN_AT_END.search(rest, max(0, k - 80), k)
+        if m is None:
+            return chosen, k
+        k = m.start()
 
 
 def _body_param(spec: ActionSpec | None, given: set[str]) -> str | None:

@@ -91,8 +91,27 @@ def clean_raw(value: str) -> str:
     value = _drop_leading_newline(value)
     m = _TRAILING_INDENT.search(value)
     if m:
-        value = value[: m.start() + 1]
+        indent = m.group()[1:]
+        value = dedent_by(value[: m.start() + 1], indent)
     return decode_entities(value)
+
+
+def dedent_by(value: str, indent: str) -> str:
+    """Content pretty-printed with the XML's indentation: when every non-blank line starts
+    with the closing tag's indentation, that indentation is taken off every line."""
+    lines = value.split("\n")
+    if not any(line.strip() for line in lines):
+        return value
+    for line in lines:
+        if line.strip() and not line.startswith(indent):
+            return value
+    out = []
+    for line in lines:
+        if line.startswith(indent):
+            out.append(line[len(indent) :])
+        else:  # a blank line with less whitespace
+            out.append(line.lstrip(" \t") if not line.strip() else line)
+    return "\n".join(out)
 
 
 def clean_plain(value: str) -> str:
@@ -101,3 +120,59 @@ def clean_plain(value: str) -> str:
     if inside is not None:
         return inside.strip()
     return decode_entities(value.strip())
+
+
+# ---------------------------------------------------------------- real-reply policies
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_FENCE_OPEN = re.compile(r"\A[ \t]*(`{3,}|~{3,})[ \t]*[\w+#.-]*[ \t]*\r?\n")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx", ".mdown", ".mkd", ".rmd", ".qmd")
+
+
+def has_surrogates(value: str) -> bool:
+    """True when the text holds UTF-16 surrogates (never valid in UTF-8 text)."""
+    return not value.isascii() and _SURROGATE.search(value) is not None
+
+
+def join_surrogates(value: str) -> str | None:
+    """Pairs of surrogates become the character they encode; None when a lone surrogate
+    (e.g. from a JSON escape like `\\ud800`) is left: such text cannot be written."""
+    if not has_surrogates(value):
+        return value
+    try:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        return None
+
+
+def scrub(value: str) -> str:
+    """Text safe to store and show: surrogate pairs joined, lone surrogates replaced by
+    U+FFFD. Valid text is returned unchanged."""
+    if not has_surrogates(value):
+        return value
+    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def trim_path(value: str) -> str:
+    """`src/app.py` written in backticks or with spaces around it is src/app.py."""
+    value = value.strip()
+    while len(value) >= 2 and value[0] == value[-1] == "`":
+        value = value[1:-1].strip()
+    return value
+
+
+def strip_wrapping_fence(content: str, path: str) -> str | None:
+    """The inside of a Markdown fence that wraps a whole non-Markdown file
+    (```` ```python … ``` ```` into a .py), else None. Markdown files keep their fences."""
+    if path.lower().endswith(MARKDOWN_SUFFIXES):
+        return None
+    m = _FENCE_OPEN.match(content)
+    if m is None:
+        return None
+    fence = m.group(1)
+    body = content[m.end() :].rstrip()
+    cut = body.rfind("\n")
+    last = body[cut + 1 :].strip()
+    if len(last) < len(fence) or last.strip(fence[0]):
+        return None
+    return body[: cut + 1] if cut >= 0 else ""

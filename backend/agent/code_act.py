@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -9,9 +10,12 @@ import anyio
 
 from backend.actions import FormatError, extract_thinking, parse_actions
 from backend.actions.model import Action
-from backend.agent.errors import LimitExceeded
+from backend.actions.values import scrub
+from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
+from backend.agent.transcript import STUCK_REPEATS, Outcome, Transcript, Turn, describe
+from backend.llm.base import Completion
 from backend.messages.message import Message
 from backend.runtime.base import ActionResult, cap_text
 from backend.workspace import scan
@@ -19,7 +23,13 @@ from backend.workspace import scan
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
 
+log = logging.getLogger(__name__)
+
 OBSERVATION_CAP = 12_000
+# replies longer than this are parsed on a worker thread, so the event loop never waits
+THREAD_PARSE_CHARS = 20_000
+# actions whose successful result changes the file in `result.filepath`
+FILE_ACTIONS = ("write_code", "edit_file")
 
 
 async def run_task(
@@ -32,73 +42,118 @@ async def run_task(
         if ctx.runtime.name == "docker"
         else "commands run in this folder"
     )
-    messages: list[dict[str, Any]] = [
-        {
-            "role": "system",
-            "content": render(
-                "thinking", workspace_note=workspace_note, timeout=ctx.settings.terminal_timeout
-            ),
-        },
-        {
-            "role": "user",
-            "content": render(
-                "thinking_task",
-                goal=ctx.goal,
-                tasks=tasks,
-                task=task,
-                notes=notes,
-                files=files[:200],
-            ),
-        },
-    ]
+    transcript = Transcript(
+        [
+            {
+                "role": "system",
+                "content": render(
+                    "thinking",
+                    workspace_note=workspace_note,
+                    timeout=ctx.settings.terminal_timeout,
+                ),
+            },
+            {
+                "role": "user",
+                "content": render(
+                    "thinking_task",
+                    goal=ctx.goal,
+                    tasks=tasks,
+                    task=task,
+                    notes=notes,
+                    files=files[:200],
+                    inputs=ctx.inputs,  # issue 13: files the user uploaded
+                ),
+            },
+        ]
+    )
     format_errors = 0
     for _step in range(ctx.settings.max_steps_per_task):
         narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
         completion = await ctx.call_model(
-            "thinking", messages, specialist=True, on_delta=ctx.live.prose(narration, "thinking")
+            "thinking",
+            transcript.messages(),
+            specialist=True,
+            on_delta=ctx.live.prose(narration, "thinking"),
         )
-        thoughts = [completion.reasoning.strip()] if completion.reasoning.strip() else []
-        for thought in thoughts + extract_thinking(completion.text):
-            await ctx.publish(Message.build("thinking", thought, task_id=task["id"]))
+        thoughts, parsed = await read_reply(completion)
+        for thought in thoughts:
+            await ctx.publish(Message.build("thinking", scrub(thought), task_id=task["id"]))
         if words := prose_of(completion.text):
-            await ctx.publish(narration_message(words, task["id"], narration))
+            await ctx.publish(narration_message(scrub(words), task["id"], narration))
+        if isinstance(parsed, FormatError):
+            format_errors += 1
+            if format_errors >= ctx.settings.max_format_errors:
+                raise LimitExceeded(
+                    f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
+                    f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
+                    "or choose a model that follows the action format."
+                )
+            # never put the malformed text into the history
+            transcript.add(
+                Turn(
+                    reply="(reply had no usable action)",
+                    format_error=str(parsed),
+                    brief_error=parsed.user,
+                )
+            )
+            continue
+        format_errors = 0
+        reply = scrub(completion.text)
+        if not reply.strip():  # native tool calls: say what was called
+            reply = "(tool calls) " + "; ".join(describe(a) for a in parsed)
+        turn = Turn(reply=reply, actions=parsed)
+        note = await run_actions(ctx, task, parsed, turn)
+        if note is not None:
+            return note
+        transcript.add(turn)
+        repeats = transcript.repeats()
+        if repeats >= STUCK_REPEATS:
+            raise StuckLoop(
+                f"Task '{task['title']}' failed: the agent repeated the same step "
+                f"{repeats} times with the same result ({turn.outcomes[0].label}), so it was "
+                "stopped to save tokens. Try again with more detail in the goal, or choose "
+                "another model."
+            )
+        if repeats == STUCK_REPEATS - 1:
+            turn.footer += (
+                "\nThis is the same action with the same result as your previous turn; "
+                "repeating it will not change anything. Try a different approach."
+            )
+    raise LimitExceeded(
+        f"Task '{task['title']}' failed: it did not finish within "
+        f"{ctx.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
+        "MAX_STEPS_PER_TASK, or split the goal into smaller steps."
+    )
+
+
+async def read_reply(completion: Completion) -> tuple[list[str], list[Action] | FormatError]:
+    """The reasoning to publish and the actions (or the FormatError for the model).
+    Never raises; a big reply is read on a worker thread."""
+
+    def read() -> tuple[list[str], list[Action] | FormatError]:
+        thoughts = [completion.reasoning.strip()] if completion.reasoning.strip() else []
+        thoughts += extract_thinking(completion.text)
         try:
-            actions = parse_actions(
+            actions: list[Action] | FormatError = parse_actions(
                 completion.text,
                 finish_reason=completion.finish_reason,
                 tool_calls=completion.tool_calls,
             )
         except FormatError as exc:
-            format_errors += 1
-            if format_errors >= ctx.settings.max_format_errors:
-                raise LimitExceeded(
-                    f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
-                    "a row with no usable action (it did not write its actions in the format "
-                    "it was given). Try again, or choose a model that follows instructions "
-                    "more closely."
-                ) from exc
-            # never put the malformed text into the history
-            messages.append({"role": "assistant", "content": "(reply had no usable action)"})
-            messages.append({"role": "user", "content": f"Format error: {exc}"})
-            continue
-        format_errors = 0
-        messages.append({"role": "assistant", "content": completion.text})
-        observations, note = await run_actions(ctx, task, actions)
-        if note is not None:
-            return note
-        messages.append({"role": "user", "content": "\n\n".join(observations)})
-    raise LimitExceeded(
-        f"Task '{task['title']}' failed: it did not finish within "
-        f"{ctx.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK)."
-    )
+            actions = exc
+        return thoughts, actions
+
+    size = len(completion.text) + len(completion.reasoning)
+    if size > THREAD_PARSE_CHARS:
+        return await anyio.to_thread.run_sync(read)
+    return read()
 
 
 async def run_actions(
-    ctx: RunContext, task: dict[str, Any], actions: list[Action]
-) -> tuple[list[str], str | None]:
-    """Run actions in order; the first failure skips the rest. Returns the observations
-    for the model and the finish note when the task finished."""
-    observations: list[str] = []
+    ctx: RunContext, task: dict[str, Any], actions: list[Action], turn: Turn
+) -> str | None:
+    """Run actions in order; the first failure skips the rest. Fills the turn's outcomes
+    for the model; returns the finish note when the task finished."""
     failed = False
     for action in actions:
         label = _label(action)
@@ -113,14 +168,14 @@ async def run_actions(
                     meta_content=label,
                 )
             )
-            observations.append(f"[{label}] skipped (an earlier action failed)")
+            turn.outcomes.append(Outcome(label, "skipped", "(an earlier action failed)"))
             continue
         for warning in action.warnings:
-            observations.append(f"[{label}] warning: {warning}")
+            turn.outcomes.append(Outcome(label, "warning", warning))
         if action.type == "finish":
             note = action.params.get("message", "").strip() or "Done."
             await ctx.publish(Message.build("finish", note, task_id=task["id"]))
-            return observations, note
+            return note
         uid = uuid.uuid4().hex
         path = action.params.get("path", "")
         await ctx.publish(
@@ -135,8 +190,14 @@ async def run_actions(
             )
         )
         on_output = ctx.live.command_output(uid) if action.type == "terminal_run" else None
-        result: ActionResult = await ctx.runtime.execute(action, ctx.workspace, on_output)
-        if action.type == "write_code" and result.ok:
+        try:
+            result: ActionResult = await ctx.runtime.execute(action, ctx.workspace, on_output)
+        except Exception as exc:  # a runtime bug: the action fails, its message is closed
+            log.exception("action %s crashed", action.type)
+            result = ActionResult(
+                "failure", f"The action could not run (internal error: {type(exc).__name__})."
+            )
+        if action.type in FILE_ACTIONS and result.ok and result.filepath:
             ctx.written.add(result.filepath)
         await ctx.publish(
             Message.build(
@@ -150,13 +211,14 @@ async def run_actions(
             )
         )
         verdict = "ok" if result.ok else "FAILED"
-        observations.append(f"[{label}] {verdict}\n{cap_text(result.content, OBSERVATION_CAP)}")
+        turn.outcomes.append(Outcome(label, verdict, cap_text(result.content, OBSERVATION_CAP)))
         failed = not result.ok
-    if failed:
-        observations.append("An action failed; fix the problem and continue.")
-    else:
-        observations.append("All actions ran. Continue, or <finish> when the task is done.")
-    return observations, None
+    turn.footer = (
+        "An action failed; fix the problem and continue."
+        if failed
+        else "All actions ran. Continue, or <finish> when the task is done."
+    )
+    return None
 
 
 def _label(action: Action) -> str:
@@ -172,6 +234,8 @@ def _running_text(action: Action) -> str:
         return action.params.get("command", "")
     if action.type == "write_code":
         return f"Writing {action.params.get('path', '')}"
+    if action.type == "edit_file":
+        return f"Editing {action.params.get('path', '')}"
     if action.type == "read_file":
         return f"Reading {action.params.get('path', '')}"
     return action.type

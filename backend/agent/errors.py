@@ -11,3 +11,7 @@ class TaskFailed(RunError):
 
 class LimitExceeded(TaskFailed):
     """A task used up its model turns or its format-error allowance."""
+
+
+class StuckLoop(LimitExceeded):
+    """A task repeated the same action with the same result several turns in a row."""

@@ -1,16 +1,11 @@
-"""What is in flight in one run: messages still `running`, and live text and output.
+"""What is in flight in one run: live model text and command output.
 
-Two promises of CONTRACT section 3 live here, as mechanisms rather than special cases:
-
-- **An honest stream.** Every published message passes :meth:`Live.published`; a `running`
-  message stays open until its final partner (same uuid; for tasks, same task id) is
-  published. Whatever ends the run, its ending path asks :meth:`Live.partners` for a
-  `failure` partner of every open message, innermost first, and publishes them before
-  `stop` / `error`.
-- **Live deltas.** Model text and command output go through a :class:`Coalescer` to the
-  run's delta sink; a message's pending deltas are flushed just before its stored version.
-  Command output is also kept (capped, head and tail) so that a command cut short by a stop
-  still leaves its output in the stored message.
+Live deltas (CONTRACT section 3): model text and command output go through a
+:class:`Coalescer` to the run's delta sink; a message's pending deltas are flushed just
+before its stored version.
+Command output is also kept (capped, head and tail) so that a command cut short by a stop
+still leaves its output in the stored message (:meth:`Live.closing_text`; which messages
+are still open is tracked by ``RunContext.open_actions`` / ``open_tasks``).
 """
 
 from __future__ import annotations
@@ -77,7 +72,6 @@ class Live:
         self._drainer: asyncio.Task[None] | None = None
         on = sink is not None or publish is not None
         self.deltas = Coalescer(self._emit, wanted=wanted) if on else None
-        self._open: dict[str, Message] = {}
         self._output: dict[str, dict[str, _Kept]] = {}
         self._decoders: dict[tuple[str, str], codecs.IncrementalDecoder] = {}
 
@@ -96,42 +90,21 @@ class Live:
         while self._outbox and self._publish is not None:
             await self._publish(self._outbox.popleft())
 
-    # -- the honest stream ------------------------------------------------------------------
+    # -- the stored side --------------------------------------------------------------------
     def published(self, msg: Message) -> None:
-        """``msg`` is about to be stored and sent: flush its deltas, track it if running."""
+        """``msg`` was stored and is about to be sent: its pending deltas go first; a final
+        message ends what was kept for it."""
         if self.deltas is not None:
             self.deltas.forget(msg.uuid)
-        key = _partner_key(msg)
-        if msg.status == "running":
-            self._open[key] = msg
-        else:
-            self._open.pop(key, None)
+        if msg.status != "running":
             self._output.pop(msg.uuid, None)
             for stream in ("stdout", "stderr"):
                 self._decoders.pop((msg.uuid, stream), None)
 
-    def open_messages(self) -> list[Message]:
-        return list(self._open.values())
-
-    def partners(self, reason: str) -> list[Message]:
-        """A `failure` partner for every open message, innermost (latest) first."""
-        out: list[Message] = []
-        for msg in reversed(list(self._open.values())):
-            partner = msg.model_copy(deep=True)
-            partner.status = "failure"
-            partner.seq = 0
-            partner.timestamp = Message().timestamp
-            if msg.meta.action_type == "task":
-                partner.meta.json_ = [
-                    {**t, "status": "failed"} if isinstance(t, dict) else t for t in msg.meta.json_
-                ]
-            else:
-                partner.content = self._closing_text(msg, reason)
-            out.append(partner)
-        return out
-
-    def _closing_text(self, msg: Message, reason: str) -> str:
-        kept = self._output.get(msg.uuid)
+    def closing_text(self, uuid: str, reason: str) -> str:
+        """The content of the `failure` partner of a message cut short (a stop, an error, a
+        shutdown): ``reason``, then for a command the output it printed until then."""
+        kept = self._output.get(uuid)
         if not kept:
             return reason
         parts = [reason, "Output before that:"]
@@ -195,9 +168,3 @@ class Live:
     def close(self) -> None:
         if self.deltas is not None:
             self.deltas.close()
-
-
-def _partner_key(msg: Message) -> str:
-    if msg.meta.action_type == "task" and msg.meta.task_id:
-        return f"task:{msg.meta.task_id}"
-    return msg.uuid

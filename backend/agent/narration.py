@@ -10,8 +10,11 @@ The same cut over the whole reply gives the stored text, so live and stored agre
 
 from __future__ import annotations
 
+import re
+
 from backend.messages.message import Message
 
+PROSE_CAP = 4000  # characters of narration at most (the rest of a long reply is not words)
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
@@ -37,6 +40,9 @@ class ProseCut:
             return ""
         self._text += chunk
         released = self._scan(final)
+        if len(self.prose) + len(released) >= PROSE_CAP:  # words, not a whole reply
+            released = released[: max(0, PROSE_CAP - len(self.prose))]
+            self.done = True
         if final:
             self.done = True
         self.prose += released
@@ -46,8 +52,9 @@ class ProseCut:
         text = self._text
         n = len(text)
         out: list[str] = []
+        room = PROSE_CAP - len(self.prose)
         i = self._pos
-        while i < n:
+        while i < n and room > 0:
             if self._in_think:
                 end = text.find(THINK_CLOSE, i)
                 if end < 0:
@@ -56,14 +63,23 @@ class ProseCut:
                 i = end + len(THINK_CLOSE)
                 self._in_think = False
                 continue
-            c = text[i]
-            if (i == 0 or text[i - 1] == "\n") and c != "\n":
+            if i == 0 or text[i - 1] == "\n":
                 head = text[i : i + 64].lstrip(" \t")
                 if not final and len(head) < 2 and "\n" not in head:
                     break  # too little to tell
                 if head.startswith(self._line_starts):
                     self.done = True
                     break
+            # plain prose up to the next character that may start something else
+            limit = min(n, i + room)
+            found = _CANDIDATE.search(text, i, limit)
+            j = found.start() if found else limit
+            if j > i:
+                out.append(text[i:j])
+                room -= j - i
+                i = j
+                continue
+            c = text[i]
             if c == "<":
                 if text.startswith(THINK_OPEN, i):
                     self._in_think = True
@@ -82,9 +98,13 @@ class ProseCut:
                 if not final and "```".startswith(text[i : i + 3]):
                     break  # could still become a fence
             out.append(c)
+            room -= 1
             i += 1
         self._pos = i
         return "".join(out)
+
+
+_CANDIDATE = re.compile(r"[<`\n]")
 
 
 def prose_of(text: str, line_starts: tuple[str, ...] = ACTION_LINE_STARTS) -> str:

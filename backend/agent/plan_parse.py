@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 _DECODER = json.JSONDecoder(strict=False)
+MAX_REPLY_CHARS = 1_000_000  # as for actions (backend/actions/model.py)
 _MAX_JSON_ATTEMPTS = 32  # each failed attempt costs O(length)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
 _THINK_OPEN = re.compile(r"<(?:think|thinking)\b[^>]*>", re.I)
@@ -57,6 +58,24 @@ class PlanFormatError(ValueError):
 
 
 def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
+    """Never raises anything but PlanFormatError: a reply over MAX_REPLY_CHARS or nested
+    too deeply is a format error too."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise PlanFormatError(
+            f"Your plan was {len(text):,} characters long; the limit is {MAX_REPLY_CHARS:,}. "
+            "Reply with a short plan: a sentence for the user, then a JSON array of a few "
+            f"tasks:\n{EXAMPLE}"
+        )
+    try:
+        return _parse_plan(text)
+    except RecursionError:
+        raise PlanFormatError(
+            "Your plan is nested too deeply to read. Reply with a flat JSON array of tasks:\n"
+            + EXAMPLE
+        ) from None
+
+
+def _parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
     text = _drop_reasoning(text)
     json_error = ""
     found = _from_json(text)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from backend.agent.errors import RunError
 from backend.agent.narration import PLAN_LINE_STARTS
 from backend.agent.plan_parse import PlanFormatError, parse_plan
@@ -12,6 +14,8 @@ from backend.agent.prompts import render
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
+
+from backend.agent.titles import goal_title, title_from_plan
 
 PLAN_ATTEMPTS = 3
 MAX_TASKS = 12
@@ -21,10 +25,13 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
     """Returns (first answer for the user, tasks). Retries with the parse error fed back.
     The first attempt's prose streams live as the `auto_reply` ``reply_uuid``."""
     runtime_note = "in a Docker sandbox" if ctx.runtime.name == "docker" else "on this machine"
+    ctx.inputs = await ctx.store.uploaded_files(ctx.conversation_id)
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
-            "content": render("planning", runtime_note=runtime_note, history=ctx.history),
+            "content": render(
+                "planning", runtime_note=runtime_note, history=ctx.history, inputs=ctx.inputs
+            ),
         },
         {"role": "user", "content": ctx.goal},
     ]
@@ -35,7 +42,10 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
             "planning", messages, on_delta=live if reply_uuid and attempt == 0 else None
         )
         try:
-            prose, raw_tasks = parse_plan(completion.text)
+            if len(completion.text) > 20_000:  # a big reply is read off the event loop
+                prose, raw_tasks = await anyio.to_thread.run_sync(parse_plan, completion.text)
+            else:
+                prose, raw_tasks = parse_plan(completion.text)
         except PlanFormatError as exc:
             last_error = str(exc)
             messages.append({"role": "assistant", "content": "(the plan could not be read)"})
@@ -51,12 +61,22 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
             }
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
+        await retitle(ctx, prose)
         return prose.strip(), tasks
+    # what the model was told (the format lesson in last_error) stays out of the user's error
     raise RunError(
-        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts (its replies "
-        "held no task list it could be read from). Try again, rephrase the goal, or choose a "
-        "model that follows instructions more closely."
+        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: its replies "
+        "could not be read as a task list. Try again, or choose a model that follows "
+        "instructions more closely."
     )
+
+
+async def retitle(ctx: RunContext, prose: str) -> None:
+    """The planner's sentence for the user, made a title, replaces a conversation title
+    that is still the default (empty or the goal's first words); a person's title stays."""
+    title = title_from_plan(prose)
+    if title and not ctx.history:
+        await ctx.store.retitle_if_default(ctx.conversation_id, ("", goal_title(ctx.goal)), title)
 
 
 def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from backend.agent.budget import BudgetExceeded
 from backend.agent.prompts import render
 from backend.llm.base import LLMError
 from backend.messages.message import Message
@@ -30,7 +31,10 @@ async def summarize(
     ctx: RunContext, tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str = ""
 ) -> None:
     """Publish `finish_summery`. A model call only when several tasks completed; a single
-    task's finish note is the summary (keeps a one-task run at 3 model calls)."""
+    task's finish note is the summary (keeps a one-task run at 3 model calls).
+
+    A failed or stopped run's summary says so and lists what was done, but not the reason:
+    the `error` message before it says that once (``reason`` is kept for callers)."""
     files = await changed_files(ctx)
     content = ""
     summary = uuid.uuid4().hex  # the model's summary streams live as this message
@@ -62,8 +66,8 @@ async def _model_summary(
             ],
             on_delta=ctx.live.model_text(live_uuid, "summary") if live_uuid else None,
         )
-    except LLMError as exc:
-        log.warning("summary call failed: %s", exc)
+    except (LLMError, BudgetExceeded) as exc:  # the work is done: a plain summary will do
+        log.warning("summary call skipped: %s", exc)
         return ""
     return completion.text.strip()
 
@@ -75,8 +79,9 @@ def _plain_summary(tasks: list[dict[str, Any]], notes: list[str], outcome: str, 
             return notes[0]
         lines = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
         return "Done.\n\n" + "\n".join(lines)
-    # the reason is in the run's `error` message: said once, not repeated here
-    head = "The run was stopped." if outcome == "stopped" else "The run failed."
+    head = "The run was stopped." if outcome == "stopped" else "The run did not finish."
+    if outcome != "stopped" and reason:
+        head += " The error above says why."
     done = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
     if done:
         head += "\n\nCompleted before that:\n" + "\n".join(done)

@@ -6,9 +6,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backend.api.common import manager, read_json, store, user_id
+from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
 from backend.api.errors import ApiError
+from backend.api.settings import pick_model
 from backend.api.sse import run_events, sse_response
+from backend.runs import ShuttingDown
 from backend.store.repo import ConflictError, NotFoundError
 
 GOAL_LIMIT = 100_000
@@ -26,6 +28,8 @@ async def start_run(request: Request) -> Response:
     cid = body.get("conversation_id")
     if cid is not None and (not isinstance(cid, str) or not cid):
         raise ApiError(400, "'conversation_id' must be a string.")
+    if cid is not None and not is_id(cid):
+        raise ApiError(404, f"No conversation {cid[:80]!r}.")
     mode = body.get("mode", "auto")
     if mode not in MODES:
         raise ApiError(400, f"'mode' must be one of {', '.join(MODES)}.")
@@ -38,47 +42,81 @@ async def start_run(request: Request) -> Response:
             f"The {runtime} runtime is not available on this server (no Docker engine "
             "answers, or the sandbox image is missing: see docs/docker.md).",
         )
+    model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
+    return await begin_run(
+        request, goal, conversation_id=cid, mode=mode, runtime=runtime, model=model
+    )
+
+
+async def begin_run(
+    request: Request,
+    goal: str,
+    *,
+    conversation_id: str | None,
+    mode: str,
+    runtime: str | None,
+    model: str | None,
+) -> Response:
+    """Start a run and answer with its stream (or 202 with `Accept: application/json`)."""
     runs = manager(request)
     try:
         cid, rid = await runs.start(
-            user_id(request), goal, conversation_id=cid, mode=mode, runtime=runtime
+            user_id(request),
+            goal,
+            conversation_id=conversation_id,
+            mode=mode,
+            runtime=runtime,
+            model=model,
         )
     except NotFoundError as exc:
-        raise ApiError(404, f"No conversation {cid!r}.") from exc
+        raise ApiError(404, f"No conversation {conversation_id!r}.") from exc
     except ConflictError as exc:
         raise ApiError(
             409, "A run is already active in this conversation: stop it or wait for it to end."
         ) from exc
+    except ShuttingDown as exc:
+        raise ApiError(
+            503, "This server is shutting down and takes no new runs: retry on another one."
+        ) from exc
     headers = {"X-Conversation-Id": cid, "X-Run-Id": rid}
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"conversation_id": cid, "run_id": rid}, 202, headers=headers)
-    return sse_response(run_events(store(request), runs.bus, cid, rid), headers)
-
-
-async def run_events_route(request: Request) -> Response:
-    rid = request.path_params["run_id"]
-    run = await store(request).get_run(rid, user_id(request))
-    if run is None:
-        raise ApiError(404, f"No run {rid!r}.")
-    after_raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    try:
-        after = int(after_raw)
-    except ValueError as exc:
-        raise ApiError(400, "Last-Event-ID / 'after' must be an integer seq.") from exc
-    headers = {"X-Conversation-Id": run["conversation_id"], "X-Run-Id": rid}
     return sse_response(
-        run_events(store(request), manager(request).bus, run["conversation_id"], rid, after),
-        headers,
+        run_events(store(request), runs.notifier, cid, rid), headers, send_timeout(request)
     )
 
 
-async def stop_run(request: Request) -> Response:
-    rid = request.path_params["run_id"]
+async def run_events_route(request: Request) -> Response:
+    rid = ident(request, "run_id", "run")
+    # checked before the stream starts: a bad value is a JSON 400, never a broken stream
+    if last_id := request.headers.get("last-event-id"):
+        after = seq_param(last_id, "Last-Event-ID")
+    else:
+        after = seq_param(request.query_params.get("after"), "'after'")
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
-    await manager(request).stop(rid)
-    return JSONResponse({"run_id": rid, "status": "stopping"}, 202)
+    headers = {"X-Conversation-Id": run["conversation_id"], "X-Run-Id": rid}
+    return sse_response(
+        run_events(store(request), manager(request).notifier, run["conversation_id"], rid, after),
+        headers,
+        send_timeout(request),
+    )
+
+
+def send_timeout(request: Request) -> float:
+    # a bit over the server's write timeout, which closes the connection first under
+    # `planact serve`; this one also holds under any other ASGI server
+    return float(request.app.state.settings.http_write_timeout) + 10.0
+
+
+async def stop_run(request: Request) -> Response:
+    rid = ident(request, "run_id", "run")
+    run = await store(request).get_run(rid, user_id(request))
+    if run is None:
+        raise ApiError(404, f"No run {rid!r}.")
+    stopping = await manager(request).stop(rid)  # recorded in the store; any process
+    return JSONResponse({"run_id": rid, "status": "stopping" if stopping else run["status"]}, 202)
 
 
 routes = [

@@ -1,5 +1,6 @@
 """AUTH_TOKEN: every /api route but /api/health needs `Authorization: Bearer <token>`
-(or `?access_token=` for links and EventSource)."""
+(or `?access_token=` on GET only: links and EventSource cannot send a header; a token in
+a URL ends up in logs and history, so nothing that changes state takes it)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from backend.api.errors import error_response
 
 OPEN_PATHS = {"/api/health"}
+QUERY_TOKEN_METHODS = {"GET", "HEAD"}
 DEFAULT_USER = "1"
 
 
@@ -35,7 +37,9 @@ class AuthMiddleware:
         user = self._user(scope)
         if user is None:
             response = error_response(
-                401, "Missing or wrong token: send 'Authorization: Bearer <AUTH_TOKEN>'."
+                401,
+                "Missing or wrong token: send 'Authorization: Bearer <AUTH_TOKEN>' "
+                "(?access_token= is accepted on GET only).",
             )
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
@@ -51,7 +55,7 @@ class AuthMiddleware:
                 if text[:7].lower() == "bearer ":
                     token = text[7:].strip()
                 break
-        if not token:
+        if not token and scope.get("method") in QUERY_TOKEN_METHODS:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             token = (query.get("access_token") or [""])[0]
         if not token:

@@ -9,10 +9,15 @@ from starlette.responses import JSONResponse, Response
 CODES = {
     400: "invalid_request",
     401: "unauthorized",
+    403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "timeout",
     409: "conflict",
     413: "too_large",
+    414: "too_large",
+    415: "unsupported_media_type",
+    431: "too_large",
     503: "unavailable",
 }
 

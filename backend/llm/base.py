@@ -1,4 +1,4 @@
-"""The LLM seam. The pipeline talks to this protocol, never to litellm."""
+"""The LLM seam. The pipeline talks to this protocol, never to litellm or httpx."""
 
 from __future__ import annotations
 
@@ -35,6 +35,22 @@ class LLMConfigError(LLMError):
     """LLM_MODEL / key missing or rejected: retrying will not help."""
 
 
+class LLMTransientError(LLMError):
+    """One attempt failed in a way a retry may fix (429, 5xx, network, truncated stream)."""
+
+
+class LLMTruncatedError(LLMTransientError):
+    """The stream ended without a finish reason and without [DONE]: the reply is partial."""
+
+
+class LLMTimeoutError(LLMTransientError):
+    """No content for LLM_TIMEOUT seconds (keep-alive comments are not content)."""
+
+
+class LLMDeadlineError(LLMError):
+    """One attempt ran past LLM_CALL_MAX_SECONDS. Not retried: it would run as long again."""
+
+
 class LLM(Protocol):
     async def complete(
         self,
@@ -45,7 +61,12 @@ class LLM(Protocol):
         on_delta: DeltaCallback | None = None,
     ) -> Completion:
         """One model call for ``stage``. ``model`` overrides the default model.
-        ``on_delta("text" | "reasoning", piece)`` is called as the reply arrives."""
+
+        ``on_delta("text" | "reasoning", piece)`` is called as the reply arrives (in order;
+        the pieces of one kind concatenate to the final ``text`` / ``reasoning`` of a
+        successful call). A failed attempt that is retried may have produced deltas first:
+        a retry starts the reply over.
+        """
         ...
 
     @property

@@ -1,9 +1,10 @@
-"""Notification bus: 'something new was stored for this run'.
+"""The in-process bus: 'something new was stored for this run', and live deltas.
 
 The store is the source of truth: a message reaches the bus only after it was committed.
 For runs that live in this process the bus also keeps their stored messages, so that live
 readers do not have to query the store once per message; every other reader (replay,
-resume of a finished run, another replica's run) reads the store.
+resume of a finished run, another process's run) reads the store. Wake-ups from other
+processes arrive through the notifier (backend/runs/notify.py), which calls ``notify``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Bus:
     def __init__(self) -> None:
         self._waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._live: dict[str, list[Message]] = {}
+        self.closing = False  # set when the process shuts down: readers end their streams
 
     # -- runs of this process -------------------------------------------------------------
     def mark_live(self, key: str) -> None:
@@ -65,24 +67,35 @@ class Bus:
         return messages[start:]
 
     # -- live deltas (never stored) -------------------------------------------------------
+    def has_readers(self, key: str) -> bool:
+        """Someone in this process follows ``key`` (live deltas for it are worth making)."""
+        return bool(self._waiters.get(key))
+
     def deliver_delta(self, key: str, payload: dict[str, Any]) -> None:
         for sub in self._waiters.get(key, ()):
             sub.deltas.append(payload)
             sub.set()
-
-    def has_readers(self, key: str) -> bool:
-        """Someone in this process follows ``key`` (deltas for it are worth making)."""
-        return bool(self._waiters.get(key))
 
     # -- wake-ups -------------------------------------------------------------------------
     def notify(self, key: str) -> None:
         for event in self._waiters.get(key, ()):
             event.set()
 
+    def notify_all(self) -> None:
+        """Wake every reader (e.g. the cross-process listener reconnected: re-read)."""
+        for waiters in list(self._waiters.values()):
+            for event in waiters:
+                event.set()
+
+    def close_readers(self) -> None:
+        self.closing = True
+        self.notify_all()
+
     async def wait(self, key: str, event: asyncio.Event, seconds: float) -> bool:
         """Wait until notified (True) or the time passes (False)."""
         try:
-            await asyncio.wait_for(event.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await event.wait()
             return True
         except TimeoutError:
             return False

@@ -1,15 +1,18 @@
 """The Runtime seam: one public ``execute`` that does the shared work, small backend hooks.
 
-Both backends (local, docker) inherit :class:`BaseRuntime`. It confines paths, reads and
-writes files on the host side of the workspace (the docker runtime bind-mounts the same
-folder), caps output and shapes results. A backend only implements :meth:`_run_command`.
-Failures come back as results, never as exceptions.
+Both backends (local, docker) inherit :class:`BaseRuntime`. It confines paths, reads, writes
+and edits files on the host side of the workspace (the docker runtime bind-mounts the same
+folder) through :mod:`backend.runtime.confined` (descriptors, no symlink races), enforces
+``WORKSPACE_MAX_MB``, caps output and shapes results. A backend only implements
+:meth:`_run_command`. Failures come back as results, never as exceptions (cancellation
+propagates).
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +21,8 @@ from typing import Protocol
 import anyio
 
 from backend.actions.model import Action
-from backend.runtime.paths import PathEscapeError, relative_name, resolve_in_workspace
+from backend.runtime import confined
+from backend.runtime.paths import PathEscapeError
 
 OUTPUT_CAP = 16_000  # characters kept of each of stdout / stderr
 READ_CAP = 100_000  # characters returned by read_file
@@ -50,6 +54,18 @@ class CommandOutput:
 # Called on the event loop, in order, while the command runs (live deltas); the result
 # still carries the whole (capped) output.
 OutputCallback = Callable[[str, bytes], None]
+
+log = logging.getLogger(__name__)
+
+
+def hand_output(on_output: OutputCallback | None, stream: str, data: bytes) -> None:
+    """Give ``data`` to ``on_output``; a failing callback never disturbs the command."""
+    if on_output is None or not data:
+        return
+    try:
+        on_output(stream, data)
+    except Exception:
+        log.exception("the output callback failed")
 
 
 class RuntimeUnavailable(Exception):
@@ -135,11 +151,19 @@ def format_command_result(command: str, out: CommandOutput, timeout: float) -> A
     return ActionResult(status, "\n".join(parts))
 
 
+MB = 1024 * 1024
+
+
 class BaseRuntime:
     name = "base"
 
-    def __init__(self, terminal_timeout: float = 120.0) -> None:
+    def __init__(self, terminal_timeout: float = 120.0, workspace_max_mb: float = 1024) -> None:
         self.terminal_timeout = terminal_timeout
+        self.workspace_max_mb = workspace_max_mb
+
+    @property
+    def workspace_max_bytes(self) -> int:
+        return int(self.workspace_max_mb * MB)
 
     async def execute(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
@@ -149,6 +173,8 @@ class BaseRuntime:
             await self._prepare(workspace)
             if action.type == "write_code":
                 return await self._write_code(action, workspace)
+            if action.type == "edit_file":
+                return await self._edit_file(action, workspace)
             if action.type == "read_file":
                 return await self._read_file(action, workspace)
             if action.type == "terminal_run":
@@ -165,6 +191,13 @@ class BaseRuntime:
             )
         except RuntimeUnavailable as exc:
             return ActionResult("failure", f"The {self.name} runtime is unavailable: {exc}")
+        except UnicodeEncodeError:
+            return ActionResult(
+                "failure",
+                "The action holds text that is not valid Unicode (a lone surrogate escape); "
+                "write the characters themselves.",
+                action.params.get("path", ""),
+            )
         except OSError as exc:
             return ActionResult("failure", f"Workspace error: {exc.strerror or exc}")
 
@@ -185,45 +218,129 @@ class BaseRuntime:
         """uid/gid that files written host-side should get (``None``: the server's)."""
         return None
 
+    # ---- the workspace size limit ------------------------------------------------------
+
+    def _over_limit(self, path: str, used: int, new_total: int) -> ActionResult:
+        return ActionResult(
+            "failure",
+            f"Refused: writing {path} would bring the workspace to {new_total / MB:.1f} MB, "
+            f"over its limit of {self.workspace_max_mb:g} MB (WORKSPACE_MAX_MB; it holds "
+            f"{used / MB:.1f} MB now). Delete files that are not needed (build outputs, "
+            "downloads) with terminal_run, or write less.",
+        )
+
+    # ---- file actions (host side, through race-free descriptors) -----------------------
+
     async def _write_code(self, action: Action, workspace: Path) -> ActionResult:
         path = action.params.get("path", "")
-        content = action.params.get("content", "")
-        real = resolve_in_workspace(workspace, path)
-        rel = relative_name(workspace, real)
-        if real.is_dir():
-            return ActionResult("failure", f"{path} is a directory.", rel)
-        try:
-            await anyio.to_thread.run_sync(
-                _write_exact, workspace, real, content, self._file_owner(workspace)
+        data = action.params.get("content", "").encode("utf-8")
+        owner = self._file_owner(workspace)
+
+        def write() -> ActionResult:
+            old, rel = confined.file_size(workspace, path.strip())
+            used = confined.usage(workspace)
+            new_total = used - (old or 0) + len(data)
+            if len(data) > (old or 0) and new_total > self.workspace_max_bytes:
+                result = self._over_limit(path, used, new_total)
+                result.filepath = rel
+                return result
+            try:
+                rel = confined.write_atomic(workspace, path.strip(), data, owner)
+            except IsADirectoryError:
+                return ActionResult("failure", f"{path} is a directory.", rel)
+            except PathEscapeError:
+                raise
+            except OSError as exc:
+                return ActionResult(
+                    "failure", f"Could not write {path}: {exc.strerror or exc}", rel
+                )
+            return ActionResult("success", f"File {path} written successfully.", rel)
+
+        return await anyio.to_thread.run_sync(write)
+
+    async def _edit_file(self, action: Action, workspace: Path) -> ActionResult:
+        path = action.params.get("path", "")
+        old = action.params.get("old_str", "").encode("utf-8")
+        new = action.params.get("new_str", "").encode("utf-8")
+        if not old:
+            return ActionResult(
+                "failure",
+                "edit_file needs a non-empty old_str: the exact text to replace. To write a "
+                "whole file use write_code.",
+                path,
             )
-        except OSError as exc:
-            return ActionResult("failure", f"Could not write {path}: {exc.strerror or exc}", rel)
-        return ActionResult("success", f"File {path} written successfully.", rel)
+        owner = self._file_owner(workspace)
+
+        def edit() -> ActionResult:
+            used = confined.usage(workspace) if len(new) > len(old) else 0
+            limit = self.workspace_max_bytes if len(new) > len(old) else None
+            try:
+                done = confined.edit_exact(workspace, path.strip(), old, new, owner, limit, used)
+            except FileNotFoundError:
+                return ActionResult("failure", f"File {path} does not exist.", path)
+            except IsADirectoryError:
+                return ActionResult("failure", f"{path} is a directory.", path)
+            except PathEscapeError:
+                raise
+            except OSError as exc:
+                if exc.errno == errno.EDQUOT:
+                    grown = used + len(new) - len(old)
+                    return self._over_limit(path, used, grown)
+                return ActionResult("failure", f"Could not edit {path}: {exc.strerror or exc}")
+            if done.count == 0:
+                return ActionResult(
+                    "failure",
+                    f"old_str was not found in {path} (0 occurrences). It must match the "
+                    "file byte for byte, whitespace and line breaks included: read the file "
+                    "and copy the text exactly.",
+                    done.rel,
+                )
+            if done.count > 1:
+                many = f"{done.count}" if done.count < 1000 else "1000 or more"
+                return ActionResult(
+                    "failure",
+                    f"old_str occurs {many} times in {path}; it must occur exactly once. "
+                    "Include more of the surrounding lines to make it unique. Nothing was "
+                    "changed.",
+                    done.rel,
+                )
+            return ActionResult("success", f"File {path} edited successfully.", done.rel)
+
+        return await anyio.to_thread.run_sync(edit)
 
     async def _read_file(self, action: Action, workspace: Path) -> ActionResult:
         path = action.params.get("path", "")
-        real = resolve_in_workspace(workspace, path)
-        rel = relative_name(workspace, real)
-        if not real.is_file():
-            return ActionResult("failure", f"File {path} does not exist.", rel)
-        try:
-            data = await anyio.to_thread.run_sync(_read_head, real, READ_CAP * 4 + 1)
-        except OSError as exc:
-            return ActionResult("failure", f"Could not read {path}: {exc.strerror or exc}", rel)
-        if b"\x00" in data[:8192]:
-            size = real.stat().st_size
-            return ActionResult(
-                "success", f"{path} is a binary file ({size} bytes); not shown as text.", rel
-            )
-        text = data.decode("utf-8", "replace")
-        if len(text) > READ_CAP or len(data) > READ_CAP * 4:
-            size = real.stat().st_size
-            text = (
-                text[:READ_CAP]
-                + f"\n[... file is {size} bytes; only the first {READ_CAP} characters are "
-                "shown. Read a part with terminal_run (sed -n, head, tail) ...]"
-            )
-        return ActionResult("success", text, rel)
+
+        def read() -> ActionResult:
+            try:
+                fd, rel = confined.open_read(workspace, path.strip())
+            except FileNotFoundError:
+                return ActionResult("failure", f"File {path} does not exist.", path)
+            except IsADirectoryError:
+                return ActionResult("failure", f"{path} is a directory, not a file.", path)
+            except PathEscapeError:
+                raise
+            except OSError as exc:
+                return ActionResult("failure", f"Could not read {path}: {exc.strerror or exc}")
+            try:
+                size = os.fstat(fd).st_size
+                data = confined.read_fd(fd, READ_CAP * 4 + 1)
+            finally:
+                os.close(fd)
+            if b"\x00" in data[:8192]:
+                return ActionResult(
+                    "success", f"{path} is a binary file ({size} bytes); not shown as text.", rel
+                )
+            text = data.decode("utf-8", "replace")
+            if len(text) > READ_CAP or len(data) > READ_CAP * 4:
+                text = (
+                    text[:READ_CAP]
+                    + f"\n[... file is {size} bytes; only the first {READ_CAP} characters "
+                    "are shown. Read a part with terminal_run (sed -n, head, tail) ...]"
+                )
+            return ActionResult("success", text, rel)
+
+        return await anyio.to_thread.run_sync(read)
 
     async def _terminal_run(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
@@ -231,11 +348,30 @@ class BaseRuntime:
         command = action.params.get("command", "")
         if not command.strip():
             return ActionResult("failure", "Empty command.")
-        cwd = resolve_in_workspace(workspace, action.params.get("cwd") or ".")
-        if not cwd.is_dir():
+        cwd_param = action.params.get("cwd") or "."
+
+        def check_cwd() -> str | None:
+            try:
+                fd, rel = confined.open_dir(workspace, cwd_param.strip())
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            os.close(fd)
+            return rel
+
+        cwd = await anyio.to_thread.run_sync(check_cwd)
+        if cwd is None:
             return ActionResult("failure", f"cwd {action.params.get('cwd')!r} is not a directory.")
-        out = await self._run_command(command, workspace, relative_name(workspace, cwd), on_output)
-        return format_command_result(command, out, self.terminal_timeout)
+        out = await self._run_command(command, workspace, cwd, on_output)
+        result = format_command_result(command, out, self.terminal_timeout)
+        used = await anyio.to_thread.run_sync(confined.usage, workspace)
+        if used > self.workspace_max_bytes:
+            result.status = "failure"
+            result.content += (
+                f"\nThe workspace now holds {used / MB:.1f} MB, over its limit of "
+                f"{self.workspace_max_mb:g} MB (WORKSPACE_MAX_MB): file writes are refused "
+                "until files are deleted (build outputs, downloads, caches)."
+            )
+        return result
 
     async def _run_command(
         self,
@@ -245,43 +381,9 @@ class BaseRuntime:
         on_output: OutputCallback | None = None,
     ) -> CommandOutput:
         """Run ``command`` with ``cwd`` (workspace-relative), killing it after the timeout,
-        handing its output to ``on_output`` as it is printed.
+        handing its output to ``on_output`` (see :func:`hand_output`) as it is printed.
 
-        Cancellation must kill the command and all its processes before re-raising.
+        When it returns, times out or is cancelled, no process the command started may be
+        left. Cancellation must kill the command and all its processes before re-raising.
         """
         raise NotImplementedError
-
-
-def _write_exact(
-    workspace: Path, real: Path, content: str, owner: tuple[int, int] | None = None
-) -> None:
-    if owner is not None and owner == (os.geteuid(), os.getegid()):
-        owner = None
-    created: list[Path] = []
-    parent = real.parent
-    while not parent.exists() and parent != parent.parent:
-        created.append(parent)
-        parent = parent.parent
-    real.parent.mkdir(parents=True, exist_ok=True)
-    # re-check after creating parents: a symlinked parent must not lead outside
-    resolve_in_workspace(workspace, str(real))
-    if owner is not None:
-        for folder in created:
-            os.chown(folder, *owner, follow_symlinks=False)
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=".planact-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content.encode("utf-8"))
-            if owner is not None:
-                os.fchown(fh.fileno(), *owner)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, real)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _read_head(real: Path, limit: int) -> bytes:
-    with open(real, "rb") as fh:
-        return fh.read(limit)

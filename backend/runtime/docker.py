@@ -31,6 +31,8 @@ import secrets
 import socket
 import threading
 import time
+import uuid
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +43,7 @@ import requests
 from docker.client import DockerClient
 from docker.constants import DEFAULT_DOCKER_API_VERSION
 from docker.types import Mount
-from docker.utils import version_lt
+from docker.utils import parse_bytes, version_lt
 from docker.utils.socket import frames_iter
 
 from backend.runtime.base import (
@@ -50,6 +52,7 @@ from backend.runtime.base import (
     HeadTail,
     OutputCallback,
     RuntimeUnavailable,
+    hand_output,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +63,9 @@ log = logging.getLogger(__name__)
 LABEL = "planact.sandbox"
 LABEL_ROOT = "planact.root"
 LABEL_WORKSPACE = "planact.workspace"
+LABEL_OWNER = "planact.owner"
+TMP_MAX = 256 * 1024 * 1024  # default size of the sandbox's /tmp: at most this...
+TMP_SHARE = 4  # ...and at most a quarter of the memory limit
 SANDBOX_DIR = "/workspace"
 NOBODY = 65534
 DEFAULT_UID = 1000  # who a root-owned workspace is handed to: the sandbox is never root
@@ -82,6 +88,7 @@ oomk() {
   done
 }
 oomk; o=$K
+printf '@planact-start:%s\n' "$1" >&2
 exec 3>&2 2>/dev/null
 set -m
 bash -c "$3" </dev/null 2>&3 3>&- &
@@ -106,12 +113,33 @@ if [ -s "$f" ]; then read -r c w < "$f"; kill -KILL -- "-$c" "-$w" 2>/dev/null; 
 exit 0
 """
 
+# Kill every process of the sandbox user but this script (the exec path's clean-up when no
+# other command runs in the sandbox); returns once none is left. Builtins only in the loop.
+SWEEPER = r"""
+for ((i = 0; i < 400; i++)); do
+  kill -KILL -1 2>/dev/null
+  left=0
+  for d in /proc/[0-9]*; do
+    [ "${d#/proc/}" = "$$" ] && continue
+    st=; uid=
+    { while read -r k v _; do
+        case $k in State:) st=$v ;; Uid:) uid=$v; break ;; esac
+      done < "$d/status"; } 2>/dev/null
+    [ "$uid" = "$UID" ] && [ "$st" != Z ] && left=1
+  done
+  [ "$left" = 0 ] && exit 0
+  sleep 0.01
+done
+exit 1
+"""
+
 # The command runner: one per sandbox, started with `docker exec -i python3 -c AGENT`.
 # Reads JSON requests on stdin, runs each command as `bash -c` in a new session, streams its
 # output and reports its end as JSON lines on stdout. It enforces the timeouts itself (the
 # limit holds inside the container), kills a command's whole process group when it times
-# out, is killed, or ends (leftover background children, like the local runtime), and kills
-# everything and exits when stdin closes (the server went away).
+# out, is killed, or ends, and, whenever no command is left running, every process of the
+# sandbox user but itself (what escaped the group: setsid, double forks) before it reports
+# the end. It kills everything and exits when stdin closes (the server went away).
 AGENT = r"""
 import base64, json, os, selectors, signal, subprocess, sys, time
 
@@ -138,6 +166,40 @@ def killpg(pid):
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+
+ME, UID = os.getpid(), os.getuid()
+
+def leftovers():
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == ME:
+            continue
+        state = uid = None
+        try:
+            with open("/proc/%s/status" % entry) as fh:
+                for line in fh:
+                    if line.startswith("State:"):
+                        state = line.split()[1]
+                    elif line.startswith("Uid:"):
+                        uid = int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+        if uid == UID and state != "Z":
+            found.append(entry)
+    return found
+
+def sweep():
+    # no command is running: every process of the sandbox user but this runner is a
+    # leftover (setsid, double forks): kill them all and make sure they are gone
+    for _ in range(400):
+        if not leftovers():
+            return
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        time.sleep(0.005)
 
 class Run:
     def __init__(self, rid, proc, timeout):
@@ -203,6 +265,7 @@ while True:
             if not data:
                 for r in runs.values():
                     killpg(r.proc.pid)
+                sweep()
                 sys.exit(0)
             pending += data
             while b"\n" in pending:
@@ -228,19 +291,25 @@ while True:
         if run.grace is None:
             if run.proc.poll() is not None:
                 killpg(run.proc.pid)
+                if len(runs) == 1:
+                    sweep()
                 run.grace = now + 2.0
             elif now >= run.deadline:
                 run.timed_out = True
                 killpg(run.proc.pid)
                 run.proc.wait()
+                if len(runs) == 1:
+                    sweep()
                 run.grace = now + 2.0
         if run.grace is not None and (run.open == 0 or now >= run.grace):
             close_pipes(run)
             code = run.proc.returncode
             code = 128 - code if code < 0 else code
             oom = code == 137 and not (run.timed_out or run.killed) and oom_kills() > run.oom0
-            send({"id": run.id, "exit": code, "timeout": run.timed_out, "oom": oom})
             del runs[run.id]
+            if not runs:
+                sweep()
+            send({"id": run.id, "exit": code, "timeout": run.timed_out, "oom": oom})
 """
 
 ENVIRONMENT = {
@@ -266,6 +335,8 @@ class _Sandbox:
     busy: int = 0
     agent: _Agent | None = None
     no_agent: bool = False  # the image cannot run the runner (no python3): exec per command
+    had_agent: bool = False  # a runner started here once: a runner that cannot start now
+    # means a broken sandbox (replaced), not an image without python3
     agent_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -300,8 +371,9 @@ class _AgentRun:
         self, loop: asyncio.AbstractEventLoop, on_output: OutputCallback | None = None
     ) -> None:
         self.out, self.err = HeadTail(), HeadTail()
+        self.on_output = on_output  # live output, on the event loop (see _dispatch)
         self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self.on_output = on_output
+        self.done.add_done_callback(_retrieve)  # nobody may wait any more (cancelled)
 
 
 class _Agent:
@@ -317,6 +389,7 @@ class _Agent:
         self.alive = True
         self.runs: dict[str, _AgentRun] = {}
         self.hello: asyncio.Future[int] = loop.create_future()
+        self.hello.add_done_callback(_retrieve)
         self._write_lock = threading.Lock()
         self.thread = threading.Thread(target=self._read, name="planact-sandbox-io", daemon=True)
         self.thread.start()
@@ -353,12 +426,14 @@ class _Agent:
         run = self.runs.get(msg.get("id", ""))
         if run is None:
             return
-        if "out" in msg or "err" in msg:
-            name, sink = ("stdout", run.out) if "out" in msg else ("stderr", run.err)
-            data = base64.b64decode(msg["out"] if "out" in msg else msg["err"])
-            sink.feed(data)
-            if run.on_output is not None:
-                run.on_output(name, data)
+        if "out" in msg:
+            data = base64.b64decode(msg["out"])
+            run.out.feed(data)
+            hand_output(run.on_output, "stdout", data)
+        elif "err" in msg:
+            data = base64.b64decode(msg["err"])
+            run.err.feed(data)
+            hand_output(run.on_output, "stderr", data)
         else:
             del self.runs[msg["id"]]
             if not run.done.done():
@@ -412,11 +487,25 @@ class DockerRuntime(BaseRuntime):
     name = "docker"
 
     def __init__(
-        self, settings: Settings, *, base_url: str | None = None, runner: bool = True
+        self,
+        settings: Settings,
+        *,
+        base_url: str | None = None,
+        runner: bool = True,
+        owner: str | None = None,
     ) -> None:
         """``runner=False``: one ``docker exec`` per command instead of the sandbox's
-        long-lived command runner (slower; what images without python3 get anyway)."""
-        super().__init__(terminal_timeout=settings.terminal_timeout)
+        long-lived command runner (slower; what images without python3 get anyway).
+
+        ``owner``: the instance id of the process (default: a fresh uuid hex). Sandboxes are
+        labelled ``planact.owner=<owner>``; a runtime removes only its own, and those of the
+        owners :meth:`reap_owners` is given.
+        """
+        super().__init__(
+            terminal_timeout=settings.terminal_timeout,
+            workspace_max_mb=settings.workspace_max_mb,
+        )
+        self.owner = owner or uuid.uuid4().hex
         self.use_runner = runner
         self.settings = settings
         self.image = settings.sandbox_image
@@ -433,11 +522,16 @@ class DockerRuntime(BaseRuntime):
         self._owners: dict[str, tuple[int, int]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._engine_cpus: int | None = None
+        self._closed = False
+        self._creating: set[asyncio.Future[_Sandbox]] = set()  # creations in flight
+        self._created: set[str] = set()  # ids of containers made here and not removed yet
 
     # ---- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Remove sandboxes a previous server left (same WORKSPACE_DIR) and start the reaper."""
+        """Start the idle reaper; remove sandboxes left under this owner id (a restart that
+        kept its id) or without an owner label (an older version). Other owners' sandboxes
+        are left alone: :meth:`reap_owners` removes those of owners known to be dead."""
         try:
             client = await self._get_client()
             removed = await anyio.to_thread.run_sync(self._reap_orphans, client)
@@ -480,23 +574,66 @@ class DockerRuntime(BaseRuntime):
             except API_ERRORS as exc:
                 log.warning("docker runtime: could not remove the sandbox of %s: %s", key, exc)
 
+    async def reap_owners(self, owners: Iterable[str]) -> int:
+        """Remove the sandboxes of the given owners (dead processes: their lease expired).
+
+        Our own owner id is never reaped. Returns how many containers were removed.
+        """
+        wanted = {o for o in owners if o and o != self.owner}
+        if not wanted:
+            return 0
+        client = await self._get_client()
+
+        def reap() -> int:
+            removed = 0
+            for owner in sorted(wanted):
+                filters = {"label": [f"{LABEL}=1", f"{LABEL_OWNER}={owner}"]}
+                for info in client.api.containers(all=True, filters=filters):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        _remove_container(client, info["Id"])
+                        removed += 1
+            return removed
+
+        removed = await anyio.to_thread.run_sync(reap)
+        if removed:
+            log.info("docker runtime: removed %d sandbox(es) of dead owners", removed)
+        return removed
+
     async def close(self) -> None:
+        """Remove every sandbox this runtime started, those being created included.
+
+        The runtime starts no sandbox afterwards (a command gets a failure result).
+        """
+        self._closed = True
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
+        if self._creating:  # a creation in flight ends with a container to remove
+            await asyncio.wait(set(self._creating), timeout=120)
         sandboxes, self._sandboxes = list(self._sandboxes.values()), {}
         client, self._client = self._client, None
         if client is None:
             return
+        ids = set(self._created)
         for sandbox in sandboxes:
+            ids.add(sandbox.container_id)
             agent, sandbox.agent = sandbox.agent, None
             if agent is not None:
                 agent.close()
                 await anyio.to_thread.run_sync(agent.thread.join, 5)
+
+        def remove_all() -> None:
             with contextlib.suppress(*API_ERRORS):
-                await anyio.to_thread.run_sync(_remove_container, client, sandbox.container_id)
+                filters = {"label": [f"{LABEL}=1", f"{LABEL_OWNER}={self.owner}"]}
+                ids.update(info["Id"] for info in client.api.containers(all=True, filters=filters))
+            for container_id in ids:
+                with contextlib.suppress(*API_ERRORS):
+                    _remove_container(client, container_id)
+                self._created.discard(container_id)
+
+        await anyio.to_thread.run_sync(remove_all)
         with contextlib.suppress(*API_ERRORS):
             client.close()
 
@@ -522,24 +659,50 @@ class DockerRuntime(BaseRuntime):
         key = os.path.realpath(workspace)
         for attempt in (1, 2):
             sandbox = await self._acquire(key)
+            # the runner kills every leftover of the sandbox user itself; without it (or
+            # when it died) an exec does, once no other command runs in the sandbox
+            sweep = True
             try:
                 try:
                     agent = await self._agent_for(sandbox)
                     if agent is not None:
                         with contextlib.suppress(_AgentGone):  # hung up: use an exec
-                            return await self._agent_run(sandbox, agent, command, cwd, on_output)
+                            result = await self._agent_run(sandbox, agent, command, cwd, on_output)
+                            sweep = not agent.alive
+                            return result
                     exec_ids = await self._exec_create(sandbox, command, cwd)
+                    return await self._exec_run(sandbox, exec_ids, on_output)
                 except _ContainerGone:
-                    # died while idle (killed from outside, engine restart): start a fresh one
+                    # died while idle (killed from outside, engine restart) or its runner
+                    # cannot start any more: start a fresh one
+                    sweep = False
                     await self._drop(sandbox)
                     if attempt == 2:
                         raise RuntimeUnavailable("the sandbox container stops at once") from None
                     continue
-                return await self._exec_run(sandbox, exec_ids, on_output)
             finally:
+                if sweep and sandbox.busy == 1 and self._sandboxes.get(key) is sandbox:
+                    await _shielded(self._sweep(sandbox))
                 sandbox.busy -= 1
                 sandbox.last_used = time.monotonic()
         raise AssertionError("unreachable")
+
+    async def _sweep(self, sandbox: _Sandbox) -> None:
+        """Kill every process of the sandbox user (no command of ours runs there now)."""
+        client = self._client
+        if client is None:
+            return
+
+        def sweep() -> None:
+            try:
+                exec_id = client.api.exec_create(
+                    sandbox.container_id, ["bash", "-c", SWEEPER], user=sandbox.user
+                )["Id"]
+                client.api.exec_start(exec_id)
+            except API_ERRORS as exc:
+                log.debug("docker runtime: sweep of %s failed: %s", sandbox.key, exc)
+
+        await anyio.to_thread.run_sync(sweep)
 
     # ---- the command runner ----------------------------------------------------------
 
@@ -589,6 +752,10 @@ class DockerRuntime(BaseRuntime):
                 agent.close()
                 if not isinstance(exc, (_AgentGone, TimeoutError)):
                     raise  # cancelled while starting
+                if sandbox.had_agent:
+                    # it ran here before: the sandbox is broken (memory or pids exhausted)
+                    log.warning("docker runtime: the sandbox's runner cannot start; replacing it")
+                    raise _ContainerGone from None
                 log.warning(
                     "docker runtime: the command runner does not start in %s (no python3?); "
                     "running one docker exec per command",
@@ -597,6 +764,7 @@ class DockerRuntime(BaseRuntime):
                 sandbox.no_agent = True
                 return None
             sandbox.agent = agent
+            sandbox.had_agent = True
             return agent
 
     async def _agent_run(
@@ -639,12 +807,7 @@ class DockerRuntime(BaseRuntime):
         except BaseException:
             # cancelled (the run was stopped): the command dies before we go on
             agent.kill(rid)
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(5),
-                contextlib.suppress(Exception),
-            ):
-                await asyncio.shield(run.done)
+            await _shielded(_settle(run.done, 5))
             raise
         if msg is not None and "error" in msg:
             raise RuntimeUnavailable(str(msg["error"]))
@@ -744,11 +907,18 @@ class DockerRuntime(BaseRuntime):
                 await self._kill_run(sandbox, run, run_id)
         except BaseException:
             # cancelled (the run was stopped) or the engine went away: the command dies too
-            with anyio.CancelScope(shield=True):
-                await self._kill_run(sandbox, run, run_id)
+            await _shielded(self._kill_run(sandbox, run, run_id))
             raise
 
         stderr = err.value()
+        started = f"@planact-start:{run_id}\n".encode()
+        if stderr.startswith(started):
+            stderr = stderr[len(started) :]
+        elif not server_killed:
+            # the wrapper never ran: the engine could not start a process in the sandbox
+            # (out of memory or pids): replace it; the command has not run
+            log.warning("docker runtime: no process starts in the sandbox; replacing it")
+            raise _ContainerGone
         trailer = stderr.rfind(f"\n@planact:{run_id}:".encode())
         if trailer >= 0 and not server_killed:
             fields = stderr[trailer:].decode("ascii", "replace").strip().split(":")
@@ -850,12 +1020,25 @@ class DockerRuntime(BaseRuntime):
                 if owner is None:
                     owner = await anyio.to_thread.run_sync(self._claim_workspace, key)
                     self._owners[key] = owner
+                if self._closed:
+                    raise RuntimeUnavailable("the server is shutting down")
+                # the creation goes on if we are cancelled: close() waits for it and removes
+                # what it made
+                creation = asyncio.ensure_future(
+                    anyio.to_thread.run_sync(self._create, client, key, owner)
+                )
+                self._creating.add(creation)
+                creation.add_done_callback(self._creating.discard)
+                creation.add_done_callback(_retrieve)
                 try:
-                    sandbox = await anyio.to_thread.run_sync(self._create, client, key, owner)
+                    sandbox = await asyncio.shield(creation)
                 except RuntimeUnavailable:
                     raise
                 except API_ERRORS as exc:
                     raise RuntimeUnavailable(f"could not start a sandbox container: {exc}") from exc
+                if self._closed:
+                    await self._drop(sandbox)
+                    raise RuntimeUnavailable("the server is shutting down")
                 self._sandboxes[key] = sandbox
                 self._ensure_reaper()
             sandbox.busy += 1
@@ -872,6 +1055,7 @@ class DockerRuntime(BaseRuntime):
         if client is not None:
             with contextlib.suppress(*API_ERRORS):
                 await anyio.to_thread.run_sync(_remove_container, client, sandbox.container_id)
+                self._created.discard(sandbox.container_id)
 
     async def _get_client(self) -> DockerClient:
         if self._client is not None:
@@ -952,9 +1136,9 @@ class DockerRuntime(BaseRuntime):
                 f"the sandbox image {self.image!r} does not exist. Build it with "
                 "`make sandbox-image` (see docs/docker.md), or set RUNTIME=local."
             ) from None
-        name = "planact-sbx-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        name = self._container_name(key)
         with contextlib.suppress(docker.errors.NotFound):
-            _remove_container(client, name)  # a leftover of a crash or of a forgotten one
+            _remove_container(client, name)  # ours, left by a cancelled start or forgotten
         user = f"{owner[0]}:{owner[1]}"
         # the container's own processes (init, sleep) run as another uid, so that a command
         # killing every process it may (kill -9 -1) cannot stop the container
@@ -970,7 +1154,12 @@ class DockerRuntime(BaseRuntime):
             working_dir=SANDBOX_DIR,
             hostname="sandbox",
             environment=ENVIRONMENT,
-            labels={LABEL: "1", LABEL_ROOT: self._owner_label, LABEL_WORKSPACE: key},
+            labels={
+                LABEL: "1",
+                LABEL_ROOT: self._owner_label,
+                LABEL_OWNER: self.owner,
+                LABEL_WORKSPACE: key,
+            },
             mounts=[Mount(SANDBOX_DIR, self._host_path(key), type="bind")],
             network_mode=self.settings.sandbox_network,
             mem_limit=memory,
@@ -980,9 +1169,22 @@ class DockerRuntime(BaseRuntime):
             security_opt=["no-new-privileges"],
             cap_drop=["ALL"],
             read_only=True,
-            tmpfs={"/tmp": "rw,exec,nosuid,nodev,mode=1777"},
+            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,mode=1777,size={self.tmp_size}"},
         )
+        self._created.add(str(container.id))
         return _Sandbox(key=key, container_id=str(container.id), user=user)
+
+    def _container_name(self, key: str) -> str:
+        """Unique per deployment, owner and conversation workspace."""
+        ident = f"{self._owner_label}\0{self.owner}\0{key}"
+        return "planact-sbx-" + hashlib.sha256(ident.encode()).hexdigest()[:20]
+
+    @property
+    def tmp_size(self) -> int:
+        """Bytes of the sandbox's tmpfs /tmp (its pages count against the memory limit)."""
+        if self.settings.sandbox_tmp_size:
+            return int(parse_bytes(self.settings.sandbox_tmp_size))
+        return min(TMP_MAX, int(parse_bytes(self.settings.sandbox_memory)) // TMP_SHARE)
 
     def _cpus(self, client: DockerClient) -> float:
         """SANDBOX_CPUS, at most the engine's CPU count (the engine refuses more)."""
@@ -1000,10 +1202,12 @@ class DockerRuntime(BaseRuntime):
         return list(client.api.containers(all=True, filters={"label": wanted}))
 
     def _reap_orphans(self, client: DockerClient) -> int:
+        """Remove sandboxes of this deployment left under our owner id or with none."""
         ours = {s.container_id for s in self._sandboxes.values()}
         removed = 0
         for info in self._sandbox_containers(client):
-            if info["Id"] not in ours:
+            owner = (info.get("Labels") or {}).get(LABEL_OWNER)
+            if info["Id"] not in ours and owner in (None, self.owner):
                 with contextlib.suppress(docker.errors.NotFound):
                     _remove_container(client, info["Id"])
                     removed += 1
@@ -1044,48 +1248,72 @@ class DockerRuntime(BaseRuntime):
 
 class _LiveExec:
     """Hands an exec's output to ``on_output`` on the event loop (from the pump thread).
-    Standard error goes by whole lines, without the wrapper's trailer line."""
+    Standard error goes by whole lines, without the wrapper's own marker lines."""
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, on_output: OutputCallback, run_id: str
     ) -> None:
         self.loop = loop
         self.on_output = on_output
-        self.trailer = f"@planact:{run_id}:".encode()
+        self.markers = (f"@planact-start:{run_id}".encode(), f"@planact:{run_id}:".encode())
         self.err_line = bytearray()
-        self.held_blank = False  # an empty line: the start of the trailer, or the command's
+        self.held_blank = False  # an empty line: the trailer's own line break, or output
 
     def feed(self, out: bytes | None, err: bytes | None) -> None:
         if out:
             self._post("stdout", out)
-        if err:
-            self.err_line += err
-            cut = self.err_line.rfind(b"\n")
-            if cut < 0:
-                return
-            lines, self.err_line = bytes(self.err_line[: cut + 1]), self.err_line[cut + 1 :]
-            kept: list[bytes] = []
-            for line in lines.splitlines(keepends=True):
-                if line.startswith(self.trailer):
-                    self.held_blank = False  # the wrapper's own line break
-                    continue
-                if self.held_blank:
-                    kept.append(b"\n")
-                    self.held_blank = False
-                if line == b"\n":
-                    self.held_blank = True
-                    continue
-                kept.append(line)
-            if kept:
-                self._post("stderr", b"".join(kept))
+        if not err:
+            return
+        self.err_line += err
+        cut = self.err_line.rfind(b"\n")
+        if cut < 0:
+            return
+        lines, self.err_line = bytes(self.err_line[: cut + 1]), self.err_line[cut + 1 :]
+        kept: list[bytes] = []
+        for line in lines.splitlines(keepends=True):
+            if line.startswith(self.markers):
+                if line.startswith(self.markers[1]):
+                    self.held_blank = False  # the trailer's leading line break
+                continue
+            if self.held_blank:
+                kept.append(b"\n")
+                self.held_blank = False
+            if line == b"\n":
+                self.held_blank = True
+                continue
+            kept.append(line)
+        if kept:
+            self._post("stderr", b"".join(kept))
 
     def _post(self, stream: str, data: bytes) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
-            self.loop.call_soon_threadsafe(self.on_output, stream, data)
+            self.loop.call_soon_threadsafe(hand_output, self.on_output, stream, data)
 
 
 class _ContainerGone(Exception):
     pass
+
+
+async def _shielded(work: Awaitable[Any]) -> None:
+    """Run clean-up to its end even if the caller is cancelled (again) meanwhile."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except BaseException:
+        task.add_done_callback(_retrieve)
+        raise
+
+
+async def _settle(done: asyncio.Future[Any], within: float) -> None:
+    """Wait up to ``within`` seconds for a future, whatever it ends with."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(within):
+            await asyncio.shield(done)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _close_stream(stream: Any) -> None:
@@ -1101,14 +1329,16 @@ def _remove_container(client: DockerClient, container_id: str) -> None:
 
 
 def _hand_over(root: str, uid: int, gid: int) -> None:
-    """Give a root-owned workspace and its root-owned entries to uid:gid (no symlink follows)."""
+    """Give a root-owned workspace and its root-owned entries to uid:gid.
+
+    Descriptor-based (os.fwalk, ``*at`` calls): no symlink is followed, even one swapped in.
+    """
     os.chown(root, uid, gid, follow_symlinks=False)
-    for folder, dirs, files in os.walk(root):
+    for _folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
         for name in dirs + files:
-            path = os.path.join(folder, name)
             with contextlib.suppress(OSError):
-                if os.lstat(path).st_uid == 0:
-                    os.chown(path, uid, gid, follow_symlinks=False)
+                if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_uid == 0:
+                    os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _probe_unix_socket(url: str | None) -> None:

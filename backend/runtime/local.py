@@ -1,4 +1,11 @@
-"""LocalRuntime: commands run as child processes of the server. Not a sandbox."""
+"""LocalRuntime: commands run as child processes of the server. Not a sandbox.
+
+Each command runs under :mod:`backend.runtime.reaper`, a small wrapper that is a child
+subreaper: when the command ends, times out or is stopped, the wrapper kills every process
+the command started (``setsid`` and double forks included) before it exits. The wrapper
+also stops the command when the server dies. Waiting is cancellation-safe: a cancelled
+``_run_command`` stops the wrapper, waits for it (shielded, bounded) and re-raises.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,20 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from pathlib import Path
 
-from backend.runtime.base import BaseRuntime, CommandOutput, HeadTail, OutputCallback
+from backend.runtime import reaper
+from backend.runtime.base import (
+    BaseRuntime,
+    CommandOutput,
+    HeadTail,
+    OutputCallback,
+    hand_output,
+)
+
+STOP_GRACE = 5.0  # seconds the wrapper gets to kill its tree before it is killed itself
+REAPER = os.path.abspath(reaper.__file__)
 
 
 class LocalRuntime(BaseRuntime):
@@ -22,12 +40,14 @@ class LocalRuntime(BaseRuntime):
         on_output: OutputCallback | None = None,
     ) -> CommandOutput:
         env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace / cwd)}
-        env.pop("LLM_API_KEY", None)
-        env.pop("AUTH_TOKEN", None)
-        env.pop("AUTH_TOKENS", None)
+        for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
+            env.pop(secret, None)
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash",
-            "-c",
+            sys.executable,
+            "-I",
+            "-S",
+            REAPER,
+            str(os.getpid()),
             command,
             cwd=workspace / cwd,
             env=env,
@@ -37,39 +57,31 @@ class LocalRuntime(BaseRuntime):
             start_new_session=True,
         )
         out, err = HeadTail(), HeadTail()
-
-        async def pump(stream: asyncio.StreamReader | None, sink: HeadTail, name: str) -> None:
-            assert stream is not None
-            while chunk := await stream.read(65536):
-                sink.feed(chunk)
-                if on_output is not None:
-                    on_output(name, chunk)
-
-        readers = asyncio.gather(pump(proc.stdout, out, "stdout"), pump(proc.stderr, err, "stderr"))
+        pumps = [
+            asyncio.create_task(_pump(proc.stdout, out, "stdout", on_output)),
+            asyncio.create_task(_pump(proc.stderr, err, "stderr", on_output)),
+        ]
         timed_out = False
         try:
             try:
-                await asyncio.wait_for(proc.wait(), self.terminal_timeout)
+                async with asyncio.timeout(self.terminal_timeout):
+                    await proc.wait()
             except TimeoutError:
                 timed_out = True
-                _kill_group(proc.pid)
-                await proc.wait()
-            # children that kept the pipes open must not keep us waiting
-            _kill_group(proc.pid)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(readers), 5)
+                await _stop(proc)
+            await _drain(pumps)
         except BaseException:
-            _kill_group(proc.pid)
-            readers.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(proc.wait(), 5)
+            # cancelled (the run was stopped): the whole tree dies before we re-raise, even
+            # when a second cancellation arrives meanwhile
+            cleanup = asyncio.ensure_future(_stop_and_drain(proc, pumps))
+            try:
+                await asyncio.shield(cleanup)
+            except BaseException:
+                cleanup.add_done_callback(_retrieve)
             raise
-        finally:
-            if not readers.done():
-                readers.cancel()
         code = proc.returncode
         if code is not None and code < 0:
-            code = 128 - code  # killed by a signal: report it the way shells do (137 = KILL)
+            code = 128 - code  # the wrapper itself was killed
         return CommandOutput(
             exit_code=None if timed_out else code,
             stdout=out.value(),
@@ -80,6 +92,54 @@ class LocalRuntime(BaseRuntime):
         )
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+async def _pump(
+    stream: asyncio.StreamReader | None,
+    sink: HeadTail,
+    name: str = "stdout",
+    on_output: OutputCallback | None = None,
+) -> None:
+    assert stream is not None
+    while chunk := await stream.read(65536):
+        sink.feed(chunk)
+        hand_output(on_output, name, chunk)
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Tell the wrapper to kill its tree and wait for it; kill it if it does not obey."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    try:
+        async with asyncio.timeout(STOP_GRACE):
+            await proc.wait()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+
+
+async def _drain(pumps: list[asyncio.Task[None]]) -> None:
+    """Wait for the output pumps (the pipes close when the last process is gone)."""
+    _done, pending = await asyncio.wait(pumps, timeout=STOP_GRACE)
+    for task in pending:
+        task.cancel()
+    results = await asyncio.gather(*pumps, return_exceptions=True)
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+
+
+async def _stop_and_drain(
+    proc: asyncio.subprocess.Process, pumps: list[asyncio.Task[None]]
+) -> None:
+    try:
+        await _stop(proc)
+    finally:
+        for task in pumps:
+            task.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,4 +1,9 @@
-"""Workspace confinement: every path an action names must stay inside the workspace."""
+"""Workspace confinement: every path an action names must stay inside the workspace.
+
+For reading or writing, use :mod:`backend.runtime.confined` (descriptors, no symlink race).
+:func:`resolve_in_workspace` only *names* a path: the file it returns may be swapped for a
+symlink before anyone opens it, so never open its result by path.
+"""
 
 from __future__ import annotations
 

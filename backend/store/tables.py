@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Float,
     ForeignKey,
     Index,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -39,8 +41,21 @@ class Conversation(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+# at most one running run per conversation, across processes (PostgreSQL and SQLite)
+ONE_RUNNING = "status = 'running'"
+
+
 class Run(Base):
     __tablename__ = "runs"
+    __table_args__ = (
+        Index(
+            "uq_runs_one_running",
+            "conversation_id",
+            unique=True,
+            sqlite_where=text(ONE_RUNNING),
+            postgresql_where=text(ONE_RUNNING),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(
@@ -52,8 +67,27 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16), default="running")
     error: Mapped[str] = mapped_column(Text, default="")
     task_type: Mapped[str] = mapped_column(String(64), default="")
+    # the model a person picked for this run ("": LLM_MODEL and the specialists)
+    model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    # the instance executing it (None: queued, no worker took it yet); see Instance
+    owner: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Instance(Base):
+    """A server or worker process. Its lease (``expires_at``) is renewed every few seconds;
+    the runs it owns are failed by recovery only once the lease has expired."""
+
+    __tablename__ = "instances"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    host: Mapped[str] = mapped_column(String(200), default="")
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class MessageRow(Base):

@@ -209,6 +209,19 @@ def cmd_check(args: argparse.Namespace) -> None:
     check_files(args.url, args.token, summaries[-1]["meta"]["json"])
 
 
+def cmd_scaled(args: argparse.Namespace) -> None:
+    """A worker ran the conversation's run; the second API replica serves the same."""
+    cid = args.conversation
+    one = get_json(f"{args.url}/api/conversations/{cid}", args.token)
+    two = get_json(f"{args.url2.rstrip('/')}/api/conversations/{cid}", args.token)
+    owner = one["runs"][-1].get("owner") or ""
+    if not owner.startswith("worker-"):
+        fail(f"the run's owner is {owner!r}, not a worker")
+    if one["runs"] != two["runs"]:
+        fail("the two API replicas disagree about the conversation's runs")
+    ok(f"a worker ({owner}) ran the goal; both API replicas serve it")
+
+
 def cmd_wait(args: argparse.Namespace) -> None:
     started = time.monotonic()
     last = ""
@@ -229,7 +242,7 @@ def cmd_wait(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("run", "check", "wait"):
+    for name in ("run", "check", "wait", "scaled"):
         p = sub.add_parser(name)
         p.add_argument("--url", required=True)
         p.add_argument("--token")
@@ -237,11 +250,13 @@ def main() -> None:
         if name == "run":
             p.add_argument("--fake-url", required=True)
             p.add_argument("--runtime")
-        if name == "check":
+        if name in ("check", "scaled"):
             p.add_argument("--conversation", required=True)
+        if name == "scaled":
+            p.add_argument("--url2", required=True)
     args = parser.parse_args()
     args.url = args.url.rstrip("/")
-    {"run": cmd_run, "check": cmd_check, "wait": cmd_wait}[args.cmd](args)
+    {"run": cmd_run, "check": cmd_check, "wait": cmd_wait, "scaled": cmd_scaled}[args.cmd](args)
 
 
 if __name__ == "__main__":

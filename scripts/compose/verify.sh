@@ -9,8 +9,9 @@
 #      container started by the app through the mounted Docker socket (RUNTIME=docker);
 #   4. `docker compose down` (volumes kept) + `up -d`: the conversation and files are still there;
 #   5. `docker compose down -v`.
-# Passes: "sqlite" (default) and "postgres" (profile postgres). VERIFY_PASSES="sqlite" skips
-# PostgreSQL.
+# Passes: "sqlite" (default), "postgres" (profile postgres) and "scaled" (profile scaled:
+# PostgreSQL, two API replicas, two workers, EXECUTOR=queue; the goal must be run by a
+# worker and be readable on both replicas). VERIFY_PASSES="sqlite" skips the others.
 # Uses its own project name (planact-verify), env file (the variables of the calling shell
 # do not leak in) and port: a developer's .env and stack are left alone. Caveat, until the
 # docker runtime labels sandboxes with the host path of their workspace root: two
@@ -19,13 +20,15 @@
 # makes a rerun with unchanged inputs quick).
 #
 # Environment (all optional):
-#   VERIFY_PASSES    "sqlite postgres"
+#   VERIFY_PASSES    "sqlite postgres scaled"
 #   VERIFY_OVERRIDE  compose override file; default scripts/compose/ci.override.yml (local
 #                    base image, no registry); empty = the official images of docker-compose.yml
 #   BASE_IMAGE       local base for the override (planact-base:bookworm)
 #   VERIFY_RUNTIME   runtime of the checked run (docker)
 #   VERIFY_REPORT    file to append the measured figures to (markdown lines)
 #   VERIFY_TIMEOUT   seconds for each wait on health / a run (120)
+#   VERIFY_PROJECT, VERIFY_IMAGE  compose project name (planact-verify) and app image tag
+#                    (planact:latest): two checks on one engine keep apart
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,11 +36,11 @@ cd "$root"
 say() { echo "verify: $*" >&2; }
 die() { say "FAIL: $*"; exit 1; }
 
-passes=${VERIFY_PASSES:-sqlite postgres}
+passes=${VERIFY_PASSES:-sqlite postgres scaled}
 override=${VERIFY_OVERRIDE-scripts/compose/ci.override.yml}
 runtime=${VERIFY_RUNTIME:-docker}
 wait_s=${VERIFY_TIMEOUT:-120}
-project=planact-verify
+project=${VERIFY_PROJECT:-planact-verify}
 BASE_IMAGE=${BASE_IMAGE:-planact-base:bookworm}
 
 # ---- preconditions -----------------------------------------------------------------------
@@ -60,7 +63,7 @@ cleanup() {
     compose logs --no-color --tail 60 app >&2 2>/dev/null
   fi
   remove_sandboxes
-  [ -n "${compose_args:-}" ] && compose --profile postgres down -v --remove-orphans >/dev/null 2>&1
+  [ -n "${compose_args:-}" ] && compose --profile postgres --profile scaled down -v --remove-orphans >/dev/null 2>&1
   [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
   rm -rf "$tmp"
   exit "$rc"
@@ -89,6 +92,7 @@ fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 fake_port=$(free_port)
 app_port=$(free_port)
+app_port_2=$(free_port)
 # listens on all interfaces: containers reach the host through their network's gateway
 .venv/bin/python tests/fakellm.py --host 0.0.0.0 --port "$fake_port" >"$tmp/fakellm.log" 2>&1 &
 fake_pid=$!
@@ -116,7 +120,8 @@ LLM_MAX_RETRIES=0
 RUNTIME=$runtime
 SANDBOX_IDLE_TIMEOUT=600
 PLANACT_PORT=127.0.0.1:$app_port
-PLANACT_IMAGE=planact:latest
+PLANACT_PORT_2=127.0.0.1:$app_port_2
+PLANACT_IMAGE=${VERIFY_IMAGE:-planact:latest}
 SANDBOX_IMAGE=planact-sandbox:verify
 BASE_IMAGE=$BASE_IMAGE
 ${gateway:+PLANACT_HOST_GATEWAY=$gateway}
@@ -138,7 +143,7 @@ done
 compose() { "${clean_env[@]}" docker compose "${compose_args[@]}" "$@"; }
 # leftovers of an interrupted earlier run
 remove_sandboxes
-compose --profile postgres down -v --remove-orphans >/dev/null 2>&1 || true
+compose --profile postgres --profile scaled down -v --remove-orphans >/dev/null 2>&1 || true
 url=http://127.0.0.1:$app_port
 
 # without AUTH_TOKEN Compose refuses to start, saying what to set
@@ -182,6 +187,13 @@ run_pass() {  # $1: sqlite | postgres
 DATABASE_URL=postgresql+psycopg://planact:planact@postgres:5432/planact
 EOF
   fi
+  if [ "$pass" = scaled ]; then
+    profile=(--profile scaled)
+    cat >>"$tmp/verify.env" <<EOF
+DATABASE_URL=postgresql+psycopg://planact:planact@postgres:5432/planact
+EXECUTOR=queue
+EOF
+  fi
   say "=== pass $pass"
   # every image through Compose, the sandbox under a tag of its own (planact-sandbox:verify)
   # so that the one `make sandbox-image` keeps up to date is left alone
@@ -197,7 +209,7 @@ EOF
   fi
   say "  ok   GET / serves the web client"
 
-  if [ "$pass" = postgres ]; then
+  if [ "$pass" != sqlite ]; then
     compose "${profile[@]}" exec -T postgres psql -U planact -d planact -Atc \
       'select version_num from alembic_version' >"$tmp/pg.txt" 2>&1 \
       || { cat "$tmp/pg.txt" >&2; die "the app did not migrate the PostgreSQL database"; }
@@ -220,6 +232,14 @@ EOF
     esac
     say "  ok   a sandbox container (sibling of the app) ran the command, mounting only ${sandboxes#1 bind }"
   fi
+  if [ "$pass" = scaled ]; then
+    # a worker ran it, and the other API replica serves the same conversation
+    python3 scripts/compose/smoke.py scaled --url "$url" --url2 "http://127.0.0.1:$app_port_2" \
+      --token "$token" --conversation "$cid" || die "the scaled check failed"
+    n=$(compose "${profile[@]}" ps -q worker | wc -l)
+    [ "$n" = 2 ] || die "expected 2 worker containers, found $n"
+    say "  ok   2 worker containers"
+  fi
 
   say "down (volumes kept) and up again"
   remove_sandboxes
@@ -230,7 +250,7 @@ EOF
   figure "$pass: recreated container -> /api/health ok ${times% *}s"
   python3 scripts/compose/smoke.py check --url "$url" --token "$token" --conversation "$cid" \
     || die "the conversation did not survive down + up"
-  if [ "$pass" = postgres ]; then
+  if [ "$pass" != sqlite ]; then
     n=$(compose "${profile[@]}" exec -T postgres psql -U planact -d planact -Atc \
       "select count(*) from conversations where id = '$cid'" 2>/dev/null || true)
     [ "$n" = 1 ] || die "conversation $cid is not in PostgreSQL (got '$n')"

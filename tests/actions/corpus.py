@@ -49,6 +49,18 @@ def F(message: str) -> tuple[str, dict[str, str]]:
     return ("finish", {"message": message})
 
 
+def E(path: str, old: str, new: str) -> tuple[str, dict[str, str]]:
+    return ("edit_file", {"path": path, "old_str": old, "new_str": new})
+
+
+DS = "\uff5c"  # DeepSeek's fullwidth bar; "\u2581" stands for the underscores
+DS_BEGIN = f"<{DS}tool\u2581call\u2581begin{DS}>"
+DS_SEP = f"<{DS}tool\u2581sep{DS}>"
+DS_END = f"<{DS}tool\u2581call\u2581end{DS}>"
+DS_ALL_BEGIN = f"<{DS}tool\u2581calls\u2581begin{DS}>"
+DS_ALL_END = f"<{DS}tool\u2581calls\u2581end{DS}>"
+
+
 ATOM = """<?xml version="1.0" encoding="utf-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom">
   <title>Example</title>
@@ -751,5 +763,221 @@ CASES: list[Case] = [
         "the no-action message lists the allowed actions and their params",
         "Done thinking.",
         Err("write_code(path, content)"),
+    ),
+    # ------------------------------------------------------------ edit_file
+    Case(
+        "edit-file-canonical",
+        "the exact search-and-replace edit, as the prompt shows it",
+        "<edit_file>\n<path>src/app.py</path>\n<old_str>\nprint('hi')\n</old_str>\n"
+        "<new_str>\nprint('hello')\n</new_str>\n</edit_file>",
+        [E("src/app.py", "print('hi')\n", "print('hello')\n")],
+    ),
+    Case(
+        "edit-file-delete",
+        "an empty new_str deletes the text",
+        "<edit_file><path>a.py</path><old_str>import os\n</old_str><new_str></new_str></edit_file>",
+        [E("a.py", "import os\n", "")],
+    ),
+    Case(
+        "edit-file-byte-exact",
+        "old and new text keep raw <, &, quotes and the protocol's own tags",
+        "<edit_file><path>t.py</path><old_str>if a < b & c:\n    s = '</old_str>'\n"
+        '</old_str><new_str>if a <= b && c:\n    s = "</new_str>"\n</new_str></edit_file>',
+        [
+            E(
+                "t.py",
+                "if a < b & c:\n    s = '</old_str>'\n",
+                'if a <= b && c:\n    s = "</new_str>"\n',
+            )
+        ],
+    ),
+    Case(
+        "edit-file-empty-old",
+        "an empty old_str matches nothing useful",
+        "<edit_file><path>a.py</path><old_str></old_str><new_str>x</new_str></edit_file>",
+        Err("empty `old_str`"),
+    ),
+    Case(
+        "edit-file-qwen",
+        "Qwen3-Coder calling the edit tool in its own format",
+        "<tool_call>\n<function=edit_file>\n<parameter=path>\na.py\n</parameter>\n"
+        "<parameter=old_str>\nx = 1\n</parameter>\n<parameter=new_str>\nx = 2\n</parameter>\n"
+        "</function>\n</tool_call>",
+        [E("a.py", "x = 1\n", "x = 2\n")],
+    ),
+    Case(
+        "edit-file-str-replace-json",
+        "Anthropic/OpenHands-style tool and param names (str_replace, old_string/new_string)",
+        '{"name": "str_replace", "arguments": {"file_path": "a.py", "old_string": "x = 1", '
+        '"new_string": "x = 2"}}',
+        [E("a.py", "x = 1", "x = 2")],
+    ),
+    # ------------------------------------------------------------ real-reply policies
+    Case(
+        "fence-wraps-whole-py",
+        "GPT-4o-mini / Llama wrap the file in a Markdown fence: the fence is not the file",
+        "<write_code>\n<path>app.py</path>\n<content>\n```python\nimport sys\n\n"
+        "print(sys.argv[1:])\n```\n</content>\n</write_code>",
+        [W("app.py", "import sys\n\nprint(sys.argv[1:])\n")],
+        warnings=("Markdown fence",),
+    ),
+    Case(
+        "fence-wraps-whole-json-call",
+        "the same habit inside a JSON tool call",
+        '{"name": "write_code", "arguments": {"path": "run.sh", "content": '
+        '"```bash\\n#!/bin/sh\\necho ok\\n```"}}',
+        [W("run.sh", "#!/bin/sh\necho ok\n")],
+    ),
+    Case(
+        "fence-kept-in-markdown",
+        "a Markdown file may be one code block: its fence is content",
+        "<write_code><path>snippet.md</path><content>\n```python\nprint(1)\n```\n"
+        "</content></write_code>",
+        [W("snippet.md", "```python\nprint(1)\n```\n")],
+    ),
+    Case(
+        "fence-inside-kept",
+        "a fence that does not wrap the whole file is content",
+        "<write_code><path>gen.py</path><content>\nDOC = '''\n```\nx\n```\n'''\n"
+        "</content></write_code>",
+        [W("gen.py", "DOC = '''\n```\nx\n```\n'''\n")],
+    ),
+    Case(
+        "dedent-xml-indentation",
+        "content pretty-printed with the XML's indentation (Claude, Gemini)",
+        "<write_code>\n  <path>pkg/util.py</path>\n  <content>\n  def add(a, b):\n"
+        "      return a + b\n\n  class C:\n      pass\n  </content>\n</write_code>",
+        [W("pkg/util.py", "def add(a, b):\n    return a + b\n\nclass C:\n    pass\n")],
+    ),
+    Case(
+        "dedent-not-when-some-line-is-less-indented",
+        "a line left of the closing tag's indentation: nothing is taken off",
+        "<write_code>\n    <path>a.py</path>\n    <content>\n    x = 1\ny = 2\n    </content>\n"
+        "</write_code>",
+        [W("a.py", "    x = 1\ny = 2\n")],
+    ),
+    Case(
+        "path-in-backticks",
+        "a path written as inline code, with spaces around it",
+        "<read_file><path> `src/app.py` </path></read_file>\n"
+        "<terminal_run><command>ls</command><cwd>`src`</cwd></terminal_run>",
+        [R("src/app.py"), T("ls", "src")],
+    ),
+    Case(
+        "path-in-backticks-json",
+        "the same in a JSON tool call",
+        '{"name": "read_file", "arguments": {"path": " `notes.txt`\\n"}}',
+        [R("notes.txt")],
+    ),
+    Case(
+        "qwen35-unclosed-think-final-action",
+        "Qwen 3.5 never closes <think> and ends with the real call: that call runs",
+        "<think>\nThe user wants the tests run. Maybe <read_file><path>x</path></read_file>"
+        " first? No.\n\n<tool_call>\n<function=terminal_run>\n<parameter=command>\npytest -q\n"
+        "</parameter>\n</function>\n</tool_call>\n",
+        [T("pytest -q\n")],
+        warnings=("never closed",),
+    ),
+    Case(
+        "unclosed-think-final-write-byte-exact",
+        "the final action after an unclosed <think> keeps its content byte-exact",
+        "<think>Write it.\n\n<write_code>\n<path>a.py</path>\n<content>\nif a < b & c:\n"
+        "    s = '</content>'\n</content>\n</write_code>\n<finish><message>ok</message></finish>",
+        [W("a.py", "if a < b & c:\n    s = '</content>'\n"), F("ok")],
+    ),
+    Case(
+        "unclosed-think-action-then-prose",
+        "prose after the action: the action is a draft inside the reasoning, nothing runs",
+        "<think>\n<terminal_run><command>rm -rf build</command></terminal_run>\nor maybe not",
+        Err("never closed its <think>"),
+    ),
+    Case(
+        "surrogate-escape-json",
+        "a JSON string holding the lone escape \\ud800: a format error, never a crash",
+        '{"name": "write_code", "arguments": {"path": "a.txt", "content": "x\\ud800y"}}',
+        Err("invalid character"),
+    ),
+    Case(
+        "surrogate-entity-xml",
+        "an XML character reference to a surrogate",
+        "<write_code><path>a.txt</path><content>&#xD800; &amp;</content></write_code>",
+        Err("invalid character"),
+    ),
+    Case(
+        "surrogate-pair-escape-json",
+        "a valid surrogate pair escape is the emoji it encodes",
+        '{"name": "write_code", "arguments": {"path": "e.txt", "content": "\\ud83d\\ude00"}}',
+        [W("e.txt", "\U0001f600")],
+    ),
+    # ------------------------------------------------------------ vendor markers
+    Case(
+        "deepseek-v3-markers",
+        "DeepSeek V3 chat template: type, separator, name, JSON in a fence",
+        f"{DS_ALL_BEGIN}{DS_BEGIN}function{DS_SEP}write_code\n```json\n"
+        '{"path": "a.py", "content": "print(1)\\n"}\n```'
+        f"{DS_END}{DS_ALL_END}",
+        [W("a.py", "print(1)\n")],
+    ),
+    Case(
+        "deepseek-v31-markers",
+        "DeepSeek V3.1: name, separator, bare JSON",
+        f'{DS_ALL_BEGIN}{DS_BEGIN}terminal_run{DS_SEP}{{"command": "ls -la"}}{DS_END}'
+        f'{DS_BEGIN}read_file{DS_SEP}{{"path": "a"}}{DS_END}{DS_ALL_END}',
+        [T("ls -la"), R("a")],
+    ),
+    Case(
+        "kimi-k2-markers",
+        "Kimi K2: functions.NAME:index, then the argument marker",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0"
+        '<|tool_call_argument_begin|>{"path": "setup.py"}<|tool_call_end|>'
+        "<|tool_calls_section_end|>",
+        [R("setup.py")],
+    ),
+    Case(
+        "gpt-oss-harmony",
+        "gpt-oss (harmony): commentary channel addressed to=functions.NAME",
+        "<|channel|>analysis<|message|>Need to list files.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.terminal_run <|constrain|>json"
+        '<|message|>{"command":"ls"}<|call|>',
+        [T("ls")],
+    ),
+    Case(
+        "mistral-v11-args",
+        "Mistral / Devstral (tokenizer v11+): [TOOL_CALLS]NAME[ARGS]{...}",
+        '[TOOL_CALLS]terminal_run[ARGS]{"command": "pytest -q"}',
+        [T("pytest -q")],
+    ),
+    Case(
+        "mistral-call-id",
+        "Mistral with a call id before the arguments",
+        '[TOOL_CALLS]read_file[CALL_ID]a1B2c3D4e[ARGS]{"path": "x.txt"}',
+        [R("x.txt")],
+    ),
+    Case(
+        "phi4-tool-call-marker",
+        "Phi-4-mini / Granite `<|tool_call|>` before a JSON list",
+        '<|tool_call|>[{"name": "read_file", "arguments": {"path": "b"}}]<|/tool_call|>',
+        [R("b")],
+    ),
+    Case(
+        "parameter-name-unquoted",
+        "`<parameter name=path>` without quotes",
+        "<function=write_code>\n<parameter name=path>a.py</parameter>\n"
+        "<parameter name=content>\nx = 1\n</parameter>\n</function>",
+        [W("a.py", "x = 1\n")],
+    ),
+    Case(
+        "param-and-argument-tags",
+        "`<param name=...>` / `<argument name=...>` instead of <parameter>",
+        '<invoke name="write_code">\n<param name="path">a.py</param>\n'
+        '<param name="content">x</param>\n</invoke>\n<invoke name="terminal_run">'
+        '<argument name="command">cat a.py</argument></invoke>',
+        [W("a.py", "x"), T("cat a.py")],
+    ),
+    Case(
+        "glm-no-newline-after-name",
+        "GLM-4.6/4.7 put the first <arg_key> right after the name",
+        "<tool_call>read_file<arg_key>path</arg_key><arg_value>a.txt</arg_value></tool_call>",
+        [R("a.txt")],
     ),
 ]

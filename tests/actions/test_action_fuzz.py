@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +55,21 @@ PIECES = [
     "&#xZZ;",
     "&#99999999;",
     "a.py",
+    "<edit_file>",
+    "</edit_file>",
+    "<old_str>",
+    "</old_str>",
+    "<new_str>",
+    "<parameter name=path>",
+    '<param name="content">',
+    "</param>",
+    "<|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>",
+    "<\uff5ctool\u2581call\u2581begin\uff5c>read_file<\uff5ctool\u2581sep\uff5c>",
+    "[TOOL_CALLS]read_file[ARGS]",
+    "<|channel|>commentary to=functions.read_file<|message|>",
+    '{"path": "x"}',
+    "\ud800",
+    "&#xD800;",
     "\n",
     "  ",
     "x",
@@ -72,6 +85,9 @@ def test_never_crashes(text: str, finish_reason: str | None) -> None:
         actions = parse_actions(text, finish_reason=finish_reason)
     except FormatError as exc:
         assert str(exc)
+        assert exc.user
+        # the parser turns a bug of its own into a FormatError too, chained: none here
+        assert exc.__cause__ is None
     else:
         assert actions
         for action in actions:
@@ -90,11 +106,21 @@ HOSTILE = [
     "<write_code><path>a</path><content>" + "</content>\n" * 3000,
     "<function=write_code>" + "<parameter=content>\n" * 2000,
     "` x " * 8000,
+    "`a" * 50000,
+    "<!--" * 20000,
+    '{"name": ' * 3000,
+    "[" * 50000,
+    "<write_code>" * 10000,
+    "<think>\n" + "<write_code>\n" * 5000,
+    "<|tool_call_begin|>" * 5000,
+    "[TOOL_CALLS]a[ARGS]" * 3000,
 ]
 
 
 def test_hostile_inputs_finish() -> None:
     """Floods of half-tags come back (no quadratic blow-up); bench prints the times."""
     for text in HOSTILE:
-        with contextlib.suppress(FormatError):
+        try:
             parse_actions(text)
+        except FormatError as exc:
+            assert exc.__cause__ is None, text[:40]

@@ -133,3 +133,71 @@ def test_native_arguments_cut_off() -> None:
     calls = [{"function": {"name": "write_code", "arguments": '{"path": "a.py", "content": "imp'}}]
     with pytest.raises(TruncatedReplyError, match="smaller parts"):
         parse_actions("", finish_reason="length", tool_calls=calls)
+
+
+def test_reply_over_the_size_cap_is_a_format_error() -> None:
+    """A 5 MB reply of `<write_code>` openers took ~10 s on the event loop before."""
+    from backend.actions.model import MAX_REPLY_CHARS
+
+    text = "<write_code>" * (5_000_000 // 12)
+    with pytest.raises(FormatError) as info:
+        parse_actions(text)
+    assert f"{MAX_REPLY_CHARS:,}" in str(info.value)
+    assert "too large" in info.value.user
+    assert extract_thinking(text) == []
+
+
+def test_nested_json_is_a_format_error_not_a_recursion_error() -> None:
+    """9 KB of nested `{"name": ` ended the run as "Internal error: RecursionError"."""
+    with pytest.raises(FormatError, match="contains no action") as info:
+        parse_actions('{"name": ' * 1000)
+    assert info.value.__cause__ is None
+    # and the rest of such a reply is still read
+    (action,) = parse_actions('[{"name": ' * 1000 + "\n<finish><message>ok</message></finish>")
+    assert action.params == {"message": "ok"}
+
+
+def test_lone_surrogate_is_a_format_error_and_pairs_are_joined() -> None:
+    """A reply holding the escape \\ud800 ended the run with UnicodeEncodeError before."""
+    for text in (
+        "<write_code><path>a.txt</path><content>x\ud800</content></write_code>",
+        '{"name": "terminal_run", "arguments": {"command": "echo \\udfff"}}',
+        "<read_file><path>a\udc00.txt</path></read_file>",
+    ):
+        with pytest.raises(FormatError, match="invalid character") as info:
+            parse_actions(text)
+        assert "surrogate" in info.value.user
+    (action,) = parse_actions(
+        "<write_code><path>a.txt</path><content>\ud83d\ude00 ok</content></write_code>"
+    )
+    assert action.params["content"] == "\U0001f600 ok"
+    assert action.params["content"].encode("utf-8") == "\U0001f600 ok".encode()
+
+
+def test_format_errors_carry_a_short_text_for_people() -> None:
+    cases = {
+        "just talk": "held no action",
+        "<think>never closed": "never closed its reasoning",
+        "<frobnicate_it><x>1</x></frobnicate_it><function=zap></function>": "unknown action",
+        "<write_code><path>a</path></write_code>": "missing content",
+    }
+    for text, words in cases.items():
+        with pytest.raises(FormatError) as info:
+            parse_actions(text)
+        assert words in info.value.user
+        assert "Allowed actions" not in info.value.user
+        assert len(info.value.user) < 120
+
+
+def test_edit_file_is_in_the_table_and_taught() -> None:
+    spec = ACTIONS["edit_file"]
+    assert spec.required == ("path", "old_str", "new_str")
+    with pytest.raises(FormatError) as info:
+        parse_actions("nothing")
+    assert spec.example in str(info.value)
+    (action,) = parse_actions(spec.example)
+    assert action.params == {
+        "path": "src/app.py",
+        "old_str": "print('hi')",
+        "new_str": "print('hello')",
+    }

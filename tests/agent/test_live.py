@@ -8,50 +8,44 @@ from backend.agent.live import Live
 from backend.messages.message import Message
 
 
-async def test_partners_close_innermost_first_and_keep_live_output() -> None:
+async def test_live_output_is_kept_for_the_closing_text_and_flushed_before_the_final() -> None:
     sent: list[dict[str, Any]] = []
     live = Live(sent.append)
-    task = Message.build(
-        "task",
-        "Run it",
-        status="running",
-        task_id="t1",
-        json=[{"id": "t1", "title": "Run it", "status": "running"}],
-    )
     cmd = Message.build(
         "terminal_run", "make", status="running", task_id="t1", meta_content="terminal_run: make"
     )
-    done = Message.build("write_code", "Writing a", status="running", task_id="t1")
-    for m in (task, cmd, done):
-        live.published(m)
-    live.published(Message.build("write_code", "ok", uuid=done.uuid, task_id="t1"))
-    live.output(cmd.uuid, "stdout", "building\n")
-    live.output(cmd.uuid, "stderr", "warning: x\n")
-    live.output(cmd.uuid, "stdout", "linking\n")
+    live.published(cmd)
+    on_output = live.command_output(cmd.uuid)
+    on_output("stdout", b"building\n")
+    on_output("stderr", b"warning: x\n")
+    on_output("stdout", "linking \u00e9".encode()[:-1])  # a character cut in two
+    on_output("stdout", "linking \u00e9".encode()[-1:] + b"\n")
     assert [p["text"] for p in sent] == ["building\n"]  # the rest waits for its slot
-    partners = live.partners("Stopped.")
-    assert [(p.meta.action_type, p.uuid) for p in partners] == [
-        ("terminal_run", cmd.uuid),
-        ("task", task.uuid),
-    ]
-    assert all(p.status == "failure" for p in partners)
-    assert partners[0].content == (
-        "Stopped.\nOutput before that:\nstdout:\nbuilding\nlinking\n\nstderr:\nwarning: x\n"
+    assert live.closing_text(cmd.uuid, "Stopped before it finished.") == (
+        "Stopped before it finished.\nOutput before that:\nstdout:\nbuilding\nlinking \u00e9\n"
+        "\nstderr:\nwarning: x\n"
     )
-    assert partners[0].meta.content == "terminal_run: make"
-    assert partners[1].content == "Run it"
-    assert partners[1].meta.json_[0]["status"] == "failed"
-    live.published(partners[0])  # publishing a partner flushes and closes
-    assert [p["text"] for p in sent][-2:] == ["warning: x\n", "linking\n"]
-    live.published(partners[1])
-    assert live.open_messages() == []
+    assert live.closing_text("other", "Interrupted.") == "Interrupted."
+    final = Message.build("terminal_run", "Exit code: 0", uuid=cmd.uuid, status="success")
+    live.published(final)  # its pending deltas go first, and what was kept goes
+    assert [p["text"] for p in sent][1:] == ["warning: x\n", "linking \u00e9\n"]
+    assert [p.get("stream") for p in sent] == ["stdout", "stderr", "stdout"]
+    assert live.closing_text(cmd.uuid, "Stopped.") == "Stopped."
 
 
-def test_task_messages_pair_by_task_id_not_uuid() -> None:
-    live = Live()
-    live.published(Message.build("task", "A", status="running", task_id="t1"))
-    live.published(Message.build("task", "A", status="success", task_id="t1"))
-    assert live.open_messages() == []
+async def test_publisher_gets_every_delta_in_order_through_the_outbox() -> None:
+    got: list[str] = []
+
+    async def publish(payload: dict[str, Any]) -> None:
+        got.append(payload["text"])
+
+    live = Live(publish=publish)
+    live.text("u", "auto_reply", "a")
+    live.text("u", "auto_reply", "b")
+    live.text("u", "auto_reply", "c")
+    live.published(Message.build("auto_reply", "abc", uuid="u"))
+    await live.drain()
+    assert got == ["a", "bc"]
 
 
 async def test_prose_callback_streams_only_the_words() -> None:

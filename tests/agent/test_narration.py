@@ -57,3 +57,14 @@ def test_plan_prose_stops_at_the_json_or_the_headings() -> None:
     assert prose_of(plan_md, PLAN_LINE_STARTS) == "Here is the plan."
     fenced = 'Plan:\n```json\n[{"title": "A"}]\n```'
     assert prose_of(fenced, PLAN_LINE_STARTS) == "Plan:"
+
+
+def test_narration_is_capped_and_cheap_on_a_huge_reply() -> None:
+    from backend.agent.narration import PROSE_CAP
+
+    assert len(prose_of("word " * 1_000_000)) <= PROSE_CAP
+    assert len(prose_of("line\n" * 1_000_000)) <= PROSE_CAP
+    cut = ProseCut()
+    for _ in range(10_000):
+        cut.feed("more words\n")
+    assert cut.done and len(cut.prose) == PROSE_CAP

@@ -75,7 +75,7 @@ def test_stop_during_a_command_closes_the_command_and_the_task(settings: Setting
     closed = messages[-4]
     assert closed["uuid"] == running["uuid"]
     assert closed["status"] == "failure"
-    assert closed["content"].startswith("Stopped.")
+    assert closed["content"].startswith("Stopped before it finished.")
     assert closed["meta"]["content"] == running["meta"]["content"]
     task = messages[-3]
     assert task["status"] == "failure" and task["meta"]["json"][0]["status"] == "failed"

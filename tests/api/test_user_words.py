@@ -76,7 +76,7 @@ def test_format_errors_end_the_run_in_user_terms_said_once(settings: Settings) -
     assert "3 replies in a row" in error["content"] and "Try again" in error["content"]
     assert error["content"] not in summary["content"]
     assert "write_code(" not in summary["content"]
-    assert summary["content"].startswith("The run failed.")
+    assert summary["content"].startswith("The run did not finish.")
 
 
 def test_an_unusable_plan_ends_the_run_in_user_terms(settings: Settings) -> None:

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,10 +27,17 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, workdir: Path, env: dict[str, str], port: int | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        env: dict[str, str],
+        port: int | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         self.workdir = workdir
         self.env = env
         self.port = port or free_port()
+        self.preexec_fn = preexec_fn
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = workdir / f"server-{self.port}.log"
 
@@ -48,6 +55,7 @@ class Server:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=self.preexec_fn,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -57,3 +57,109 @@ def test_run_that_fails_exits_1(tmp_path: Path, fake_model: FakeModelServer) -> 
     proc = planact_run(tmp_path, fake_model.base_url, "write code", "--mode", "agent")
     assert proc.returncode == 1
     assert "[error FAIL]" in proc.stdout and "usable plan" in proc.stdout
+
+
+def quiet_env(tmp_path: Path, model_url: str) -> dict[str, str]:
+    """The environment a person has: no LOG_LEVEL."""
+    env = {**os.environ, **server_env(tmp_path, model_url)}
+    env.pop("LOG_LEVEL", None)
+    return env
+
+
+def test_run_with_input_files(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    data = tmp_path / "in" / "data.csv"
+    data.parent.mkdir()
+    data.write_text("city,temp\nOslo,3\nRome,18\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"\x00\x01binary-ish\n")
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Count rows")},
+        {"stage": "thinking", "content": run("wc -l < data.csv > rows.txt") + finish("Counted.")},
+    )
+    ws = tmp_path / "ws"
+    proc = planact_run(
+        tmp_path,
+        fake_model.base_url,
+        "count the rows of data.csv",
+        "--workspace",
+        str(ws),
+        "--file",
+        str(data),
+        "--file",
+        str(notes),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == "[files given] data.csv, notes.txt"
+    (rows,) = ws.rglob("rows.txt")
+    assert rows.read_text().strip() == "3"
+    assert (rows.parent / "notes.txt").read_bytes() == b"\x00\x01binary-ish\n"
+    planning = fake_model.model.calls[0]
+    assert planning["stage"] == "planning"
+    assert "- data.csv" in planning["messages"][0]["content"]
+
+
+def test_run_with_a_missing_file_exits_2_before_anything_runs(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    proc = planact_run(tmp_path, fake_model.base_url, "goal", "--file", str(tmp_path / "nope.csv"))
+    assert proc.returncode == 2
+    assert "--file" in proc.stderr and "nope.csv: no such file" in proc.stderr
+    assert fake_model.model.calls == []
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x.txt").write_text("1")
+    (b / "x.txt").write_text("2")
+    files = ["--file", str(a / "x.txt"), "--file", str(b / "x.txt")]
+    proc = planact_run(tmp_path, fake_model.base_url, "goal", *files)
+    assert proc.returncode == 2 and "same name" in proc.stderr
+
+
+def test_run_over_the_upload_limit_exits_2(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 20_000)
+    env = {**quiet_env(tmp_path, fake_model.base_url), "UPLOAD_MAX_MB": "0.01"}
+    proc = subprocess.run(
+        [PLANACT, "run", "goal", "--file", str(big)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "big.bin is larger than UPLOAD_MAX_MB" in proc.stdout
+    assert fake_model.model.calls == []
+
+
+def test_errors_are_printed_whole_and_without_library_noise(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    cause = "quota exceeded for this key; " + "details " * 15 + "THE-REAL-CAUSE-IS-HERE"
+    long_output = "; ".join(f"line {i} of the failure" for i in range(12)) + " LAST-WORDS"
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Fail")},
+        {
+            "stage": "thinking",
+            "content": run(f"echo '{long_output}' >&2; exit 3"),
+        },
+        {"stage": "thinking", "status": 400, "content": cause},
+    )
+    proc = subprocess.run(
+        [PLANACT, "run", "do the thing", "--mode", "agent"],
+        cwd=tmp_path,
+        env=quiet_env(tmp_path, fake_model.base_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    # the failed command's whole output, under its FAIL line
+    assert len([line for line in out.splitlines() if line.startswith("[terminal_run FAIL]")]) == 1
+    assert f"    {long_output}" in out.split("[terminal_run FAIL]", 1)[1]
+    (error_line,) = [line for line in out.splitlines() if line.startswith("[error FAIL]")]
+    assert "THE-REAL-CAUSE-IS-HERE" in error_line
+    everything = proc.stdout + proc.stderr
+    for noise in ("LiteLLM", "litellm.", "INFO", "alembic", "HTTP Request:", "Give Feedback"):
+        assert noise not in everything.replace("litellm.BadRequestError", ""), noise

@@ -22,6 +22,8 @@ FIXTURE = 'TAIL = "</content></write_code>"\nassert 1 < 2 and 3 > 2  # ]]> &amp;
 SHELL = "set -e\ncat <<'X' > gen.txt\nx && y < z\nX\n"
 NO_NEWLINE = "line one\r\nline two without final newline"
 QWEN_PY = 'if a < b and c > d:\n    print("&lt; stays &lt;")\n'
+FENCED_PY = 'print("fenced & fine")\n'
+INDENTED_PY = "def f():\n    return 'indented < ok'\n\nprint(f())\n"
 
 REPLIES = [
     # canonical, with a file that quotes the protocol's own closing tags
@@ -49,6 +51,20 @@ REPLIES = [
     # reasoning with a draft action that must not run, then the real one
     "<think>maybe <write_code><path>draft.txt</path><content>no</content></write_code></think>"
     "<terminal_run><command>bash gen.sh && cat gen.txt</command></terminal_run>",
+    # issue 12: a lone surrogate escape over the wire is a format error, nothing written
+    '{"name": "write_code", "arguments": {"path": "bad.txt", "content": "x\ud800"}}',
+    # DeepSeek V3.1 markers; a whole-file fence in a .py and a backticked path
+    "<\uff5ctool\u2581call\u2581begin\uff5c>write_code<\uff5ctool\u2581sep\uff5c>"
+    + json.dumps({"path": " `fenced.py` ", "content": "```python\n" + FENCED_PY + "```\n"})
+    + "<\uff5ctool\u2581call\u2581end\uff5c>",
+    # content pretty-printed with the XML's indentation, then an edit-free Mistral v11 call
+    "<write_code>\n  <path>indented.py</path>\n  <content>\n"
+    + "".join("  " + line + "\n" for line in INDENTED_PY.splitlines())
+    + "  </content>\n</write_code>\n"
+    + '[TOOL_CALLS]terminal_run[ARGS]{"command": "python3 fenced.py && python3 indented.py"}',
+    # Qwen 3.5: <think> never closed, a complete final action
+    "<think>\nAll files are there; list them.\n\n<tool_call>\n<function=terminal_run>\n"
+    "<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>\n",
 ]
 
 
@@ -82,6 +98,8 @@ def test_dialects_drive_a_real_run(tmp_path: Path, fake_model: FakeModelServer) 
         "gen.sh": SHELL,
         "cdata.txt": "a ]]> b & <c>",
         "gen.txt": "x && y < z\n",
+        "fenced.py": FENCED_PY,
+        "indented.py": INDENTED_PY,
     }
     assert sorted(p.name for p in ws.iterdir()) == sorted(expected)
     for name, text in expected.items():
@@ -93,3 +111,13 @@ def test_dialects_drive_a_real_run(tmp_path: Path, fake_model: FakeModelServer) 
     )
     assert "x && y < z" in run_result["content"]
     assert messages[-1]["content"] == "all written"
+    results = [
+        m["content"]
+        for m in messages
+        if m["meta"]["action_type"] == "terminal_run" and m["status"] == "success"
+    ]
+    assert any("fenced & fine" in r and "indented < ok" in r for r in results)
+    assert any("indented.py" in r and "fenced.py" in r for r in results)  # the final `ls`
+    assert all(
+        m["status"] != "running" or m["meta"]["action_type"] == "task" for m in messages[-3:]
+    )

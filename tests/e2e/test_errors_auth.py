@@ -81,8 +81,15 @@ def test_health_is_open_and_everything_else_needs_the_token(server: Server) -> N
 def test_bad_requests(server: Server) -> None:
     url = f"{server.url}/api/agent/run"
     h = {**auth(), "Accept": "application/json"}
-    error_of(httpx.post(url, content=b"{not json", headers=h), 400, "invalid_request")
-    error_of(httpx.post(url, content=b"[1, 2]", headers=h), 400, "invalid_request")
+    hj = {**h, "Content-Type": "application/json"}
+    error_of(httpx.post(url, content=b"{not json", headers=hj), 400, "invalid_request")
+    error_of(httpx.post(url, content=b"[1, 2]", headers=hj), 400, "invalid_request")
+    # a JSON body declared as something else: 415 (what a cross-site form would send)
+    error_of(
+        httpx.post(url, content=b'{"goal": "x"}', headers={**h, "Content-Type": "text/plain"}),
+        415,
+        "unsupported_media_type",
+    )
     assert "goal" in error_of(httpx.post(url, json={}, headers=h), 400, "invalid_request")
     error_of(httpx.post(url, json={"goal": "   "}, headers=h), 400, "invalid_request")
     error_of(httpx.post(url, json={"goal": 5}, headers=h), 400, "invalid_request")
@@ -231,3 +238,23 @@ def test_refuses_non_loopback_bind_without_token(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "AUTH_TOKEN" in proc.stderr
+
+
+def test_query_token_is_accepted_on_get_only(server: Server) -> None:
+    """A token in a URL ends up in logs and history: only GET (links, EventSource) takes it."""
+    before = httpx.get(f"{server.url}/api/conversations", headers=auth()).json()
+    q = f"?access_token={TOKEN}"
+    assert httpx.get(f"{server.url}/api/conversations{q}").status_code == 200
+    for method, path in [
+        ("POST", "/api/agent/run"),
+        ("POST", "/api/agent/runs/" + "0" * 32 + "/stop"),
+        ("DELETE", f"/api/conversations/{before[0]['conversation_id'] if before else 'x'}"),
+    ]:
+        r = httpx.request(
+            method,
+            f"{server.url}{path}{q}",
+            json={"goal": "x", "mode": "chat"} if path.endswith("/run") else None,
+            headers={"Accept": "application/json"},
+        )
+        assert "GET" in error_of(r, 401, "unauthorized")
+    assert httpx.get(f"{server.url}/api/conversations", headers=auth()).json() == before

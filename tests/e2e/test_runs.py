@@ -243,8 +243,8 @@ def test_kill9_mid_run_then_restart_loses_nothing(
             after = c.get(f"/api/conversations/{cid}/messages").json()
             assert after[: len(before)] == before
             tail = after[len(before) :]
-            assert kinds(tail) == ["error"]
-            assert "restarted" in tail[0]["content"]
+            assert kinds(tail) == ["task", "error", "finish_summery"]
+            assert "restarted" in tail[1]["content"]
             conv = c.get(f"/api/conversations/{cid}").json()
             assert conv["status"] == "failed"
             assert [r["status"] for r in conv["runs"]] == ["failed"]

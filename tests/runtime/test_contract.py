@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backend.actions.model import Action
-from backend.runtime.base import OUTPUT_CAP, READ_CAP, BaseRuntime
+from backend.runtime.base import OUTPUT_CAP, READ_CAP, ActionResult, BaseRuntime
 from tests.runtime.conftest import (
     RuntimeFactory,
     eventually,
@@ -285,3 +285,194 @@ async def test_workspace_is_created_on_first_use(runtime: BaseRuntime, tmp_path:
 async def test_concurrent_commands_in_one_workspace(runtime: BaseRuntime, workspace: Path) -> None:
     results = await asyncio.gather(*(run(runtime, workspace, f"echo {i}") for i in range(5)))
     assert [stdout_of(r) for r in results] == [f"{i}\n" for i in range(5)]
+
+
+# ---- no process outlives its command ---------------------------------------------------
+
+# a new session (setsid) and a double fork: both escape the command's process group
+ESCAPES = (
+    "setsid sh -c 'sleep 1000 & echo $! > setsid.pid'; "
+    "(sh -c 'sleep 1001 & echo $! > double.pid' &); "
+    "while [ ! -s setsid.pid ] || [ ! -s double.pid ]; do sleep 0.01; done; "
+)
+
+
+async def assert_escapes_gone(runtime: BaseRuntime, workspace: Path) -> None:
+    # no polling: they are gone by the time the action returned
+    assert await process_gone(runtime, workspace, "setsid.pid"), "setsid child survived"
+    assert await process_gone(runtime, workspace, "double.pid"), "double-forked child survived"
+
+
+async def test_escaped_processes_die_when_the_command_ends(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    result = await run(runtime, workspace, ESCAPES + "echo done")
+    assert stdout_of(result) == "done\n", result.content
+    await assert_escapes_gone(runtime, workspace)
+
+
+async def test_escaped_processes_die_at_the_timeout(
+    make_rt: RuntimeFactory, workspace: Path
+) -> None:
+    runtime = make_rt(terminal_timeout=2)
+    result = await run(runtime, workspace, ESCAPES + "sleep 300")
+    assert result.content.startswith("Command timed out after 2 seconds"), result.content
+    await assert_escapes_gone(runtime, workspace)
+
+
+async def test_escaped_processes_die_when_the_command_is_stopped(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    task = asyncio.create_task(run(runtime, workspace, ESCAPES + "sleep 300"))
+    await wait_for_file(workspace / "double.pid")
+    await wait_for_file(workspace / "setsid.pid")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await assert_escapes_gone(runtime, workspace)
+
+
+async def count_marked(runtime: BaseRuntime, workspace: Path, marker: str) -> int:
+    """Processes whose command line holds ``marker`` (the pattern does not match itself)."""
+    pattern = f"[{marker[0]}]{marker[1:]}"
+    script = (
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null "
+        f"| grep -c -- '{pattern}' || true"
+    )
+    return int(stdout_of(await run(runtime, workspace, script)).strip())
+
+
+@pytest.mark.parametrize("kind", ["long", "quick"])
+async def test_cancellation_at_any_point_propagates_and_leaves_no_process(
+    runtime: BaseRuntime, workspace: Path, kind: str
+) -> None:
+    marker = "77" + str(os.getpid() % 1000).zfill(3)
+    tail = "sleep 300" if kind == "long" else "echo quick"
+    cancelled = 0
+    for steps in range(0, 80, 2):
+        command = f"setsid sleep {marker}{steps:03d} & sleep {marker}{steps:03d} & {tail}"
+        task = asyncio.create_task(run(runtime, workspace, command))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        if task.cancel():
+            cancelled += 1
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        else:
+            assert (await task).ok
+    assert cancelled > 0
+    assert await count_marked(runtime, workspace, marker) == 0
+
+
+# ---- edit_file ---------------------------------------------------------------------------
+
+
+async def edit(rt: BaseRuntime, ws: Path, path: str, old: str, new: str) -> ActionResult:
+    params = {"path": path, "old_str": old, "new_str": new}
+    return await rt.execute(Action("edit_file", params), ws)
+
+
+async def test_edit_file_replaces_the_one_occurrence_byte_exact(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    original = "def f():\r\n    return 1  # é\r\n\r\nprint(f())\n"
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_bytes(original.encode())
+    os.chmod(workspace / "src" / "app.py", 0o755)
+    result = await edit(runtime, workspace, "src/app.py", "return 1  # é\r\n", "return 2\r\n")
+    assert (result.status, result.content) == ("success", "File src/app.py edited successfully.")
+    assert result.filepath == "src/app.py"
+    assert (workspace / "src" / "app.py").read_bytes() == (
+        b"def f():\r\n    return 2\r\n\r\nprint(f())\n"
+    )
+    assert (workspace / "src" / "app.py").stat().st_mode & 0o777 == 0o755
+    ran = await run(runtime, workspace, "python3 src/app.py")
+    assert stdout_of(ran) == "2\n"
+    # deleting text, through /workspace and through a symlink inside
+    os.symlink("src/app.py", workspace / "link.py")
+    gone = await edit(runtime, workspace, "/workspace/link.py", "\r\n\r\n", "\r\n")
+    assert gone.ok, gone.content
+    assert gone.filepath == "src/app.py"
+    assert (workspace / "link.py").is_symlink()
+    assert (
+        workspace / "src" / "app.py"
+    ).read_bytes() == b"def f():\r\n    return 2\r\nprint(f())\n"
+
+
+async def test_edit_file_refuses_zero_or_several_occurrences(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("x = 1\nx = 1\naaa\n")
+    before = (workspace / "a.txt").read_bytes()
+    missing = await edit(runtime, workspace, "a.txt", "x = 2", "x = 3")
+    assert missing.status == "failure"
+    assert "0 occurrences" in missing.content
+    assert missing.filepath == "a.txt"
+    several = await edit(runtime, workspace, "a.txt", "x = 1\n", "x = 3\n")
+    assert several.status == "failure"
+    assert "occurs 2 times" in several.content
+    overlapping = await edit(runtime, workspace, "a.txt", "aa", "b")
+    assert "occurs 2 times" in overlapping.content
+    # whitespace is not normalised
+    loose = await edit(runtime, workspace, "a.txt", "x  = 1", "x = 3")
+    assert "0 occurrences" in loose.content
+    empty = await edit(runtime, workspace, "a.txt", "", "x")
+    assert empty.status == "failure"
+    assert "non-empty old_str" in empty.content
+    assert (workspace / "a.txt").read_bytes() == before
+
+
+async def test_edit_file_errors(runtime: BaseRuntime, workspace: Path, tmp_path: Path) -> None:
+    nofile = await edit(runtime, workspace, "nope.py", "a", "b")
+    assert (nofile.status, nofile.content) == ("failure", "File nope.py does not exist.")
+    (workspace / "d").mkdir()
+    assert "is a directory" in (await edit(runtime, workspace, "d", "a", "b")).content
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a")
+    os.symlink(outside, workspace / "out.txt")
+    for path in ("../outside.txt", str(outside), "out.txt"):
+        refused = await edit(runtime, workspace, path, "a", "pwned")
+        assert refused.content.startswith("Refused:"), path
+    assert outside.read_text() == "a"
+
+
+# ---- the workspace size limit ------------------------------------------------------------
+
+
+async def test_workspace_size_limit(make_rt: RuntimeFactory, workspace: Path) -> None:
+    runtime = make_rt(workspace_max_mb=1)
+    half = "x" * 600_000
+    assert (await write(runtime, workspace, "a.txt", half)).ok
+    over = await write(runtime, workspace, "b.txt", half)
+    assert over.status == "failure"
+    assert "over its limit of 1 MB (WORKSPACE_MAX_MB" in over.content
+    assert over.filepath == "b.txt"
+    assert not (workspace / "b.txt").exists()
+    # replacing a file counts its old size out; shrinking is always allowed
+    assert (await write(runtime, workspace, "a.txt", half + "y")).ok
+    assert (await write(runtime, workspace, "a.txt", "small")).ok
+    assert (await write(runtime, workspace, "b.txt", "head\n" + half)).ok
+    grown = await edit(runtime, workspace, "b.txt", "head\n", "y" * 600_000)
+    assert grown.status == "failure"
+    assert "WORKSPACE_MAX_MB" in grown.content
+    assert (workspace / "b.txt").read_text() == "head\n" + half
+    pushed = await run(runtime, workspace, "head -c 2000000 /dev/zero > big.bin; echo made")
+    assert pushed.status == "failure"
+    assert stdout_of(pushed).startswith("made\n")
+    assert "over its limit of 1 MB (WORKSPACE_MAX_MB)" in pushed.content
+    refused = await write(runtime, workspace, "c.txt", "more")
+    assert refused.status == "failure"
+    freed = await run(runtime, workspace, "rm big.bin")
+    assert freed.ok, freed.content
+    assert (await write(runtime, workspace, "c.txt", "more")).ok
+
+
+async def test_reading_a_fifo_fails_instead_of_hanging(
+    runtime: BaseRuntime, workspace: Path
+) -> None:
+    made = await run(runtime, workspace, "mkfifo pipe")
+    assert made.ok, made.content
+    async with asyncio.timeout(30):  # a blind open() would wait for a writer forever
+        got = await read(runtime, workspace, "pipe")
+    assert got.status == "failure"
+    assert "Not a regular file" in got.content

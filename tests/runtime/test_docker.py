@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from backend.runtime.docker import LABEL_ROOT, LABEL_WORKSPACE, DockerRuntime
+from backend.runtime.docker import LABEL_OWNER, LABEL_WORKSPACE, DockerRuntime
 from tests.runtime.conftest import (
     eventually,
     read,
@@ -28,9 +28,11 @@ async def make_docker(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     require_docker()
     made: list[DockerRuntime] = []
 
-    def factory(**overrides: Any) -> DockerRuntime:
+    def factory(owner: str | None = None, **overrides: Any) -> DockerRuntime:
         rt = DockerRuntime(
-            runtime_settings(tmp_path, **overrides), runner=request.param == "runner"
+            runtime_settings(tmp_path, **overrides),
+            runner=request.param == "runner",
+            owner=owner,
         )
         made.append(rt)
         return rt
@@ -244,25 +246,90 @@ async def test_forget_removes_the_conversation_container(
     assert containers(docker_client, other) == []
 
 
-async def test_orphans_of_a_crash_are_reaped_at_start(
-    make_docker: Any, workspace: Path, docker_client: Any, tmp_path: Path
+async def test_owners_keep_each_others_sandboxes_and_dead_ones_are_reaped(
+    make_docker: Any, workspace: Path, docker_client: Any
 ) -> None:
-    crashed = make_docker()
+    first = make_docker()
+    second = make_docker()
+    assert first.owner != second.owner
+    other = workspace.parent / "Conversation_2"
+    assert (await run(first, workspace, "true")).ok
+    assert (await run(second, workspace, "true")).ok  # same conversation, another owner
+    assert (await run(second, other, "true")).ok
+    names = {c.name for c in containers(docker_client, workspace)}
+    assert len(names) == 2  # unique per owner and conversation
+    owners = {c.labels[LABEL_OWNER] for c in containers(docker_client, workspace)}
+    assert owners == {first.owner, second.owner}
+    # starting a process never removes another live owner's sandboxes
+    third = make_docker()
+    await third.start()
+    await second.start()
+    assert len(containers(docker_client, workspace)) == 2
+    assert (await run(first, workspace, "echo still here")).ok
+    # the run lifecycle found second's lease expired: only its sandboxes go
+    assert await third.reap_owners([second.owner, "no-such-owner", third.owner]) == 2
+    assert [c.labels[LABEL_OWNER] for c in containers(docker_client, workspace)] == [first.owner]
+    assert containers(docker_client, other) == []
+    assert stdout_of(await run(first, workspace, "echo mine")) == "mine\n"
+    assert await first.reap_owners([first.owner]) == 0  # never its own
+
+
+async def test_start_removes_what_this_owner_left(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    crashed = make_docker(owner="instance-a")
     assert (await run(crashed, workspace, "true")).ok
-    # a sandbox of another deployment (another WORKSPACE_DIR) is not ours to remove
-    elsewhere = DockerRuntime(runtime_settings(tmp_path / "elsewhere"))
-    foreign_ws = tmp_path / "elsewhere" / "workspace" / "c"
-    try:
-        assert (await run(elsewhere, foreign_ws, "true")).ok
-        restarted = make_docker()
-        await restarted.start()
-        assert containers(docker_client, workspace) == []
-        assert len(containers(docker_client, foreign_ws)) == 1
-        assert (await run(restarted, workspace, "echo fresh")).ok
-    finally:
-        await elsewhere.close()
-    labels = {c.labels.get(LABEL_ROOT) for c in docker_client.containers.list(all=True)}
-    assert os.path.realpath(tmp_path / "elsewhere" / "workspace") not in labels
+    restarted = make_docker(owner="instance-a")  # a restart that kept its instance id
+    await restarted.start()
+    assert containers(docker_client, workspace) == []
+    assert (await run(restarted, workspace, "echo fresh")).ok
+
+
+async def test_close_removes_a_sandbox_whose_creation_was_in_flight(
+    make_docker: Any, workspace: Path, docker_client: Any
+) -> None:
+    rt = make_docker()
+    task = asyncio.create_task(run(rt, workspace, "echo never"))
+
+    async def creating() -> bool:
+        return bool(rt._creating) or task.done()
+
+    await eventually(creating, what="the sandbox creation to start")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await rt.close()
+    mine = docker_client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={rt.owner}"})
+    assert mine == []
+    after = await run(rt, workspace, "true")
+    assert after.status == "failure"
+    assert "shutting down" in after.content
+
+
+async def test_a_full_tmp_is_refused_and_does_not_break_the_sandbox(
+    make_docker: Any, workspace: Path
+) -> None:
+    rt = make_docker(sandbox_memory="256m")
+    assert rt.tmp_size == 64 * 1024 * 1024  # a quarter of the memory
+    size = await run(rt, workspace, "df -k --output=size /tmp | tail -1")
+    assert int(stdout_of(size)) == 64 * 1024
+    fill = await run(rt, workspace, "head -c 400M /dev/zero > /tmp/fill")
+    assert fill.status == "failure"
+    assert "No space left on device" in fill.content
+    assert stdout_of(await run(rt, workspace, "echo still works")) == "still works\n"
+
+
+async def test_a_sandbox_whose_runner_cannot_start_is_replaced(
+    make_docker: Any, workspace: Path
+) -> None:
+    # a /tmp bigger than the memory (what every sandbox had before): filling it leaves
+    # no memory for any process, the runner included
+    rt = make_docker(sandbox_memory="128m", sandbox_tmp_size="1g")
+    assert (await run(rt, workspace, "echo hi > kept.txt")).ok
+    await run(rt, workspace, "head -c 600M /dev/zero > /tmp/fill; sleep 1")
+    after = await run(rt, workspace, "cat kept.txt; ls /tmp")
+    assert after.ok, after.content
+    assert stdout_of(after) == "hi\n"
 
 
 async def test_deployments_behind_one_workspace_path_keep_each_others_sandboxes(

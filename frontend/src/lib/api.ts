@@ -8,6 +8,8 @@ import type {
   Health,
   Message,
   Mode,
+  ModelCheck,
+  ServerSettings,
 } from './types'
 
 const TOKEN_KEY = 'planact.token'
@@ -103,9 +105,80 @@ export function zipUrl(conversationId: string): string {
   return `/api/conversations/${encodeURIComponent(conversationId)}/files.zip`
 }
 
+const JSON_HEADERS = { 'Content-Type': 'application/json' }
+
+/** POST/PATCH a JSON body (always with Content-Type: application/json). */
+function sendJson<T>(path: string, method: string, body: unknown): Promise<T> {
+  return json<T>(path, { method, headers: JSON_HEADERS, body: JSON.stringify(body ?? {}) })
+}
+
+export interface UploadProgress {
+  loaded: number
+  total: number
+}
+
+/** Upload files with XMLHttpRequest (fetch reports no upload progress). */
+export function uploadFiles(
+  conversationId: string,
+  files: File[],
+  opts: { dir?: string; onProgress?: (p: UploadProgress) => void; signal?: AbortSignal } = {},
+): Promise<FileInfo[]> {
+  const form = new FormData()
+  if (opts.dir) form.append('dir', opts.dir)
+  for (const f of files) form.append('file', f, f.name)
+  const url = `/api/conversations/${encodeURIComponent(conversationId)}/files`
+  const attempt = (): Promise<{ status: number; text: string }> =>
+    new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest()
+      xhr.open('POST', url)
+      for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v)
+      xhr.upload.onprogress = (e) => {
+        if (e.lengthComputable) opts.onProgress?.({ loaded: e.loaded, total: e.total })
+      }
+      xhr.onload = () => resolve({ status: xhr.status, text: xhr.responseText })
+      xhr.onerror = () => reject(new HttpError(0, 'The upload failed: the server did not answer.'))
+      xhr.onabort = () => reject(new DOMException('Upload cancelled', 'AbortError'))
+      opts.signal?.addEventListener('abort', () => xhr.abort(), { once: true })
+      xhr.send(form)
+    })
+  return (async () => {
+    for (let tries = 0; ; tries++) {
+      const res = await attempt()
+      if (res.status === 401 && tries < 2 && (await askToken())) continue
+      if (res.status >= 200 && res.status < 300) return JSON.parse(res.text) as FileInfo[]
+      throw await errorFromResponse(
+        new Response(res.text, {
+          status: res.status,
+          headers: { 'Content-Type': 'application/json' },
+        }),
+      )
+    }
+  })()
+}
+
+export interface RunBody {
+  goal: string
+  conversation_id?: string
+  mode?: Mode
+  runtime?: string
+  model?: string
+}
+
 export const api = {
   health: () => json<Health>('/api/health'),
-  conversations: () => json<ConversationSummary[]>('/api/conversations'),
+  settings: () => json<ServerSettings>('/api/settings'),
+  checkModel: (model: string | null) =>
+    sendJson<ModelCheck>('/api/llm/check', 'POST', model ? { model } : {}),
+  conversations: (q = '') =>
+    json<ConversationSummary[]>(
+      q.trim() ? `/api/conversations?q=${encodeURIComponent(q.trim())}` : '/api/conversations',
+    ),
+  createConversation: (title = '') =>
+    sendJson<{ conversation_id: string }>('/api/conversations', 'POST', title ? { title } : {}),
+  renameConversation: (id: string, title: string) =>
+    sendJson<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`, 'PATCH', {
+      title,
+    }),
   conversation: (id: string) =>
     json<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`),
   messages: (id: string) =>
@@ -120,12 +193,23 @@ export const api = {
   async stop(runId: string): Promise<void> {
     const res = await apiFetch(`/api/agent/runs/${encodeURIComponent(runId)}/stop`, {
       method: 'POST',
+      headers: JSON_HEADERS,
+      body: '{}',
     })
     if (!res.ok && res.status !== 409) throw await errorFromResponse(res)
   },
   /** POST the goal; the answer is the event stream. */
+  /** Run a failed or stopped run's goal again; the answer is the new run's stream. */
+  retry(runId: string, model: string | null, signal?: AbortSignal): Promise<Response> {
+    return apiFetch(`/api/agent/runs/${encodeURIComponent(runId)}/retry`, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, Accept: 'text/event-stream' },
+      body: JSON.stringify(model ? { model } : {}),
+      signal,
+    })
+  },
   startRun(
-    body: { goal: string; conversation_id?: string; mode?: Mode; runtime?: string },
+    body: RunBody,
     signal?: AbortSignal,
   ): Promise<Response> {
     return apiFetch('/api/agent/run', {

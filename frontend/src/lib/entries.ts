@@ -56,7 +56,8 @@ export function describeEntry(msg: Message): EntryDescription {
     output = msg.meta.content
   }
   if (kind === 'write_code' && msg.status === 'running') output = ''
-  const lines = output ? output.split('\n').length : 0
+  // a trailing newline ends the last line; it does not start another one
+  const lines = output ? output.replace(/\n$/, '').split('\n').length : 0
   return {
     kind,
     label: LABELS[at] ?? (at ? at.replace(/_/g, ' ') : 'message'),

@@ -70,3 +70,21 @@ export interface Health {
 }
 
 export type Mode = 'auto' | 'agent' | 'chat'
+
+/** GET /api/settings */
+export interface ServerSettings {
+  model: string | null
+  models: string[]
+  runtimes: string[]
+  auth: boolean
+  upload_max_mb?: number
+  workspace_max_mb?: number
+}
+
+/** POST /api/llm/check */
+export interface ModelCheck {
+  ok: boolean
+  model?: string | null
+  latency_ms: number
+  error?: string
+}

@@ -1,6 +1,14 @@
 import { defineStore } from 'pinia'
 import { computed, ref, shallowRef } from 'vue'
-import { api, HttpError } from '../lib/api'
+import { api, HttpError, uploadFiles, type RunBody } from '../lib/api'
+import {
+  applyFailed,
+  applyProgress,
+  applyUploaded,
+  newAttachments,
+  tooLarge,
+  type Attachment,
+} from '../lib/attachments'
 import {
   applyDelta,
   applyEnd,
@@ -12,7 +20,14 @@ import {
   type ConversationView,
 } from '../lib/reducer'
 import { RunFollower } from '../lib/sse'
-import type { ConversationDetail, ConversationSummary, Health, Mode } from '../lib/types'
+import type {
+  ConversationDetail,
+  ConversationSummary,
+  Health,
+  Mode,
+  ModelCheck,
+  ServerSettings,
+} from '../lib/types'
 
 export type Connection = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'closed'
 
@@ -57,6 +72,25 @@ export function usageOf(d: ConversationDetail | null): Usage {
   return out
 }
 
+/** Call `fn` at most once per `ms`, the last call always landing (trailing edge). */
+export function throttle(fn: () => void, ms: number): () => void {
+  let last = 0
+  let timer: ReturnType<typeof setTimeout> | null = null
+  return () => {
+    const wait = last + ms - Date.now()
+    if (wait <= 0) {
+      last = Date.now()
+      fn()
+    } else if (!timer) {
+      timer = setTimeout(() => {
+        timer = null
+        last = Date.now()
+        fn()
+      }, wait)
+    }
+  }
+}
+
 export function readHash(): string | null {
   const m = /^#\/c\/([^/?#]+)/.exec(window.location.hash)
   return m ? decodeURIComponent(m[1]) : null
@@ -81,10 +115,21 @@ export const useApp = defineStore('app', () => {
   const loading = ref(false)
   const preview = ref<PreviewTarget | null>(null)
   const follower = shallowRef<RunFollower | null>(null)
+  const settings = ref<ServerSettings | null>(null)
+  const settingsLoaded = ref(false)
+  const model = ref<string | null>(null)
+  const checking = ref(false)
+  const check = ref<ModelCheck | null>(null)
+  const query = ref('')
+  const attachments = ref<Attachment[]>([])
   let generation = 0
   let detailTimer: ReturnType<typeof setInterval> | null = null
 
-  const runtimes = computed(() => health.value?.runtimes ?? [])
+  const runtimes = computed(() => health.value?.runtimes ?? settings.value?.runtimes ?? [])
+  const models = computed(() => settings.value?.models ?? [])
+  /** no model configured: the first-run screen explains .env */
+  const needsSetup = computed(() => settings.value !== null && !settings.value.model)
+  const uploading = computed(() => attachments.value.some((a) => a.state === 'uploading'))
   const showRuntime = computed(() => runtimes.value.includes('docker'))
   const running = computed(() => activeRunId.value !== null)
   const usage = computed(() => usageOf(detail.value))
@@ -107,9 +152,40 @@ export const useApp = defineStore('app', () => {
     }
   }
 
+  async function loadSettings(): Promise<void> {
+    try {
+      settings.value = await api.settings()
+      if (!model.value || !settings.value.models.includes(model.value)) {
+        model.value = settings.value.model
+      }
+    } catch {
+      /* an older server without /api/settings: no model picker, nothing else lost */
+    } finally {
+      settingsLoaded.value = true
+    }
+  }
+
+  async function checkModel(): Promise<void> {
+    checking.value = true
+    check.value = null
+    try {
+      check.value = await api.checkModel(model.value)
+    } catch (e) {
+      check.value = {
+        ok: false,
+        latency_ms: 0,
+        error: e instanceof Error ? e.message : String(e),
+      }
+    } finally {
+      checking.value = false
+    }
+  }
+
   async function loadConversations(silent = false): Promise<void> {
     try {
-      const list = await api.conversations()
+      const q = query.value
+      const list = await api.conversations(q)
+      if (q !== query.value) return // a newer search is on its way
       conversations.value = Array.isArray(list) ? list : []
     } catch (e) {
       if (!silent) showError(e)
@@ -130,6 +206,8 @@ export const useApp = defineStore('app', () => {
       /* transient; the next refresh will try again */
     }
   }
+
+  const refreshSoon = throttle(() => void refreshDetail(), 1000)
 
   function startDetailTimer(): void {
     stopDetailTimer()
@@ -173,6 +251,8 @@ export const useApp = defineStore('app', () => {
         },
         onMessage(msg) {
           if (gen !== generation) return
+          // token totals follow the run as it goes, not only every few seconds
+          refreshSoon()
           if (!currentId.value && msg.conversation_id) {
             currentId.value = msg.conversation_id
             writeHash(msg.conversation_id)
@@ -212,6 +292,7 @@ export const useApp = defineStore('app', () => {
 
   async function openConversation(id: string): Promise<void> {
     if (id === currentId.value && (activeRunId.value || loading.value)) return
+    if (id !== currentId.value) attachments.value = []
     detach()
     const gen = generation
     currentId.value = id
@@ -258,6 +339,8 @@ export const useApp = defineStore('app', () => {
 
   function newConversation(): void {
     detach()
+    attachments.value = []
+    check.value = null
     currentId.value = null
     view.value = emptyView()
     detail.value = null
@@ -271,12 +354,11 @@ export const useApp = defineStore('app', () => {
     error.value = null
     detach()
     const gen = generation
-    const body: { goal: string; conversation_id?: string; mode?: Mode; runtime?: string } = {
-      goal: text,
-      mode,
-    }
+    const body: RunBody = { goal: text, mode }
     if (currentId.value) body.conversation_id = currentId.value
     if (runtime && showRuntime.value) body.runtime = runtime
+    if (model.value && models.value.length > 1) body.model = model.value
+    attachments.value = attachments.value.filter((a) => a.state === 'uploading')
     activeRunId.value = 'pending'
     follow(
       gen,
@@ -287,6 +369,81 @@ export const useApp = defineStore('app', () => {
       null,
       undefined,
     )
+  }
+
+  /** Run a failed or stopped run's goal again, in the same conversation. */
+  function retry(runId: string): void {
+    if (running.value || !runId) return
+    error.value = null
+    detach()
+    const gen = generation
+    const picked = models.value.length > 1 ? model.value : null
+    activeRunId.value = 'pending'
+    follow(
+      gen,
+      (attempt, after, rid) =>
+        attempt === 0 || !rid
+          ? api.retry(runId, picked, follower.value?.signal)
+          : api.events(rid, after, follower.value?.signal),
+      null,
+      undefined,
+    )
+  }
+
+  async function rename(id: string, title: string): Promise<boolean> {
+    const t = title.trim()
+    if (!t) return false
+    try {
+      await api.renameConversation(id, t)
+      const c = conversations.value.find((x) => x.conversation_id === id)
+      if (c) c.title = t
+      if (id === currentId.value && detail.value) detail.value = { ...detail.value, title: t }
+      return true
+    } catch (e) {
+      showError(e)
+      return false
+    }
+  }
+
+  async function search(q: string): Promise<void> {
+    query.value = q
+    await loadConversations()
+  }
+
+  /** Upload files now (a new, empty conversation is made first when there is none). */
+  async function attach(files: File[], dir = ''): Promise<void> {
+    if (!files.length) return
+    if (running.value) {
+      error.value = 'Files can be attached when the run has ended.'
+      return
+    }
+    const limit = tooLarge(files, settings.value?.upload_max_mb)
+    if (limit) {
+      error.value = limit
+      return
+    }
+    attachments.value.push(...newAttachments(files))
+    const batch = attachments.value.slice(-files.length)
+    try {
+      let id = currentId.value
+      if (!id) {
+        id = (await api.createConversation()).conversation_id
+        currentId.value = id
+        writeHash(id)
+        void loadConversations()
+      }
+      const result = await uploadFiles(id, files, {
+        dir,
+        onProgress: (p) => applyProgress(batch, p.loaded, p.total),
+      })
+      applyUploaded(batch, result)
+    } catch (e) {
+      applyFailed(batch, e instanceof Error ? e.message : String(e))
+    }
+  }
+
+  function dismissAttachment(id: number): void {
+    attachments.value = attachments.value.filter((a) => a.id !== id)
   }
 
   async function stop(): Promise<void> {
@@ -311,7 +468,7 @@ export const useApp = defineStore('app', () => {
   }
 
   async function init(): Promise<void> {
-    await Promise.all([loadHealth(), loadConversations()])
+    await Promise.all([loadHealth(), loadSettings(), loadConversations()])
     const id = readHash()
     if (id) await openConversation(id)
     // keep the sidebar's statuses fresh (other tabs, other runs)
@@ -349,5 +506,22 @@ export const useApp = defineStore('app', () => {
     stop,
     deleteConversation,
     refreshDetail,
+    settings,
+    settingsLoaded,
+    model,
+    models,
+    needsSetup,
+    checking,
+    check,
+    checkModel,
+    loadSettings,
+    query,
+    search,
+    rename,
+    retry,
+    attachments,
+    uploading,
+    attach,
+    dismissAttachment,
   }
 })

@@ -1,0 +1,146 @@
+"""What a task's model turns resend: lean history and the stuck-loop check.
+
+Every turn is kept, but only the last KEEP_WHOLE turns go back to the model as they were;
+older ones are condensed to a line per action (what was done, whether it worked, the first
+words of its result), so a call's size grows by a few hundred characters per turn instead
+of by each turn's whole output. The task itself (the head messages) is always sent, and so
+are the latest error (up to ERROR_CHARS) and, through the condensed lines, every file
+written or edited. A turn is condensed once, when it leaves the window, so the prefix of
+the conversation stays stable for providers' prompt caches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from backend.actions.model import Action
+
+KEEP_WHOLE = 2  # the last turns resent whole
+BRIEF_CHARS = 240  # of each older action result
+ERROR_CHARS = 2_000  # of the latest failure, when it is older than the window
+STUCK_REPEATS = 3  # the same action with the same result this many turns in a row ends the task
+
+_NUMBERS = re.compile(r"\d+")
+
+
+@dataclass
+class Outcome:
+    """One action's result as the model sees it."""
+
+    label: str
+    verdict: str  # "ok" | "FAILED" | "skipped" | "warning"
+    content: str = ""
+
+
+@dataclass
+class Turn:
+    reply: str  # the model's reply as resent (a placeholder for an unusable one)
+    actions: list[Action] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    footer: str = ""  # the closing line of the observation
+    format_error: str = ""  # the message for the model when the reply had no usable action
+    brief_error: str = ""  # the same in a few words
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.format_error) or any(o.verdict == "FAILED" for o in self.outcomes)
+
+    def observation(self) -> str:
+        if self.format_error:
+            return f"Format error: {self.format_error}"
+        parts = [
+            f"[{o.label}] {o.verdict}" + (f"\n{o.content}" if o.content else "")
+            for o in self.outcomes
+        ]
+        return "\n\n".join([*parts, self.footer] if self.footer else parts)
+
+    def signature(self) -> tuple[Any, ...]:
+        """Same actions with the same results (numbers ignored: timings, pids)."""
+        acts = tuple((a.type, tuple(sorted(a.params.items()))) for a in self.actions)
+        results = tuple((o.verdict, _NUMBERS.sub("#", o.content)) for o in self.outcomes)
+        return (acts, results)
+
+    def condensed_reply(self) -> str:
+        if self.format_error:
+            return "(earlier reply, condensed: it had no usable action)"
+        return "(earlier reply, condensed) " + "; ".join(describe(a) for a in self.actions)
+
+    def condensed_observation(self, keep_error: bool) -> str:
+        if self.format_error:
+            return f"(condensed) Format error: {self.brief_error}"
+        lines = []
+        for o in self.outcomes:
+            limit = ERROR_CHARS if keep_error and o.verdict == "FAILED" else BRIEF_CHARS
+            if o.label.startswith("read_file") and o.verdict == "ok" and not keep_error:
+                body = f"({len(o.content):,} characters read; read the file again to see them)"
+            else:
+                body = _brief(o.content, limit)
+            lines.append(f"[{o.label}] {o.verdict}" + (f": {body}" if body else ""))
+        return "(condensed) " + "\n".join(lines)
+
+
+class Transcript:
+    """A task's conversation with the model."""
+
+    def __init__(self, head: list[dict[str, Any]], keep_whole: int | None = None) -> None:
+        self.head = head
+        self.turns: list[Turn] = []
+        self.keep_whole = KEEP_WHOLE if keep_whole is None else keep_whole
+
+    def add(self, turn: Turn) -> None:
+        self.turns.append(turn)
+
+    def messages(self) -> list[dict[str, Any]]:
+        out = list(self.head)
+        n = len(self.turns)
+        last_failed = max((i for i, t in enumerate(self.turns) if t.failed), default=-1)
+        for i, turn in enumerate(self.turns):
+            if i >= n - self.keep_whole:
+                out.append({"role": "assistant", "content": turn.reply})
+                out.append({"role": "user", "content": turn.observation()})
+            else:
+                out.append({"role": "assistant", "content": turn.condensed_reply()})
+                out.append(
+                    {"role": "user", "content": turn.condensed_observation(i == last_failed)}
+                )
+        return out
+
+    def repeats(self) -> int:
+        """How many turns in a row, up to the last one, did the same thing with the same
+        result (1 when the last turn is new)."""
+        if not self.turns or not self.turns[-1].actions:
+            return 0
+        last = self.turns[-1].signature()
+        count = 0
+        for turn in reversed(self.turns):
+            if not turn.actions or turn.signature() != last:
+                break
+            count += 1
+        return count
+
+
+def describe(action: Action) -> str:
+    """One line saying what an action did."""
+    p = action.params
+    if action.type == "write_code":
+        content = p.get("content", "")
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        return f"write_code {p.get('path', '')} ({lines} lines)"
+    if action.type == "edit_file":
+        return f"edit_file {p.get('path', '')} (replaced {_brief(p.get('old_str', ''), 60)!r})"
+    if action.type == "terminal_run":
+        cwd = f" in {p['cwd']}" if p.get("cwd") else ""
+        return f"terminal_run `{_brief(p.get('command', ''), 200)}`{cwd}"
+    if action.type == "read_file":
+        return f"read_file {p.get('path', '')}"
+    return action.type
+
+
+def _brief(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} […] {text[-half:]}"

@@ -1,0 +1,100 @@
+"""GET /api/settings (what the UI needs to know) and POST /api/llm/check (one tiny model
+call, answered in plain words)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from backend.api.common import manager, read_json
+from backend.api.errors import ApiError
+from backend.config import Settings
+from backend.llm.base import LLMError
+
+CHECK_TIMEOUT = 20.0
+CHECK_MESSAGES = [
+    {"role": "system", "content": "You are a connectivity check. Answer with one word."},
+    {"role": "user", "content": "Reply with the word OK."},
+]
+NO_MODEL = (
+    "No model is configured. Put LLM_MODEL (a litellm model id such as openai/gpt-4o-mini) "
+    "and LLM_API_KEY in the .env file next to where planact runs, then restart planact: "
+    "settings are read once at start-up."
+)
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def pick_model(settings: Settings, raw: Any) -> str | None:
+    """The model a request asked for, validated against LLM_MODEL / LLM_MODELS (400 if it
+    is not offered); None means the default."""
+    if raw is None:
+        return None
+    choices = settings.model_choices()
+    if not isinstance(raw, str) or raw not in choices:
+        offered = ", ".join(choices) or "none (LLM_MODEL is not set)"
+        raise ApiError(400, f"'model' must be one of the offered models: {offered}.")
+    return raw
+
+
+async def get_settings(request: Request) -> Response:
+    s = _settings(request)
+    return JSONResponse(
+        {
+            "model": s.llm_model,
+            "models": s.model_choices(),
+            "runtimes": request.app.state.runtimes_available,
+            "auth": s.auth_enabled,
+            "upload_max_mb": s.upload_max_mb,
+            "workspace_max_mb": s.workspace_max_mb,
+        }
+    )
+
+
+async def optional_json(request: Request) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared == "0" or (declared is None and "transfer-encoding" not in request.headers):
+        return {}
+    return await read_json(request)
+
+
+async def check_model(request: Request) -> Response:
+    body = await optional_json(request)
+    s = _settings(request)
+    model = pick_model(s, body.get("model")) or s.llm_model
+    if not model:
+        return JSONResponse({"ok": False, "model": None, "latency_ms": 0, "error": NO_MODEL})
+    llm = manager(request).llm
+    started = time.monotonic()
+    error: str | None = None
+    try:
+        completion = await asyncio.wait_for(
+            llm.complete(stage="check", messages=[dict(m) for m in CHECK_MESSAGES], model=model),
+            CHECK_TIMEOUT,
+        )
+        if not completion.text.strip() and not completion.tool_calls:
+            error = "The model answered with an empty reply."
+    except TimeoutError:
+        error = f"The model did not answer within {CHECK_TIMEOUT:g} seconds."
+    except LLMError as exc:
+        error = str(exc)
+    except Exception as exc:  # a provider error litellm did not classify
+        error = f"The call failed: {type(exc).__name__}: {exc}"
+    latency = round((time.monotonic() - started) * 1000)
+    out: dict[str, Any] = {"ok": error is None, "model": model, "latency_ms": latency}
+    if error is not None:
+        out["error"] = error
+    return JSONResponse(out)
+
+
+routes = [
+    Route("/api/settings", get_settings, methods=["GET"]),
+    Route("/api/llm/check", check_model, methods=["POST"]),
+]

@@ -1,0 +1,89 @@
+"""The LLM the app uses: each call goes to the lean OpenAI-compatible path when the model
+allows it (backend/llm/providers.py), to litellm otherwise."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from typing import Any, Literal
+
+from backend.llm.base import Completion, DeltaCallback
+from backend.llm.litellm_client import LiteLLM
+from backend.llm.openai_compat import OpenAICompatLLM, missing_model_error
+
+log = logging.getLogger(__name__)
+
+
+class DispatchLLM:
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Literal["auto", "litellm"] = "auto",
+        timeout: float = 120.0,
+        call_max_seconds: float = 600.0,
+        max_retries: int = 3,
+        max_timeout_retries: int = 1,
+        retry_base_delay: float = 1.0,
+        stream: bool = True,
+    ) -> None:
+        common: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "timeout": timeout,
+            "call_max_seconds": call_max_seconds,
+            "max_retries": max_retries,
+            "max_timeout_retries": max_timeout_retries,
+            "retry_base_delay": retry_base_delay,
+            "stream": stream,
+        }
+        self.model = model
+        self.mode = client
+        self.lean = OpenAICompatLLM(model, **common)
+        self.litellm = LiteLLM(model, **common)
+
+    @property
+    def default_model(self) -> str | None:
+        return self.model
+
+    def path(self, model: str | None = None) -> Literal["lean", "litellm"]:
+        """Which client serves ``model`` (default: the configured model)."""
+        use = model or self.model
+        if self.mode == "auto" and use and self.lean.endpoint(use) is not None:
+            return "lean"
+        return "litellm"
+
+    async def complete(
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> Completion:
+        use = model or self.model
+        if not use:
+            raise missing_model_error()
+        client = self.lean if self.path(use) == "lean" else self.litellm
+        return await client.complete(stage=stage, messages=messages, model=use, on_delta=on_delta)
+
+    def prewarm(self) -> bool:
+        """Import litellm in a background thread when the default model needs it, so that
+        the first run does not wait for the import (seconds). True when started."""
+        if not self.model or self.path() != "litellm":
+            return False
+        threading.Thread(target=_import_litellm, daemon=True).start()
+        return True
+
+    async def aclose(self) -> None:
+        await self.lean.aclose()
+
+
+def _import_litellm() -> None:
+    try:
+        importlib.import_module("litellm")
+    except Exception:  # reported on first use
+        log.debug("litellm prewarm failed", exc_info=True)

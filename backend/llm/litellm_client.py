@@ -1,0 +1,306 @@
+"""litellm-backed LLM, for providers that are not OpenAI-compatible (Anthropic, Gemini,
+Bedrock, Ollama's native API…) and for LLM_CLIENT=litellm. Same seam, retry policy and
+deadlines as the lean path (backend/llm/openai_compat.py); one contract suite covers both
+(tests/llm/test_contract.py).
+
+What litellm cannot do the same way, and what we do about it:
+- it replaces a missing finish reason with "stop": we read the finish reason the provider
+  really sent (``CustomStreamWrapper.received_finish_reason``) so that a stream cut off
+  without one is a truncated reply, as on the lean path; a stream that sends ``[DONE]`` but
+  no finish reason counts as truncated here (the lean path accepts it);
+- it fails a call after 100 identical chunks in a row (a guard against looping models): we
+  raise that limit, since identical chunks are legitimate content (``----`` rules, padding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+from typing import Any
+
+import anyio
+
+from backend.llm.base import (
+    Completion,
+    DeltaCallback,
+    LLMConfigError,
+    LLMError,
+    LLMTransientError,
+    LLMTruncatedError,
+)
+from backend.llm.deadline import Deadline
+from backend.llm.openai_compat import YIELD_EVERY, missing_model_error
+from backend.llm.retry import RetryPolicy, short
+
+log = logging.getLogger(__name__)
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+class LiteLLM:
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        call_max_seconds: float = 600.0,
+        max_retries: int = 3,
+        max_timeout_retries: int = 1,
+        retry_base_delay: float = 1.0,
+        stream: bool = True,
+    ) -> None:
+        self.model = model
+        self.api_key = api_key
+        self.base_url = base_url
+        self.timeout = timeout
+        self.call_max_seconds = call_max_seconds
+        self.retry = RetryPolicy(max_retries, max_timeout_retries, retry_base_delay)
+        self.stream = stream
+
+    @property
+    def default_model(self) -> str | None:
+        return self.model
+
+    async def complete(
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> Completion:
+        use_model = model or self.model
+        if not use_model:
+            raise missing_model_error()
+        litellm = await _litellm()
+        kwargs: dict[str, Any] = {
+            "model": use_model,
+            "messages": messages,
+            "extra_headers": {"X-Agent-Stage": stage},
+            # the socket timeout; our content-only deadlines fire first
+            "timeout": self.call_max_seconds + 5,
+            "num_retries": 0,
+        }
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        if self.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
+
+        retryable = (
+            litellm.RateLimitError,
+            litellm.InternalServerError,
+            litellm.ServiceUnavailableError,
+            litellm.APIConnectionError,
+            litellm.Timeout,
+            litellm.BadGatewayError,
+        )
+
+        async def attempt() -> Completion:
+            try:
+                async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
+                    return await self._call(litellm, kwargs, use_model, deadline, on_delta)
+            except (litellm.AuthenticationError, litellm.PermissionDeniedError) as exc:
+                raise LLMConfigError(
+                    f"The provider rejected the credentials for model {use_model!r}: "
+                    f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {short(exc)}"
+                ) from exc
+            except litellm.NotFoundError as exc:
+                raise LLMConfigError(
+                    f"Model {use_model!r} was not found by the provider: check LLM_MODEL. "
+                    f"Provider said: {short(exc)}"
+                ) from exc
+            except litellm.BadRequestError as exc:
+                text = str(exc)
+                if "LLM Provider NOT provided" in text or "llm_provider" in text:
+                    raise LLMConfigError(
+                        f"LLM_MODEL={use_model!r} names no known provider: use a litellm id "
+                        "such as openai/gpt-4o-mini."
+                    ) from exc
+                raise LLMError(f"The model rejected the request: {short(exc)}") from exc
+            except retryable as exc:
+                raise LLMTransientError(short(exc)) from exc
+            except litellm.APIError as exc:
+                # litellm maps some statuses (403 from an OpenAI-compatible server) to APIError
+                status = getattr(exc, "status_code", None)
+                if status in (401, 403):
+                    raise LLMConfigError(
+                        f"The provider rejected the credentials for model {use_model!r} "
+                        f"(HTTP {status}): check LLM_API_KEY (and LLM_BASE_URL). Provider "
+                        f"said: {short(exc)}"
+                    ) from exc
+                if status in (408, 409) or (isinstance(status, int) and status >= 500):
+                    raise LLMTransientError(short(exc)) from exc
+                raise LLMError(f"The model call ({stage}) failed: {short(exc)}") from exc
+
+        return await self.retry.run(stage, attempt)
+
+    async def _call(
+        self,
+        litellm: Any,
+        kwargs: dict[str, Any],
+        model: str,
+        deadline: Deadline,
+        on_delta: DeltaCallback | None,
+    ) -> Completion:
+        response = await litellm.acompletion(**kwargs)
+        if not self.stream:
+            got = _from_response(litellm, response, model)
+            if on_delta is not None:
+                if got.reasoning:
+                    on_delta("reasoning", got.reasoning)
+                if got.text:
+                    on_delta("text", got.text)
+            return got
+        parts: list[str] = []
+        reasoning: list[str] = []
+        finish: str | None = None
+        usage: Any = None
+        tool_calls: dict[int, dict[str, Any]] = {}
+        count = 0
+        try:
+            async for chunk in response:
+                count += 1
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # a buffered stream must not hold the loop
+                if getattr(chunk, "usage", None):
+                    usage = chunk.usage
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None:
+                        if delta.content:
+                            parts.append(delta.content)
+                            deadline.touch()
+                            if on_delta is not None:
+                                on_delta("text", delta.content)
+                        piece = getattr(delta, "reasoning_content", None)
+                        if piece:
+                            reasoning.append(piece)
+                            deadline.touch()
+                            if on_delta is not None:
+                                on_delta("reasoning", piece)
+                        for tc in getattr(delta, "tool_calls", None) or []:
+                            deadline.touch()
+                            slot = tool_calls.setdefault(
+                                tc.index or 0,
+                                {
+                                    "id": "",
+                                    "type": "function",
+                                    "function": {"name": "", "arguments": ""},
+                                },
+                            )
+                            if tc.id:
+                                slot["id"] = tc.id
+                            if tc.function is not None:
+                                name = tc.function.name
+                                if name and name != slot["function"]["name"]:
+                                    slot["function"]["name"] += name
+                                if tc.function.arguments:
+                                    slot["function"]["arguments"] += tc.function.arguments
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+                        deadline.touch()
+        finally:
+            closer = getattr(response, "aclose", None)
+            if closer is not None:
+                try:
+                    await closer()
+                except Exception:  # closing a failed stream: nothing more to learn
+                    log.debug("closing the litellm stream failed", exc_info=True)
+        sent = getattr(response, "received_finish_reason", None) or getattr(
+            response, "intermittent_finish_reason", None
+        )
+        if sent is None:
+            raise LLMTruncatedError(
+                "the model stream ended without a finish reason: the reply was cut off "
+                f"after {sum(map(len, parts))} characters"
+            )
+        text = "".join(parts)
+        completion = Completion(
+            text=text,
+            model=model,
+            finish_reason=finish,
+            tool_calls=[tool_calls[i] for i in sorted(tool_calls)] or None,
+            reasoning="".join(reasoning),
+        )
+        _fill_usage(litellm, completion, usage, model)
+        return completion
+
+
+_LITELLM: Any = None
+
+
+async def _litellm() -> Any:
+    """litellm, imported lazily (server start stays fast) and in a worker thread: the
+    import takes seconds and must never freeze the event loop."""
+    global _LITELLM
+    if _LITELLM is None:
+        module: Any = await anyio.to_thread.run_sync(importlib.import_module, "litellm")
+        module.suppress_debug_info = True
+        # we keep our own usage and cost: spare the per-chunk logging work
+        module.disable_streaming_logging = True
+        module.logging = False
+        # identical chunks in a row are content, not a loop (see the module docstring)
+        module.REPEATED_STREAMING_CHUNK_LIMIT = 1_000_000_000
+        _LITELLM = module
+    return _LITELLM
+
+
+def _from_response(litellm: Any, response: Any, model: str) -> Completion:
+    choice = response.choices[0]
+    msg = choice.message
+    calls = None
+    if getattr(msg, "tool_calls", None):
+        calls = [
+            {
+                "id": tc.id,
+                "type": "function",
+                "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+            }
+            for tc in msg.tool_calls
+        ]
+    completion = Completion(
+        text=msg.content or "",
+        model=model,
+        finish_reason=choice.finish_reason,
+        tool_calls=calls,
+        reasoning=getattr(msg, "reasoning_content", None) or "",
+    )
+    _fill_usage(litellm, completion, getattr(response, "usage", None), model)
+    return completion
+
+
+def _fill_usage(litellm: Any, completion: Completion, usage: Any, model: str) -> None:
+    if usage is None:
+        return
+    completion.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    prices = _prices(litellm, model)
+    if prices is not None:
+        completion.cost = (
+            completion.prompt_tokens * prices[0] + completion.completion_tokens * prices[1]
+        )
+
+
+_PRICES: dict[str, tuple[float, float] | None] = {}
+
+
+def _prices(litellm: Any, model: str) -> tuple[float, float] | None:
+    """USD per prompt token and per completion token, looked up once per model (litellm's
+    lookup is slow); None when litellm does not know the model's price."""
+    if model not in _PRICES:
+        try:
+            prompt, _ = litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
+            _, completion = litellm.cost_per_token(
+                model=model, prompt_tokens=0, completion_tokens=1
+            )
+            _PRICES[model] = (float(prompt), float(completion))
+        except Exception:  # unknown model: cost not known
+            _PRICES[model] = None
+    return _PRICES[model]

@@ -1,0 +1,433 @@
+"""The lean path: OpenAI-compatible chat completions with httpx and a plain SSE/JSON parse.
+
+One shared ``httpx.AsyncClient`` per event loop (connection pooling); per streamed chunk
+one ``json.loads`` and a few dict lookups, nothing kept but the text pieces. Which models
+come here: backend/llm/providers.py. Retries: backend/llm/retry.py. Deadlines:
+backend/llm/deadline.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import httpx
+
+from backend.llm.base import (
+    Completion,
+    DeltaCallback,
+    LLMConfigError,
+    LLMError,
+    LLMTransientError,
+    LLMTruncatedError,
+)
+from backend.llm.deadline import Deadline
+from backend.llm.prices import cost, prices
+from backend.llm.providers import Endpoint, lean_endpoint
+from backend.llm.retry import RetryPolicy, short
+
+log = logging.getLogger(__name__)
+
+# a buffered stream is consumed in slices of this many events, with a yield to the event
+# loop between slices, so that a reply that is already whole in the buffer never holds
+# other requests up for more than a fraction of a millisecond
+YIELD_EVERY = 32
+# the longest SSE line accepted (a server that never sends a newline is not a stream)
+MAX_LINE = 16 * 2**20
+# how much of an error body is read (error messages only)
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+def missing_model_error() -> LLMConfigError:
+    return LLMConfigError(
+        "No model is configured: set LLM_MODEL (a litellm model id such as "
+        "openai/gpt-4o-mini or ollama/qwen2.5-coder) and LLM_API_KEY in .env or the "
+        "environment, restart planact (settings are read at start-up), then try again."
+    )
+
+
+class OpenAICompatLLM:
+    """The LLM seam over any OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        call_max_seconds: float = 600.0,
+        max_retries: int = 3,
+        max_timeout_retries: int = 1,
+        retry_base_delay: float = 1.0,
+        stream: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.transport = transport
+        self.api_key = api_key
+        self.base_url = base_url
+        self.timeout = timeout
+        self.call_max_seconds = call_max_seconds
+        self.retry = RetryPolicy(max_retries, max_timeout_retries, retry_base_delay)
+        self.stream = stream
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def default_model(self) -> str | None:
+        return self.model
+
+    def endpoint(self, model: str) -> Endpoint | None:
+        return lean_endpoint(model, self.base_url, self.api_key)
+
+    def client(self) -> httpx.AsyncClient:
+        """The shared client of the running event loop (pooled connections are bound to
+        the loop that opened them; a new loop, as in some tests, gets a new client)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(
+                # deadlines are ours (content-only idle timer, hard cap per attempt)
+                timeout=httpx.Timeout(None),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                transport=self.transport,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+
+    async def complete(
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> Completion:
+        use_model = model or self.model
+        if not use_model:
+            raise missing_model_error()
+        endpoint = self.endpoint(use_model)
+        if endpoint is None:
+            raise LLMConfigError(
+                f"LLM_MODEL={use_model!r} is not served by an OpenAI-compatible endpoint: "
+                "set LLM_BASE_URL or use a litellm id such as openai/gpt-4o-mini."
+            )
+        headers = {"Content-Type": "application/json", "X-Agent-Stage": stage}
+        if endpoint.api_key:
+            headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        payload: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+        if self.stream:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
+            headers["Accept"] = "text/event-stream"
+        # ensure_ascii: a lone surrogate in the history is escaped, never an encode error
+        body = json.dumps(payload).encode()
+
+        async def attempt() -> Completion:
+            async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
+                try:
+                    if self.stream:
+                        got = await self._stream(endpoint, headers, body, deadline, on_delta)
+                    else:
+                        got = await self._once(endpoint, headers, body, on_delta)
+                except httpx.TransportError as exc:
+                    raise LLMTransientError(
+                        f"could not reach the model at {endpoint.url}: "
+                        f"{short(exc) or type(exc).__name__}"
+                    ) from exc
+            got.model = use_model
+            if got.prompt_tokens or got.completion_tokens:
+                got.cost = cost(await prices(use_model), got.prompt_tokens, got.completion_tokens)
+            return got
+
+        return await self.retry.run(stage, attempt)
+
+    # -- one attempt -------------------------------------------------------------------------
+    async def _once(
+        self,
+        endpoint: Endpoint,
+        headers: dict[str, str],
+        body: bytes,
+        on_delta: DeltaCallback | None,
+    ) -> Completion:
+        response = await self.client().post(endpoint.url, content=body, headers=headers)
+        if response.status_code != 200:
+            raise http_error(response.status_code, response.content, endpoint, response)
+        try:
+            data = json.loads(response.content)
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            if not isinstance(text, str) or not isinstance(reasoning, str):
+                raise TypeError("content is not text")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise LLMTransientError(
+                f"the model server answered something that is not a chat completion: "
+                f"{short(response.text, 200)}"
+            ) from exc
+        if on_delta is not None:
+            if reasoning:
+                on_delta("reasoning", reasoning)
+            if text:
+                on_delta("text", text)
+        calls = message.get("tool_calls")
+        got = Completion(
+            text=text,
+            finish_reason=choice.get("finish_reason"),
+            tool_calls=calls if isinstance(calls, list) and calls else None,
+            reasoning=reasoning,
+        )
+        _usage(got, data.get("usage"))
+        return got
+
+    async def _stream(
+        self,
+        endpoint: Endpoint,
+        headers: dict[str, str],
+        body: bytes,
+        deadline: Deadline,
+        on_delta: DeltaCallback | None,
+    ) -> Completion:
+        request = self.client().build_request("POST", endpoint.url, content=body, headers=headers)
+        response = await self.client().send(request, stream=True)
+        try:
+            if response.status_code != 200:
+                raw = await _read_capped(response)
+                raise http_error(response.status_code, raw, endpoint, response)
+            reader = _StreamReader(deadline, on_delta)
+            await reader.read(response)
+            return reader.completion()
+        finally:
+            await response.aclose()
+
+
+class _StreamReader:
+    """The SSE parse of one streamed reply: accumulates text, reasoning, tool calls, usage
+    and the finish reason; knows whether the stream ended properly."""
+
+    __slots__ = (
+        "deadline",
+        "done",
+        "finish",
+        "on_delta",
+        "reasoning",
+        "text",
+        "tools",
+        "usage",
+    )
+
+    def __init__(self, deadline: Deadline, on_delta: DeltaCallback | None) -> None:
+        self.deadline = deadline
+        self.on_delta = on_delta
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.tools: list[dict[str, Any]] = []
+        self.usage: Any = None
+        self.finish: str | None = None
+        self.done = False
+
+    async def read(self, response: httpx.Response) -> None:
+        pending = b""
+        data: list[bytes] = []  # the data lines of the event being read
+        events = 0
+        async for block in response.aiter_bytes():
+            if self.done:
+                continue  # read the body to its end: the connection goes back to the pool
+            if pending:
+                block = pending + block
+            lines = block.split(b"\n")
+            pending = lines.pop()
+            if len(pending) > MAX_LINE:
+                raise LLMTransientError(
+                    f"the model stream sent a line longer than {MAX_LINE // 2**20} MB"
+                )
+            for line in lines:
+                if line[:5] == b"data:":
+                    data.append(line[5:].strip())
+                elif line and line != b"\r":
+                    continue  # a comment (keep-alive), or event:/id:/retry:
+                elif data:
+                    # blank line: the event is complete
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    data.clear()
+                    if self.event(payload):
+                        break
+                    events += 1
+                    if events >= YIELD_EVERY:
+                        events = 0
+                        await asyncio.sleep(0)
+        if self.done:
+            return
+        if pending[:5] == b"data:":
+            data.append(pending[5:].strip())
+        if data:  # the server left out the last blank line
+            self.event(data[0] if len(data) == 1 else b"\n".join(data))
+
+    def event(self, payload: bytes) -> bool:
+        """Handle one event; True at ``[DONE]``."""
+        if payload == b"[DONE]":
+            self.done = True
+            return True
+        try:
+            obj = json.loads(payload)
+        except ValueError as exc:
+            raise LLMTransientError(
+                f"the model stream sent a chunk that is not JSON: {short(repr(payload), 120)}"
+            ) from exc
+        try:
+            self.chunk(obj)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+            raise LLMTransientError(
+                f"the model stream sent a malformed chunk: {short(repr(payload), 120)}"
+            ) from exc
+        return False
+
+    def chunk(self, obj: dict[str, Any]) -> None:
+        error = obj.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else error
+            said = short(str(message))
+            raise LLMTransientError(f"the provider reported an error mid-stream: {said}")
+        usage = obj.get("usage")
+        if usage:
+            self.usage = usage
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                piece = delta.get("content")
+                if piece and isinstance(piece, str):
+                    self.text.append(piece)
+                    self.deadline.touch()
+                    if self.on_delta is not None:
+                        self.on_delta("text", piece)
+                piece = delta.get("reasoning_content") or delta.get("reasoning")
+                if piece and isinstance(piece, str):
+                    self.reasoning.append(piece)
+                    self.deadline.touch()
+                    if self.on_delta is not None:
+                        self.on_delta("reasoning", piece)
+                calls = delta.get("tool_calls")
+                if calls:
+                    self.tool_deltas(calls)
+                    self.deadline.touch()
+            finish = choice.get("finish_reason")
+            if finish:
+                self.finish = str(finish)
+                self.deadline.touch()
+
+    def tool_deltas(self, calls: list[dict[str, Any]]) -> None:
+        tools = self.tools
+        for call in calls:
+            index = call.get("index")
+            if not isinstance(index, int):
+                # no index: a new call when it carries a new id, else the last one
+                new = call.get("id") and not any(t["id"] == call["id"] for t in tools)
+                index = len(tools) if (new or not tools) else len(tools) - 1
+            while len(tools) <= index:
+                tools.append(
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+            slot = tools[index]
+            if call.get("id"):
+                slot["id"] = call["id"]
+            function = call.get("function") or {}
+            name = function.get("name")
+            if name and name != slot["function"]["name"]:
+                # streamed in pieces by most servers; some repeat the whole name
+                slot["function"]["name"] += name
+            arguments = function.get("arguments")
+            if arguments:
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(arguments)
+                slot["function"]["arguments"] += arguments
+
+    def completion(self) -> Completion:
+        if not self.done and self.finish is None:
+            raise LLMTruncatedError(
+                "the model stream ended without a finish reason or [DONE]: the reply was "
+                f"cut off after {sum(map(len, self.text))} characters"
+            )
+        got = Completion(
+            text="".join(self.text),
+            finish_reason=self.finish,
+            tool_calls=self.tools or None,
+            reasoning="".join(self.reasoning),
+        )
+        _usage(got, self.usage)
+        return got
+
+
+def _usage(got: Completion, usage: Any) -> None:
+    if isinstance(usage, dict):
+        got.prompt_tokens = _count(usage.get("prompt_tokens"))
+        got.completion_tokens = _count(usage.get("completion_tokens"))
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    async for block in response.aiter_bytes():
+        parts.append(block)
+        size += len(block)
+        if size >= ERROR_BODY_LIMIT:
+            break
+    return b"".join(parts)
+
+
+def http_error(
+    status: int, raw: bytes, endpoint: Endpoint, response: httpx.Response | None = None
+) -> LLMError:
+    said = _provider_message(raw)
+    model = endpoint.model
+    if status in (401, 403):
+        return LLMConfigError(
+            f"The provider rejected the credentials for model {model!r} (HTTP {status}): "
+            f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {said}"
+        )
+    if status == 404:
+        return LLMConfigError(
+            f"Model {model!r} was not found at {endpoint.url} (HTTP 404): check LLM_MODEL "
+            f"and LLM_BASE_URL. Provider said: {said}"
+        )
+    if status in (408, 409, 429) or status >= 500:
+        error = LLMTransientError(f"HTTP {status} from the model server: {said}")
+        if response is not None:
+            error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
+        return error
+    return LLMError(f"The model rejected the request (HTTP {status}): {said}")
+
+
+def _provider_message(raw: bytes) -> str:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return short(raw.decode("utf-8", "replace")) or "(no message)"
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict) and error.get("message"):
+            return short(str(error["message"]))
+        if isinstance(error, str):
+            return short(error)
+    return short(json.dumps(data))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

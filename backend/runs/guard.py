@@ -1,0 +1,37 @@
+"""The run's view of its runtime: every action first checks the run's stop flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from backend.actions.model import Action
+from backend.runtime.base import ActionResult, OutputCallback, Runtime
+
+if TYPE_CHECKING:
+    from backend.agent.context import RunContext
+
+
+class StopCheckedRuntime:
+    """Wraps the shared runtime for one run: ``execute`` raises RunStopped when a stop was
+    requested, before the action starts (the pipeline closes the action's message)."""
+
+    def __init__(self, inner: Runtime, ctx: RunContext) -> None:
+        self.inner = inner
+        self.ctx = ctx
+        self.name = inner.name
+
+    async def execute(
+        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
+    ) -> ActionResult:
+        self.ctx.check_stop()
+        return await self.inner.execute(action, workspace, on_output)
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def forget(self, workspace: Path) -> None:
+        await self.inner.forget(workspace)
+
+    async def close(self) -> None:
+        await self.inner.close()

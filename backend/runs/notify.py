@@ -1,0 +1,196 @@
+"""The notifier seam: wake readers and owners across processes.
+
+- ``LocalNotifier`` (the embedded default): everything stays in this process's ``Bus``.
+- ``PgNotifier``: PostgreSQL LISTEN/NOTIFY. The store sends the NOTIFY for a message (and for
+  a run's end, and for a stop request) in the same transaction as the row, so a listener
+  hears of it exactly when it is committed. One listening connection per process, reconnected
+  when lost; after a reconnect every reader is woken to re-read the store (nothing missed).
+
+Both carry unstored live ``delta`` events: ``publish_delta(run_id, payload)`` delivers to the
+readers of this process at once and, on PostgreSQL, to the other processes by a NOTIFY sent
+outside any transaction (split so that each NOTIFY stays under PostgreSQL's 8000 bytes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from sqlalchemy.engine import make_url
+
+from backend.messages.bus import Bus
+from backend.store.repo import CONTROL_CHANNEL, MESSAGE_CHANNEL
+
+log = logging.getLogger(__name__)
+
+DELTA_CHANNEL = "planact_delta"
+NOTIFY_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes and more
+HEALTH_SECONDS = 5.0  # the listener checks its connection when it heard nothing this long
+
+ControlHandler = Callable[[str, str], None]  # (kind, run id), e.g. ("stop", "…")
+
+
+class Notifier(Protocol):
+    bus: Bus
+    cross_process: bool  # True when wake-ups from other processes arrive (no polling needed)
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def on_control(self, handler: ControlHandler) -> None:
+        """``handler(kind, run_id)`` is called for control requests (stop) from any process."""
+
+    def control(self, kind: str, run_id: str) -> None:
+        """Deliver a control request recorded in the store to this process's handlers
+        (other processes hear of it through the store's NOTIFY, when there is one)."""
+
+    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
+        """A live, unstored delta of ``run_id`` for every reader on every process."""
+
+
+class LocalNotifier:
+    cross_process = False
+
+    def __init__(self, bus: Bus | None = None) -> None:
+        self.bus = bus or Bus()
+        self._handlers: list[ControlHandler] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    def on_control(self, handler: ControlHandler) -> None:
+        self._handlers.append(handler)
+
+    def control(self, kind: str, run_id: str) -> None:
+        for handler in list(self._handlers):
+            handler(kind, run_id)
+
+    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
+        self.bus.deliver_delta(run_id, payload)
+
+
+class PgNotifier(LocalNotifier):
+    cross_process = True
+
+    def __init__(self, database_url: str, instance_id: str, bus: Bus | None = None) -> None:
+        super().__init__(bus)
+        self.conninfo = psycopg_conninfo(database_url)
+        self.instance_id = instance_id
+        self._task: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+        self._sender: Any = None
+        self._send_lock = asyncio.Lock()
+        self.reconnects = 0
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen(), name="planact-listen")
+        async with asyncio.timeout(30):
+            await self._listening.wait()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._sender is not None:
+            with contextlib.suppress(Exception):
+                await self._sender.close()
+
+    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
+        self.bus.deliver_delta(run_id, payload)
+        for part in _split(payload):
+            body = json.dumps(
+                {"i": self.instance_id, "r": run_id, "p": part}, separators=(",", ":")
+            )
+            try:
+                await self._send(body)
+            except Exception as exc:  # deltas are best effort: the stored message follows
+                log.warning("could not send a delta: %s", exc)
+                return
+
+    async def _send(self, body: str) -> None:
+        import psycopg
+
+        async with self._send_lock:
+            if self._sender is None or self._sender.closed:
+                self._sender = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            try:
+                await self._sender.execute("SELECT pg_notify(%s, %s)", (DELTA_CHANNEL, body))
+            except psycopg.OperationalError:
+                self._sender = None
+                raise
+
+    async def _listen(self) -> None:
+        import psycopg
+
+        backoff = 0.1
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self.conninfo, autocommit=True, keepalives=1, keepalives_idle=10
+                )
+                async with conn:
+                    for channel in (MESSAGE_CHANNEL, CONTROL_CHANNEL, DELTA_CHANNEL):
+                        await conn.execute(f"LISTEN {channel}")
+                    if self._listening.is_set():
+                        self.reconnects += 1
+                        log.warning("notification listener reconnected")
+                    self._listening.set()
+                    backoff = 0.1
+                    # whatever was committed while we were not listening: read it again
+                    self.bus.notify_all()
+                    while True:
+                        async for note in conn.notifies(timeout=HEALTH_SECONDS):
+                            self._dispatch(note.channel, note.payload)
+                        await conn.execute("SELECT 1")  # quiet: is the connection alive?
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("notification listener lost its connection (%s); retrying", exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def _dispatch(self, channel: str, payload: str) -> None:
+        if channel == MESSAGE_CHANNEL:
+            self.bus.notify(payload)
+        elif channel == CONTROL_CHANNEL:
+            kind, _, run_id = payload.partition(":")
+            self.control(kind, run_id)
+        elif channel == DELTA_CHANNEL:
+            try:
+                data = json.loads(payload)
+            except json.JSONDecodeError:
+                return
+            if data.get("i") != self.instance_id:  # our own were delivered directly
+                self.bus.deliver_delta(str(data.get("r")), data.get("p") or {})
+
+
+def _split(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cut a delta whose text is too long for one NOTIFY into several (same uuid)."""
+    size = len(json.dumps(payload).encode())
+    if size <= NOTIFY_LIMIT - 200:
+        return [payload]
+    text = str(payload.get("text", ""))
+    rest = {k: v for k, v in payload.items() if k != "text"}
+    room = max(200, (NOTIFY_LIMIT - 400 - len(json.dumps(rest).encode())) // 6)  # \uXXXX
+    return [{**rest, "text": text[i : i + room]} for i in range(0, len(text), room)] or [rest]
+
+
+def psycopg_conninfo(database_url: str) -> str:
+    """A libpq connection string from the SQLAlchemy URL."""
+    url = make_url(database_url).set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
+def make_notifier(database_url: str, instance_id: str) -> Notifier:
+    if make_url(database_url).get_backend_name() == "postgresql":
+        return PgNotifier(database_url, instance_id)
+    return LocalNotifier()

@@ -1,0 +1,97 @@
+"""`planact worker`: executes queued runs (EXECUTOR=queue, PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import signal
+from typing import Any
+
+from backend.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+async def prewarm_litellm(settings: Settings) -> None:
+    """Import litellm (seconds) off the event loop before taking runs: an import on the
+    loop at the first model call would stall the lease renewal."""
+    if settings.llm_model:
+        try:
+            await asyncio.to_thread(importlib.import_module, "litellm")
+        except Exception:  # reported on first use
+            log.debug("litellm prewarm failed", exc_info=True)
+
+
+async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
+    from procrastinate.worker import Worker
+
+    from backend.agent.routing import load_specialists
+    from backend.app import make_llm
+    from backend.runs.executor import QUEUE, build_app, ensure_schema, require_postgres
+    from backend.runs.lease import new_instance_id
+    from backend.runs.manager import RunManager
+    from backend.runs.notify import make_notifier
+    from backend.store.repo import Store
+
+    require_postgres(settings.database_url)
+    await prewarm_litellm(settings)
+    store = Store(settings.database_url)
+    await asyncio.to_thread(store.migrate)
+    await ensure_schema(settings.database_url)
+    iid = new_instance_id("worker")
+    manager = RunManager(
+        settings,
+        store,
+        make_notifier(settings.database_url, iid),
+        make_llm(settings),
+        load_specialists(settings.specialists_file),
+        kind="worker",
+        instance_id=iid,
+    )
+    await manager.open()
+    app = build_app(settings.database_url, manager)
+    await app.open_async()
+    worker = Worker(
+        app,
+        queues=[QUEUE],
+        name=manager.instance_id,
+        concurrency=concurrency or settings.worker_concurrency,
+        install_signal_handlers=False,
+        listen_notify=True,
+        fetch_job_polling_interval=2.0,
+        delete_jobs="successful",
+    )
+    loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Task[Any]] = []
+
+    async def graceful() -> None:
+        # stop taking jobs; running runs go on up to SHUTDOWN_GRACE, then are stopped
+        manager.accepting = False
+        worker.stop()
+        await manager.drain(settings.shutdown_grace)
+
+    def on_signal() -> None:
+        if stopping:
+            log.warning("second signal: stopping the active runs now")
+            stopping.append(asyncio.ensure_future(manager.drain(0)))
+            return
+        log.warning("stopping: no new runs; active runs get %.0f s", settings.shutdown_grace)
+        stopping.append(asyncio.ensure_future(graceful()))
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    print(f"planact worker {manager.instance_id} ready", flush=True)
+    try:
+        await worker.run()
+        for task in stopping:
+            with contextlib.suppress(Exception):
+                await task
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await manager.shutdown()
+        await app.close_async()
+        await store.close()
+    return 0

@@ -1,0 +1,119 @@
+"""Run one command so that no process it starts outlives it (the local runtime's wrapper).
+
+    python -I -S reaper.py SERVER_PID COMMAND
+
+Standalone (standard library only, run with ``-I -S``). It makes itself a *child
+subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the command starts stays its
+descendant, even after ``setsid`` or a double fork, because orphans are re-parented to it
+instead of to init. It runs ``bash -c COMMAND`` in a new session and, when that ends or when
+it is told to stop (SIGTERM, SIGINT, SIGHUP, or the server dying: ``PR_SET_PDEATHSIG``),
+kills every descendant and reaps them until it has no child left. Then it exits with the
+command's status (128 + signal number for a signal, as shells do).
+
+Limit: the command runs as the same user, so it can kill this wrapper itself
+(``kill -9 $PPID``); what it started then escapes. The local runtime is not a sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+STOPPED = 128 + signal.SIGTERM
+
+
+class Stop(Exception):
+    pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stop
+
+
+def descendants(me: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        ppid = int(data[data.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    todo = list(children.get(me, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def kill_all() -> None:
+    """Kill every descendant; return once none is left (no child to wait for)."""
+    me = os.getpid()
+    while True:
+        for pid in descendants(me):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(-1, 0)  # one exits (orphans of the killed come to us next)
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def run(server: int, command: str) -> int | None:
+    """Run the command; its wait status, or None when told to stop first."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        for sig in SIGNALS:
+            signal.signal(sig, _stop)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != server:  # the server died before the line above
+            return None
+        main_pid = os.posix_spawn(
+            "/bin/bash",
+            ["bash", "-c", command],
+            os.environ,
+            setsid=True,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *SIGNALS),
+        )
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == main_pid:
+                return status
+    except Stop:
+        return None
+
+
+def main() -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    status = run(int(sys.argv[1]), sys.argv[2])
+    while True:  # no Stop may interrupt the clean-up: block the signals first
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+            break
+        except Stop:
+            continue
+    kill_all()
+    if status is None:
+        return STOPPED
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Input files a person gives a conversation: name checks, size limits, and the one function
+that writes an upload into the workspace (``save_upload``)."""
+
+from __future__ import annotations
+
+import stat
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from backend.runtime import confined
+from backend.runtime.paths import PathEscapeError
+from backend.workspace import scan
+
+MB = 1024 * 1024
+MAX_NAME = 255
+MAX_PATH = 1024
+
+
+class UploadError(Exception):
+    """An upload refused; ``status`` is the HTTP status (400 bad name, 413 too large)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    upload_max_bytes: int
+    workspace_max_bytes: int
+
+    @classmethod
+    def from_mb(cls, upload_mb: float, workspace_mb: float) -> UploadLimits:
+        return cls(int(upload_mb * MB), int(workspace_mb * MB))
+
+
+def _check_part(part: str, what: str) -> None:
+    if part == "..":
+        raise UploadError(400, f"{what} may not contain '..'.")
+    for ch in part:
+        if ch == "\x00" or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            raise UploadError(400, f"{what} contains a control character ({ch!r}).")
+    if len(part.encode()) > MAX_NAME:
+        raise UploadError(400, f"{what} has a name longer than {MAX_NAME} bytes.")
+
+
+def _parts(raw: str, what: str) -> list[str]:
+    if "\\" in raw:
+        raise UploadError(400, f"{what} {raw!r} contains a backslash; use '/' between folders.")
+    if raw.startswith("/") or PurePosixPath(raw).is_absolute():
+        raise UploadError(400, f"{what} {raw!r} is absolute; give a path inside the workspace.")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    for p in parts:
+        _check_part(p, f"{what} {raw!r}")
+    return parts
+
+
+def upload_path(directory: str, filename: str) -> str:
+    """The workspace-relative path for an uploaded file named ``filename`` in the optional
+    folder ``directory``. Raises UploadError(400) for names that could leave the workspace
+    or that a person could not read (``..``, absolute, NUL or other control characters)."""
+    name_parts = _parts(filename, "File name")
+    if len(name_parts) != 1:
+        raise UploadError(
+            400, f"File name {filename!r} must be a plain name; put folders in 'dir'."
+        )
+    rel = "/".join([*_parts(directory, "Folder"), *name_parts])
+    if len(rel.encode()) > MAX_PATH:
+        raise UploadError(400, f"The path {rel[:60]!r}… is longer than {MAX_PATH} bytes.")
+    return rel
+
+
+def workspace_size(workspace: Path) -> dict[str, int]:
+    """relative path -> size of every regular file in the workspace."""
+    return {p: size for p, (size, _m) in scan(workspace).items()}
+
+
+def check_workspace_room(workspace: Path, incoming: dict[str, int], limits: UploadLimits) -> None:
+    """Raise UploadError(413) when the workspace would grow over WORKSPACE_MAX_MB."""
+    sizes = workspace_size(workspace)
+    after = sum(sizes.values()) + sum(n - sizes.get(p, 0) for p, n in incoming.items())
+    if after > limits.workspace_max_bytes:
+        raise UploadError(
+            413,
+            f"The conversation's workspace would hold {after / MB:.1f} MB, over its limit of "
+            f"{limits.workspace_max_bytes / MB:g} MB (WORKSPACE_MAX_MB). Delete files or "
+            "start a new conversation.",
+        )
+
+
+def save_upload(workspace: Path, relpath: str, source: BinaryIO) -> int:
+    """Write ``source`` to ``relpath`` inside ``workspace``, atomically and without
+    following a symlink out of it (backend/runtime/confined.py: the same file operations as
+    the actions). Returns the size written."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    source.seek(0)
+    try:
+        with confined.located(workspace, relpath, create=True) as loc:
+            if loc.name == "." or _is_dir(loc):
+                raise UploadError(400, f"{relpath!r} is a folder in the workspace.")
+            return confined.replace_in(loc, source, None)
+    except (PathEscapeError, FileExistsError, NotADirectoryError) as exc:
+        raise UploadError(400, f"Cannot write {relpath!r} in the workspace: {exc}") from exc
+
+
+def _is_dir(loc: confined.Located) -> bool:
+    st = loc.lstat()
+    return st is not None and stat.S_ISDIR(st.st_mode)

@@ -1,0 +1,111 @@
+"""The minimal relay the stream benchmark compares planact with: the same stack
+(Starlette, uvicorn, SQLite, httpx) doing the least a streaming agent service must do.
+
+POST /run {"goal", "calls"?: ["route", "auto_reply"]} answers text/event-stream: the
+question is stored as one SQLite row and sent as one SSE event; then for each stage in
+``calls`` one streamed model call (httpx + json.loads per chunk), whose reply is stored as
+one row and sent as one event; then `event: end`. GET /api/health answers {"status": "ok"}.
+
+  python bench/relay.py --port P --model-url http://127.0.0.1:M/v1 --db /tmp/relay.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+def make_app(model_url: str, db_path: str) -> Starlette:
+    db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, run_id TEXT, "
+        "kind TEXT, content TEXT)"
+    )
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(None), limits=httpx.Limits(max_connections=None)
+    )
+
+    def store(run_id: str, kind: str, content: str) -> str:
+        cur = db.execute(
+            "INSERT INTO messages (run_id, kind, content) VALUES (?, ?, ?)",
+            (run_id, kind, content),
+        )
+        data = json.dumps({"run_id": run_id, "kind": kind, "content": content})
+        return f"id: {cur.lastrowid}\nevent: message\ndata: {data}\n\n"
+
+    async def call_model(stage: str, goal: str) -> str:
+        body = {
+            "model": "fake",
+            "messages": [{"role": "user", "content": goal}],
+            "stream": True,
+        }
+        parts: list[str] = []
+        async with client.stream(
+            "POST",
+            f"{model_url}/chat/completions",
+            json=body,
+            headers={"X-Agent-Stage": stage},
+        ) as resp:
+            async for line in resp.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    chunk: Any = json.loads(line[6:])
+                    for choice in chunk.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content")
+                        if piece:
+                            parts.append(piece)
+        return "".join(parts)
+
+    async def run(request: Request) -> Response:
+        data = await request.json()
+        goal = str(data.get("goal", ""))
+        calls = list(data.get("calls") or ["auto_reply"])
+        run_id = uuid.uuid4().hex
+
+        async def events() -> AsyncIterator[str]:
+            yield store(run_id, "question", goal)
+            for stage in calls:
+                yield store(run_id, stage, await call_model(stage, goal))
+            yield f'event: end\ndata: {{"run_id": "{run_id}", "status": "completed"}}\n\n'
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def health(_request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[
+            Route("/run", run, methods=["POST"]),
+            Route("/api/health", health, methods=["GET"]),
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--model-url", required=True)
+    parser.add_argument("--db", required=True)
+    args = parser.parse_args()
+    uvicorn.run(
+        make_app(args.model_url, args.db),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+    )
+
+
+if __name__ == "__main__":
+    main()

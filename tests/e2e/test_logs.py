@@ -1,0 +1,79 @@
+"""What `planact serve` logs and what `pytest` prints last (issue 13)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.server import Server, server_env, wait_for
+from tests.fakellm import FakeModelServer
+
+pytestmark = pytest.mark.e2e
+
+
+def test_serve_logs_one_line_per_run_start_and_end_and_no_library_noise(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, RUNTIME="local")
+    del env["LOG_LEVEL"]  # the default a person gets
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script({"stage": "auto_reply", "content": "Hello."})
+        _, end, headers = server.run({"goal": "say hello", "mode": "chat"})
+        assert end["status"] == "completed"
+        rid, cid = headers["x-run-id"], headers["x-conversation-id"]
+        wait_for(lambda: f"run {rid} ended" in server.log.read_text(), what="the end line")
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    ours = [line for line in log.splitlines() if "planact.runs" in line]
+    assert len(ours) == 2, ours
+    assert f"run {rid} started: conversation {cid}, mode chat, runtime local" in ours[0]
+    assert "model openai/fake-model" in ours[0]
+    assert f"run {rid} ended: conversation {cid}, status completed, 1 model calls" in ours[1]
+    assert " tokens, " in ours[1] and ours[1].endswith(" s")
+    noises = ("LiteLLM", "litellm", "alembic", "Running upgrade", "RUNTIME=local", "HTTP Request")
+    for noise in noises:
+        assert noise not in log, (noise, log[-3000:])
+
+
+def test_debug_log_level_brings_library_lines_back(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, LOG_LEVEL="DEBUG")
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script({"stage": "auto_reply", "content": "Hello."})
+        server.run({"goal": "say hello", "mode": "chat"})
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert "alembic" in log.lower()
+    assert "LiteLLM" in log
+
+
+def test_pytest_summarises_skips_in_one_line_before_the_result(tmp_path: Path) -> None:
+    (tmp_path / "test_some.py").write_text(
+        "import pytest\n"
+        "def test_ok(): pass\n"
+        "@pytest.mark.parametrize('i', range(30))\n"
+        "def test_needs_docker(i): pytest.skip('no Docker engine (start one)')\n"
+        "def test_needs_chromium(): pytest.skip('no Chromium')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.skipsummary", "-rfE", "-q", str(tmp_path)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = proc.stdout.strip().splitlines()
+    assert "SKIPPED" not in proc.stdout
+    assert lines[-2] == "31 skipped: 30 x no Docker engine; 1 x no Chromium (-rs lists them)"
+    assert lines[-1].startswith("1 passed, 31 skipped")

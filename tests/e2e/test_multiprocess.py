@@ -1,0 +1,444 @@
+"""Issue 10 black-box: two `planact serve` and two `planact worker` on one PostgreSQL
+(EXECUTOR=queue), the fake model over HTTP; plus two processes on one SQLite file."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.agent.scripts import finish, plan_reply, run, write
+from tests.e2e.cluster import (
+    Worker,
+    follow,
+    messages,
+    open_running,
+    run_status,
+    start_json,
+)
+from tests.e2e.server import Server, server_env, wait_for
+from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, wipe
+from tests.sse_client import iter_events
+
+pytestmark = pytest.mark.e2e
+
+LEASE = 4.0
+
+
+def kinds(msgs: list[dict[str, Any]]) -> list[str]:
+    return [m["meta"]["action_type"] for m in msgs]
+
+
+def sleeper(pidfile: Path) -> str:
+    return run(
+        "python3 -c \"import os,time; open('" + str(pidfile) + "','w').write(str(os.getpid()));"
+        ' time.sleep(600)"'
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Cluster:
+    def __init__(self, tmp: Path, model_url: str) -> None:
+        url = postgres_url()
+        wipe(url)
+        self.tmp = tmp
+        self.env = server_env(
+            tmp,
+            model_url,
+            DATABASE_URL=url,
+            EXECUTOR="queue",
+            LEASE_SECONDS=str(LEASE),
+            SHUTDOWN_GRACE="5",
+        )
+        self.servers = [Server(tmp, self.env), Server(tmp, self.env)]
+        self.workers = [Worker(tmp, self.env, "w1"), Worker(tmp, self.env, "w2")]
+
+    def start(self) -> Cluster:
+        # the first process applies the schemas; the others start together
+        self.servers[0].start(60)
+        for w in self.workers:
+            w.start()
+        self.servers[1].start(60)
+        return self
+
+    def stop(self) -> None:
+        for p in [*self.servers, *self.workers]:
+            p.stop()
+
+    def worker_of(self, server: Server, cid: str) -> Worker:
+        with server.client() as c:
+            owner = c.get(f"/api/conversations/{cid}").json()["runs"][-1]["owner"]
+        pid = int(owner.split("-")[-2])
+        for w in self.workers:
+            if w.proc is not None and w.proc.pid == pid:
+                return w
+        raise AssertionError(f"run owner {owner} is not one of the workers")
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, fake_model_server: FakeModelServer
+) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"), fake_model_server.base_url).start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_reader_on_the_other_replica_gets_every_message_promptly(
+    cluster: Cluster, fake_model: FakeModelServer
+) -> None:
+    a, b = cluster.servers
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("One", "Two")},
+        {"stage": "thinking", "content": write("a.txt", "a\n") + finish("a"), "hold": "h1"},
+        {"stage": "thinking", "content": write("b.txt", "b\n") + finish("b"), "hold": "h2"},
+        {"stage": "summary", "content": "done"},
+    )
+    started = start_json(a, {"goal": "write code"})
+    assert started.status_code == 202, started.text
+    rid, cid = started.json()["run_id"], started.json()["conversation_id"]
+    lags: list[float] = []
+    seen: list[dict[str, Any]] = []
+    end = None
+    with b.client() as c, c.stream("GET", f"/api/agent/runs/{rid}/events") as resp:
+        for ev in iter_events(resp.iter_lines()):
+            if ev.event == "end":
+                end = ev.json
+                break
+            msg = ev.json
+            lags.append(time.time() - msg["timestamp"] / 1000)
+            seen.append(msg)
+            # the holds make the run go in steps: each step must reach this reader at once
+            if msg["meta"]["action_type"] == "task" and msg["status"] == "running":
+                fake_model.release(
+                    "h1" if len([m for m in seen if m["status"] == "running"]) == 1 else "h2"
+                )
+    assert end is not None and end["status"] == "completed"
+    assert seen == messages(a, cid) == messages(b, cid)
+    # the old 5 s store polling delivered in bursts (median 2.5 s late): now each message
+    # arrives by notification
+    assert max(lags) < 1.5, sorted(lags)[-5:]
+
+
+def test_stop_via_the_other_replica_ends_the_run_and_its_command(
+    cluster: Cluster, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    a, b = cluster.servers
+    pidfile = tmp_path / "child.pid"
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Wait")},
+        {"stage": "thinking", "content": sleeper(pidfile)},
+    )
+    ids = start_json(a, {"goal": "write code"}).json()
+    rid = ids["run_id"]
+    pid = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), what="the command"))
+    assert alive(pid)
+    t0 = time.monotonic()
+    with b.client() as c:
+        assert c.post(f"/api/agent/runs/{rid}/stop").status_code == 202
+    msgs, end = follow(a, rid)
+    took = time.monotonic() - t0
+    assert end is not None and end["status"] == "stopped"
+    assert took < 2.0, took
+    assert kinds(msgs)[-2:] == ["stop", "finish_summery"]
+    assert open_running(msgs) == []
+    wait_for(lambda: not alive(pid), timeout=5, what="the command to be killed")
+
+
+def test_restarting_an_api_replica_leaves_other_owners_runs_running(
+    cluster: Cluster, fake_model: FakeModelServer
+) -> None:
+    a, b = cluster.servers
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Hold")},
+        {"stage": "thinking", "content": write("x.txt", "x\n") + finish("x"), "hold": "r"},
+    )
+    ids = start_json(a, {"goal": "write code"}).json()
+    rid, cid = ids["run_id"], ids["conversation_id"]
+    wait_for(lambda: "task" in kinds(messages(b, cid)), what="the task to start")
+    a.stop()
+    a.start(60)
+    assert run_status(b, cid) == ["running"]
+    fake_model.release("r")
+    msgs, end = follow(a, rid)
+    assert end is not None and end["status"] == "completed"
+    assert "error" not in kinds(msgs)
+
+
+def test_kill9_of_a_worker_fails_its_run_within_the_lease_and_frees_the_conversation(
+    cluster: Cluster, fake_model: FakeModelServer
+) -> None:
+    a, b = cluster.servers
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Hang")},
+        {"stage": "thinking", "content": finish("never"), "hold": "never"},
+    )
+    ids = start_json(a, {"goal": "write code"}).json()
+    rid, cid = ids["run_id"], ids["conversation_id"]
+    wait_for(lambda: "task" in kinds(messages(b, cid)), what="the task to start")
+    victim = cluster.worker_of(a, cid)
+    victim.kill9()
+    t0 = time.monotonic()
+    try:
+        msgs, end = follow(b, rid)
+        took = time.monotonic() - t0
+        assert end is not None and end["status"] == "failed"
+        assert took < LEASE + 5, took
+        assert kinds(msgs)[-3:] == ["task", "error", "finish_summery"]
+        assert open_running(msgs) == []
+        fake_model.release("never")
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Again")},
+            {"stage": "thinking", "content": finish("fine")},
+        )
+        again = start_json(b, {"goal": "write code", "conversation_id": cid})
+        assert again.status_code == 202, again.text
+        _, end2 = follow(a, again.json()["run_id"])
+        assert end2 is not None and end2["status"] == "completed"
+    finally:
+        victim.proc = None
+        cluster.workers[cluster.workers.index(victim)] = Worker(
+            cluster.tmp, cluster.env, f"{victim.name}x"
+        ).start()
+
+
+def new_conversation(server: Server, fake_model: FakeModelServer) -> str:
+    """A conversation with one finished run (the race then targets it)."""
+    fake_model.script({"stage": "auto_reply", "content": "hi"})
+    messages, end, headers = server.run({"goal": "hello", "mode": "chat"})
+    assert end is not None and end["status"] == "completed", messages
+    return str(headers["x-conversation-id"])
+
+
+def race(servers: list[Server], cid: str, n: int = 30) -> list[int]:
+    barrier = threading.Barrier(n)
+    codes: list[int] = []
+
+    def post(i: int) -> None:
+        with httpx.Client(base_url=servers[i % len(servers)].url, timeout=60) as c:
+            barrier.wait()
+            r = c.post(
+                "/api/agent/run",
+                json={"goal": "write code", "conversation_id": cid},
+                headers={"Accept": "application/json"},
+            )
+            codes.append(r.status_code)
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return codes
+
+
+def test_thirty_racing_posts_give_exactly_one_run_on_postgresql(
+    cluster: Cluster, fake_model: FakeModelServer
+) -> None:
+    a, b = cluster.servers
+    cid = new_conversation(a, fake_model)
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Hold")},
+        {"stage": "thinking", "content": finish("x"), "hold": "race"},
+    )
+    codes = race([a, b], cid)
+    assert sorted(codes) == [202] + [409] * 29
+    fake_model.release("race")
+    wait_for(lambda: run_status(a, cid) == ["completed"] * 2, what="the one run to end")
+
+
+def test_delete_via_the_other_replica_stops_the_run_first(
+    cluster: Cluster, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    a, b = cluster.servers
+    pidfile = tmp_path / "child.pid"
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Wait")},
+        {"stage": "thinking", "content": sleeper(pidfile)},
+    )
+    ids = start_json(a, {"goal": "write code"}).json()
+    cid = ids["conversation_id"]
+    pid = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), what="the command"))
+    with b.client() as c:
+        assert c.delete(f"/api/conversations/{cid}").status_code == 200
+        assert c.get(f"/api/conversations/{cid}").status_code == 404
+    assert not alive(pid)
+    with a.client() as c:
+        assert c.get(f"/api/conversations/{cid}/messages").status_code == 404
+    for w in cluster.workers:
+        assert "ForeignKeyViolation" not in w.log.read_text()
+
+
+def test_a_new_run_is_refused_with_503_while_a_worker_shuts_down_gracefully(
+    cluster: Cluster, fake_model: FakeModelServer
+) -> None:
+    """SIGTERM on a worker: its active run finishes within the grace."""
+    a, _ = cluster.servers
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Short")},
+        {"stage": "thinking", "content": write("s.txt", "s\n") + finish("s"), "hold": "g"},
+    )
+    ids = start_json(a, {"goal": "write code"}).json()
+    rid, cid = ids["run_id"], ids["conversation_id"]
+    wait_for(lambda: "task" in kinds(messages(a, cid)), what="the task to start")
+    worker = cluster.worker_of(a, cid)
+    assert worker.proc is not None
+    worker.proc.send_signal(15)
+    fake_model.release("g")
+    _, end = follow(a, rid)
+    assert end is not None and end["status"] == "completed"
+    assert worker.proc.wait(20) is not None
+    cluster.workers[cluster.workers.index(worker)] = Worker(
+        cluster.tmp, cluster.env, f"{worker.name}t"
+    ).start()
+
+
+# -- two processes on one SQLite file (the embedded mode) ---------------------------------
+def test_thirty_racing_posts_on_two_processes_sharing_one_sqlite_file(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, LEASE_SECONDS=str(LEASE))
+    a = Server(tmp_path, env).start()
+    b = Server(tmp_path, env).start()
+    try:
+        cid = new_conversation(a, fake_model)
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Hold")},
+            {"stage": "thinking", "content": finish("x"), "hold": "race"},
+        )
+        codes = race([a, b], cid)
+        assert sorted(codes) == [202] + [409] * 29
+        fake_model.release("race")
+        wait_for(lambda: run_status(b, cid) == ["completed"] * 2, what="the one run to end")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_planact_run_on_the_same_sqlite_file_leaves_the_servers_run_alone(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    import subprocess
+    import sys
+
+    env = server_env(tmp_path, fake_model.base_url)
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Hold")},
+            {"stage": "thinking", "content": finish("server"), "hold": "srv"},
+        )
+        ids = start_json(server, {"goal": "write code"}).json()
+        rid, cid = ids["run_id"], ids["conversation_id"]
+        wait_for(lambda: "task" in kinds(messages(server, cid)), what="the task to start")
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("CLI")},
+            {"stage": "thinking", "content": finish("cli")},
+        )
+        cli = subprocess.run(
+            [str(Path(sys.executable).with_name("planact")), "run", "write code"],
+            cwd=tmp_path,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert cli.returncode == 0, cli.stdout + cli.stderr
+        assert run_status(server, cid) == ["running"]
+        assert "error" not in kinds(messages(server, cid))
+        fake_model.release("srv")
+        msgs, end = follow(server, rid)
+        assert end is not None and end["status"] == "completed"
+        assert "error" not in kinds(msgs)
+    finally:
+        server.stop()
+
+
+def test_sigterm_lets_a_short_run_finish_and_refuses_new_runs(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, SHUTDOWN_GRACE="20")
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Short")},
+            {"stage": "thinking", "content": write("s.txt", "s\n") + finish("s"), "hold": "g"},
+        )
+        with (
+            server.client() as c,
+            c.stream("POST", "/api/agent/run", json={"goal": "write code"}) as resp,
+        ):
+            lines = resp.iter_lines()
+            events = iter_events(lines)
+            for ev in events:
+                if ev.event == "message" and ev.json["meta"]["action_type"] == "task":
+                    break
+            assert server.proc is not None
+            server.proc.send_signal(15)
+            refused = wait_for(
+                lambda: start_json(server, {"goal": "write code"}).status_code == 503,
+                what="new runs to be refused",
+            )
+            assert refused
+            fake_model.release("g")
+            rest = list(events)
+        assert rest[-1].event == "end" and rest[-1].json["status"] == "completed"
+        assert server.proc.wait(20) is not None
+    finally:
+        server.stop()
+
+
+def test_sigterm_after_the_grace_stops_the_run_with_a_clear_error(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, SHUTDOWN_GRACE="1")
+    server = Server(tmp_path, env).start()
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Long")},
+        {"stage": "thinking", "content": finish("never"), "hold": "long"},
+    )
+    try:
+        ids = start_json(server, {"goal": "write code"}).json()
+        rid, cid = ids["run_id"], ids["conversation_id"]
+        with server.client() as c, c.stream("GET", f"/api/agent/runs/{rid}/events") as resp:
+            assert server.proc is not None
+            events = iter_events(resp.iter_lines())
+            for ev in events:
+                if ev.event == "message" and ev.json["meta"]["action_type"] == "task":
+                    server.proc.send_signal(15)
+                    break
+            rest = list(events)
+        assert rest[-1].event == "end" and rest[-1].json["status"] == "failed"
+        server.proc.wait(20)
+    finally:
+        server.stop()
+        fake_model.release("long")
+    again = Server(tmp_path, env).start()
+    try:
+        msgs = messages(again, cid)
+        assert open_running(msgs) == []
+        errors = [m for m in msgs if m["meta"]["action_type"] == "error"]
+        assert len(errors) == 1 and "shut down" in errors[0]["content"]
+        assert run_status(again, cid) == ["failed"]
+    finally:
+        again.stop()

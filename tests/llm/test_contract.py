@@ -1,0 +1,329 @@
+"""One contract for the LLM seam, run against both paths (the lean httpx client and
+litellm) through the app's DispatchLLM, with the fake model server over real HTTP.
+
+Where litellm behaves differently the test says so (see backend/llm/litellm_client.py).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+import pytest
+
+from backend.llm.base import (
+    LLMConfigError,
+    LLMError,
+    LLMTimeoutError,
+    LLMTruncatedError,
+)
+from backend.llm.dispatch import DispatchLLM
+from tests.fakellm import FakeModelServer
+
+MSGS = [{"role": "user", "content": "hi"}]
+Path_ = Literal["lean", "litellm"]
+
+pytestmark = pytest.mark.parametrize("path", ["lean", "litellm"])
+
+
+Make = Callable[..., DispatchLLM]
+
+
+@pytest.fixture
+async def make() -> AsyncIterator[Make]:
+    """``make(fake_or_url, path, **options)``: a DispatchLLM on that path, closed after."""
+    made: list[DispatchLLM] = []
+
+    def factory(fake: FakeModelServer | str | None, path: Path_, **kw: Any) -> DispatchLLM:
+        base_url = fake if isinstance(fake, str) or fake is None else fake.base_url
+        options: dict[str, Any] = {"retry_base_delay": 0.01, **kw}
+        llm = DispatchLLM(
+            kw.pop("model", "openai/fake"),
+            api_key="sk-test",
+            base_url=base_url,
+            client="auto" if path == "lean" else "litellm",
+            **{k: v for k, v in options.items() if k != "model"},
+        )
+        if llm.model:
+            assert llm.path() == path
+        made.append(llm)
+        return llm
+
+    yield factory
+    for llm in made:
+        await llm.aclose()
+
+
+class Deltas:
+    def __init__(self) -> None:
+        self.got: list[tuple[str, str]] = []
+
+    def __call__(self, kind: str, text: str) -> None:
+        self.got.append((kind, text))
+
+    def joined(self, kind: str) -> str:
+        return "".join(t for k, t in self.got if k == kind)
+
+    def kinds(self) -> list[str]:
+        """The kinds in order, runs collapsed: ["reasoning", "text"]."""
+        out: list[str] = []
+        for kind, _ in self.got:
+            if not out or out[-1] != kind:
+                out.append(kind)
+        return out
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_text_usage_finish_and_stage_header(
+    make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": "x" * 300, "prompt_tokens": 9, "completion_tokens": 4}
+    )
+    got = await make(fake_model, path, stream=stream).complete(stage="planning", messages=MSGS)
+    assert got.text == "x" * 300
+    assert (got.prompt_tokens, got.completion_tokens) == (9, 4)
+    assert got.finish_reason == "stop"
+    assert got.model == "openai/fake"
+    call = fake_model.model.calls[-1]
+    assert call["stage"] == "planning" and call["stream"] is stream
+    assert call["authorization"] == "Bearer sk-test"
+    assert call["model"] == "fake"  # the provider prefix is not sent, as litellm does
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_reasoning_is_split_off(
+    make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
+) -> None:
+    fake_model.script(
+        {"stage": "thinking", "content": "the answer", "reasoning": "first I think", "chunks": 4}
+    )
+    deltas = Deltas()
+    got = await make(fake_model, path, stream=stream).complete(
+        stage="thinking", messages=MSGS, on_delta=deltas
+    )
+    assert (got.reasoning, got.text) == ("first I think", "the answer")
+    assert deltas.kinds() == ["reasoning", "text"]
+    assert (deltas.joined("reasoning"), deltas.joined("text")) == (got.reasoning, got.text)
+
+
+async def test_on_delta_streams_every_piece_in_order(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    text = "".join(f"word{i} " for i in range(200))
+    fake_model.script({"stage": "auto_reply", "content": text, "chunks": 50})
+    deltas = Deltas()
+    got = await make(fake_model, path).complete(stage="auto_reply", messages=MSGS, on_delta=deltas)
+    assert got.text == text
+    assert deltas.kinds() == ["text"]
+    assert len(deltas.got) == 50  # as the model sent them, not at the end in one piece
+    assert deltas.joined("text") == text
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_native_tool_calls_are_assembled(
+    make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
+) -> None:
+    calls = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+        },
+        {
+            "id": "c2",
+            "type": "function",
+            "function": {"name": "terminal_run", "arguments": '{"command": "ls -la /tmp"}'},
+        },
+    ]
+    fake_model.script(
+        {
+            "stage": "thinking",
+            "content": "",
+            "tool_calls": calls,
+            "finish_reason": "tool_calls",
+            "tool_call_pieces": 4,
+        }
+    )
+    got = await make(fake_model, path, stream=stream).complete(stage="thinking", messages=MSGS)
+    assert got.finish_reason == "tool_calls"
+    assert got.tool_calls is not None
+    assert [(c["id"], c["function"]) for c in got.tool_calls] == [
+        (c["id"], c["function"]) for c in calls
+    ]
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_transient_errors_are_retried(
+    make: Make, fake_model: FakeModelServer, path: Path_, status: int
+) -> None:
+    fake_model.script(
+        {"stage": "thinking", "status": status, "content": "busy"},
+        {"stage": "thinking", "status": status, "content": "busy"},
+        {"stage": "thinking", "content": "ok"},
+    )
+    got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
+    assert got.text == "ok"
+    assert len(fake_model.model.calls) == 3
+
+
+async def test_retries_are_bounded(make: Make, fake_model: FakeModelServer, path: Path_) -> None:
+    fake_model.script(*({"stage": "summary", "status": 503, "content": "down"},) * 3)
+    with pytest.raises(LLMError, match="after 3 attempts"):
+        await make(fake_model, path, max_retries=2).complete(stage="summary", messages=MSGS)
+    assert len(fake_model.model.calls) == 3
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_rejected_key_is_a_config_error(
+    make: Make, fake_model: FakeModelServer, path: Path_, status: int
+) -> None:
+    fake_model.script({"stage": "route", "status": status, "content": "invalid api key"})
+    with pytest.raises(LLMConfigError, match="LLM_API_KEY") as err:
+        await make(fake_model, path).complete(stage="route", messages=MSGS)
+    assert "invalid api key" in str(err.value)
+    assert len(fake_model.model.calls) == 1  # never retried
+
+
+async def test_unknown_model_is_a_config_error(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    fake_model.script({"stage": "route", "status": 404, "content": "model 'fake' not found"})
+    with pytest.raises(LLMConfigError, match="LLM_MODEL"):
+        await make(fake_model, path).complete(stage="route", messages=MSGS)
+    assert len(fake_model.model.calls) == 1
+
+
+async def test_bad_request_is_not_retried(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    fake_model.script({"stage": "thinking", "status": 400, "content": "context too long"})
+    with pytest.raises(LLMError, match="context too long") as err:
+        await make(fake_model, path).complete(stage="thinking", messages=MSGS)
+    assert not isinstance(err.value, LLMConfigError)
+    assert len(fake_model.model.calls) == 1
+
+
+async def test_missing_model_is_a_config_error(make: Make, path: Path_) -> None:
+    llm = make(None, path, model=None)
+    with pytest.raises(LLMConfigError, match="LLM_MODEL"):
+        await llm.complete(stage="route", messages=MSGS)
+
+
+async def test_unreachable_server_is_retried_then_fails(make: Make, path: Path_) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    llm = make(f"http://127.0.0.1:{port}/v1", path, max_retries=1)
+    with pytest.raises(LLMError, match="after 2 attempts"):
+        await llm.complete(stage="route", messages=MSGS)
+
+
+# -- deadlines ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["comment", "empty"])
+async def test_keep_alives_do_not_hold_a_call(
+    make: Make, fake_model: FakeModelServer, path: Path_, kind: str
+) -> None:
+    """issue 12: a keep-alive every 5 s held a call for 300 s with LLM_TIMEOUT=10. Here the
+    model sends keep-alives (comments, or chunks without content) every 50 ms and its
+    first token only after 30 s: with a 0.5 s content timeout the call fails instead."""
+    shape = {"content": "late", "first_token_delay": 30, "keepalive": 0.05, "keepalive_kind": kind}
+    fake_model.script({"stage": "thinking", **shape}, {"stage": "thinking", **shape})
+    with pytest.raises(LLMTimeoutError, match="LLM_TIMEOUT"):
+        await make(fake_model, path, timeout=0.5).complete(stage="thinking", messages=MSGS)
+    assert len(fake_model.model.calls) == 2  # one retry of a timeout, no more
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_silent_model_fails_after_one_retry(
+    make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
+) -> None:
+    """issue 12: a silent model took 4 x 120 s at the default settings. Timeouts are now
+    retried once: default worst case 2 x LLM_TIMEOUT plus one backoff."""
+    fake_model.script(*({"stage": "planning", "silent": True},) * 3)
+    with pytest.raises(LLMTimeoutError, match=r"after 2 attempts.*no content for 0.3 s"):
+        await make(fake_model, path, timeout=0.3, max_retries=3, stream=stream).complete(
+            stage="planning", messages=MSGS
+        )
+    assert len(fake_model.model.calls) == 2
+
+
+async def test_a_stream_that_stops_mid_reply_times_out(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    shape = {"content": "abcdefgh" * 10, "chunks": 10, "hang_after": 3, "keepalive": 0.05}
+    fake_model.script({"stage": "thinking", **shape}, {"stage": "thinking", **shape})
+    deltas = Deltas()
+    with pytest.raises(LLMTimeoutError):
+        await make(fake_model, path, timeout=0.4).complete(
+            stage="thinking", messages=MSGS, on_delta=deltas
+        )
+    assert len(fake_model.model.calls) == 2
+    assert len(deltas.got) == 6  # 3 pieces per attempt arrived before the silence
+
+
+async def test_the_call_deadline_cuts_a_slow_stream_and_is_not_retried(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    # content every 50 ms keeps the idle timer happy; the hard deadline ends it
+    fake_model.script(
+        {"stage": "summary", "content": "z" * 400, "chunks": 400, "chunk_delay": 0.05},
+        {"stage": "summary", "content": "never asked for"},
+    )
+    started = time.monotonic()
+    with pytest.raises(LLMError, match="LLM_CALL_MAX_SECONDS") as err:
+        await make(fake_model, path, timeout=5, call_max_seconds=0.6).complete(
+            stage="summary", messages=MSGS
+        )
+    assert not isinstance(err.value, LLMTimeoutError)
+    assert len(fake_model.model.calls) == 1
+    assert time.monotonic() - started < 20  # 400 x 50 ms would be 20 s
+
+
+# -- how a stream ends -------------------------------------------------------------------
+
+
+async def test_a_stream_without_finish_reason_or_done_is_truncated(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    """issue 12: a stream that closed cleanly with no finish reason and no [DONE] after one
+    action was executed as if complete."""
+    action = "<write_code><path>a.py</path><content>print(1)</content></write_code>"
+    cut = {"stage": "thinking", "content": action, "truncate": True}
+    fake_model.script(cut, cut)
+    with pytest.raises(LLMTruncatedError, match=r"after 2 attempts.*cut off"):
+        await make(fake_model, path, max_retries=1).complete(stage="thinking", messages=MSGS)
+    assert len(fake_model.model.calls) == 2
+
+
+async def test_a_truncated_stream_is_retried(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    fake_model.script(
+        {"stage": "thinking", "content": "partial", "truncate": True},
+        {"stage": "thinking", "content": "whole reply"},
+    )
+    got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
+    assert got.text == "whole reply"
+
+
+async def test_a_finish_reason_without_done_is_complete(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    fake_model.script({"stage": "thinking", "content": "all here", "done": False})
+    got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.finish_reason) == ("all here", "stop")
+
+
+async def test_identical_chunks_are_content(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    """issue 12: 100 identical chunks in a row tripped litellm's repetition guard."""
+    fake_model.script({"stage": "thinking", "content": "----" * 150, "chunk_size": 4})
+    got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
+    assert got.text == "----" * 150
+    assert len(fake_model.model.calls) == 1

@@ -1,0 +1,264 @@
+"""The lean path's own behaviour, beyond the shared contract (tests/llm/test_contract.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from backend.llm.base import LLMError, LLMTransientError
+from backend.llm.openai_compat import YIELD_EVERY, OpenAICompatLLM
+from backend.llm.prices import lookup
+from tests.fakellm import FakeModelServer
+
+MSGS = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+async def lean() -> AsyncIterator[list[OpenAICompatLLM]]:
+    made: list[OpenAICompatLLM] = []
+    yield made
+    for llm in made:
+        await llm.aclose()
+
+
+def sse(*events: dict[str, Any] | str) -> bytes:
+    out = []
+    for event in events:
+        data = event if isinstance(event, str) else json.dumps(event)
+        out.append(f"data: {data}\n\n")
+    return "".join(out).encode()
+
+
+def chunk(content: str | None = None, finish: str | None = None) -> dict[str, Any]:
+    delta = {"content": content} if content is not None else {}
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def over(body: bytes, made: list[OpenAICompatLLM], **kw: Any) -> OpenAICompatLLM:
+    """A client whose every request is answered with ``body`` at once, whole (the network
+    boundary replaced by httpx's MockTransport: the reply is already in the buffer)."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    llm = OpenAICompatLLM(
+        "openai/m",
+        base_url="http://model.invalid/v1",
+        retry_base_delay=0.01,
+        transport=httpx.MockTransport(answer),
+        **kw,
+    )
+    made.append(llm)
+    return llm
+
+
+async def test_a_buffered_stream_yields_to_the_event_loop(lean: list[OpenAICompatLLM]) -> None:
+    """issue 11: a buffered reply was consumed without yielding (90-700 ms per reply, health
+    p99 of seconds). Here 2000 chunks arrive in one block; another task must get turns."""
+    n = 2000
+    body = sse(*(chunk("ab") for _ in range(n)), chunk(finish="stop"), "[DONE]")
+    turns = 0
+    stop = asyncio.Event()
+
+    async def other_task() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    start = turns
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    during = turns - start
+    stop.set()
+    await ticker
+    assert got.text == "ab" * n
+    assert during >= n // YIELD_EVERY
+
+
+async def test_done_without_a_finish_reason_is_complete(lean: list[OpenAICompatLLM]) -> None:
+    body = sse(chunk("all"), chunk(" here"), "[DONE]")
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.finish_reason) == ("all here", None)
+
+
+async def test_sse_details_crlf_comments_multiline_data_and_no_final_blank_line(
+    lean: list[OpenAICompatLLM],
+) -> None:
+    event = json.dumps(chunk("two"), indent=1)  # pretty-printed: several data lines
+    body = (
+        b": OPENROUTER PROCESSING\r\n\r\n"
+        b"event: message\r\nid: 1\r\ndata: "
+        + json.dumps(chunk("one ")).encode()
+        + b"\r\n\r\n"
+        + "".join(f"data: {line}\n" for line in event.split("\n")).encode()
+        + b"\n"
+        + b"data: "
+        + json.dumps(chunk(finish="stop")).encode()
+    )
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.finish_reason) == ("one two", "stop")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (sse(chunk("a"), "{not json"), "not JSON"),
+        (sse(chunk("a"), {"error": {"message": "overloaded"}}), "overloaded"),
+    ],
+)
+async def test_a_broken_stream_is_retried_then_fails(
+    lean: list[OpenAICompatLLM], body: bytes, message: str
+) -> None:
+    with pytest.raises(LLMTransientError, match=rf"after 2 attempts.*{message}"):
+        await over(body, lean, max_retries=1).complete(stage="thinking", messages=MSGS)
+
+
+async def test_the_reasoning_field_variant(
+    fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
+) -> None:
+    # Ollama and OpenRouter name the field "reasoning", DeepSeek "reasoning_content"
+    fake_model.script(
+        {"stage": "thinking", "content": "ok", "reasoning": "hm", "reasoning_field": "reasoning"}
+    )
+    llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url)
+    lean.append(llm)
+    got = await llm.complete(stage="thinking", messages=MSGS)
+    assert (got.reasoning, got.text) == ("hm", "ok")
+
+
+async def test_a_lone_surrogate_in_the_history_is_sent(
+    fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
+) -> None:
+    fake_model.script({"stage": "thinking", "content": "fine"})
+    llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url)
+    lean.append(llm)
+    got = await llm.complete(stage="thinking", messages=[{"role": "user", "content": "a\ud800b"}])
+    assert got.text == "fine"
+    assert fake_model.model.calls[-1]["messages"][0]["content"] == "a\ud800b"
+
+
+async def test_no_key_sends_no_authorization(
+    fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
+) -> None:
+    fake_model.script({"stage": "route", "content": "{}"})
+    llm = OpenAICompatLLM("local-model", base_url=fake_model.base_url)
+    lean.append(llm)
+    await llm.complete(stage="route", messages=MSGS)
+    call = fake_model.model.calls[-1]
+    assert (call["authorization"], call["model"]) == ("", "local-model")
+
+
+async def test_one_pooled_connection_serves_sequential_calls(
+    fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
+) -> None:
+    fake_model.script(*({"stage": "route", "content": "{}"},) * 3)
+    llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url)
+    lean.append(llm)
+    client = llm.client()
+    for _ in range(3):
+        await llm.complete(stage="route", messages=MSGS)
+    assert llm.client() is client
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    assert len(pool.connections) == 1
+
+
+def test_prices_come_from_the_local_table() -> None:
+    assert lookup("openai/gpt-4o-mini") == lookup("gpt-4o-mini") != None  # noqa: E711
+    assert lookup("openai/no-such-model-anywhere") is None
+
+
+def test_the_lean_path_computes_cost_without_importing_litellm(
+    fake_model: FakeModelServer,
+) -> None:
+    fake_model.script(
+        {"stage": "route", "content": "{}", "prompt_tokens": 1000, "completion_tokens": 100}
+    )
+    code = f"""
+import asyncio, sys
+from backend.llm.dispatch import DispatchLLM
+llm = DispatchLLM("openai/gpt-4o-mini", api_key="k", base_url={fake_model.base_url!r})
+got = asyncio.run(llm.complete(stage="route", messages=[{{"role": "user", "content": "x"}}]))
+print(repr(got.cost), "litellm" in sys.modules)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    cost, imported = out.stdout.split()
+    prompt, completion = lookup("gpt-4o-mini") or (0.0, 0.0)
+    assert float(cost) == pytest.approx(1000 * prompt + 100 * completion)
+    assert imported == "False"
+
+
+async def test_an_error_body_that_is_not_json_is_reported(lean: list[OpenAICompatLLM]) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, content=b"<html>Bad Gateway Config</html>")
+
+    llm = OpenAICompatLLM(
+        "openai/m", base_url="http://model.invalid/v1", transport=httpx.MockTransport(answer)
+    )
+    lean.append(llm)
+    with pytest.raises(LLMError, match=r"HTTP 400.*Bad Gateway Config"):
+        await llm.complete(stage="route", messages=MSGS)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"choices": ["x"]},
+        {"choices": [{"delta": {"tool_calls": ["x"]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "x"}]}}]},
+        [1, 2],
+    ],
+)
+async def test_a_malformed_chunk_is_a_model_error_never_a_crash(
+    lean: list[OpenAICompatLLM], bad: Any
+) -> None:
+    body = sse(chunk("a"), bad, chunk(finish="stop"))
+    with pytest.raises(LLMTransientError, match="malformed chunk"):
+        await over(body, lean, max_retries=0).complete(stage="thinking", messages=MSGS)
+
+
+async def test_odd_but_harmless_fields_are_ignored(lean: list[OpenAICompatLLM]) -> None:
+    body = sse(
+        {"choices": [{"delta": {"content": ["part"]}}]},  # not text: skipped
+        chunk("kept"),
+        {"choices": [], "usage": {"prompt_tokens": "many", "completion_tokens": 3}},
+        chunk(finish="stop"),
+    )
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.prompt_tokens, got.completion_tokens) == ("kept", 0, 3)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b'{"choices": []}',
+        b'{"choices": [{"message": "x"}]}',
+        b'{"choices": [{"message": {"content": 5}}]}',
+    ],
+)
+async def test_a_non_streamed_answer_that_is_not_a_completion_is_a_model_error(
+    lean: list[OpenAICompatLLM], body: bytes
+) -> None:
+    llm = over(body, lean, max_retries=0, stream=False)
+    with pytest.raises(LLMTransientError, match="not a chat completion"):
+        await llm.complete(stage="thinking", messages=MSGS)
+
+
+async def test_a_line_without_end_is_refused(
+    lean: list[OpenAICompatLLM], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("backend.llm.openai_compat.MAX_LINE", 1000)
+    body = sse(chunk("a")) + b"data: " + b"x" * 5000
+    with pytest.raises(LLMTransientError, match="line longer than"):
+        await over(body, lean, max_retries=0).complete(stage="thinking", messages=MSGS)

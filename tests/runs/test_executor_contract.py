@@ -1,0 +1,131 @@
+"""One contract for every executor: InlineExecutor (this process runs the run) and
+QueueExecutor (procrastinate on PostgreSQL; a real `planact worker` subprocess runs it)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from backend.agent.routing import BUILTIN
+from backend.app import make_llm
+from backend.runs import RunManager
+from backend.runs.executor import InlineExecutor, QueueConfigError, QueueExecutor
+from backend.runs.lease import new_instance_id
+from backend.runs.notify import make_notifier
+from backend.store.repo import Store
+from tests.agent.scripts import finish, plan_reply, write
+from tests.conftest import make_settings
+from tests.e2e.cluster import Worker
+from tests.e2e.server import server_env
+from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, wipe
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(params=["inline", "queue"])
+async def manager(
+    request: pytest.FixtureRequest, tmp_path: Path, fake_model: FakeModelServer
+) -> AsyncIterator[RunManager]:
+    if request.param == "inline":
+        url = f"sqlite:///{tmp_path}/x.db"
+    else:
+        url = postgres_url()
+        wipe(url)
+    settings = make_settings(
+        tmp_path,
+        database_url=url,
+        llm_model="openai/fake-model",
+        llm_api_key="sk-fake",
+        llm_base_url=fake_model.base_url,
+        executor=request.param,
+    )
+    store = Store(url)
+    store.migrate()
+    iid = new_instance_id("serve")
+    m = RunManager(
+        settings, store, make_notifier(url, iid), make_llm(settings), BUILTIN, instance_id=iid
+    )
+    m.executor = QueueExecutor(url) if request.param == "queue" else InlineExecutor(m)
+    await m.open()
+    worker = None
+    if request.param == "queue":
+        env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")
+        worker = Worker(tmp_path, env, "contract").start()
+    try:
+        yield m
+    finally:
+        await m.shutdown()
+        await store.close()
+        if worker is not None:
+            worker.stop()
+
+
+async def test_a_submitted_run_is_executed_once_to_its_end_by_a_leased_owner(
+    manager: RunManager, fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("One")},
+        {"stage": "thinking", "content": write("a.txt", "a\n") + finish("done")},
+    )
+    cid, rid = await manager.start("1", "write code")
+    assert await manager.wait(rid, timeout=60) == "completed"
+    run = await manager.store.get_run(rid)
+    assert run is not None and run["owner"]
+    if manager.executor.runs_here:
+        assert run["owner"] == manager.instance_id
+    else:
+        assert run["owner"].startswith("worker-")
+    kinds = [m.meta.action_type for m in await manager.store.messages(cid, limit=100)]
+    assert kinds.count("question") == 1 and kinds[-1] == "finish_summery"
+    assert [c["stage"] for c in fake_model.model.calls] == ["planning", "thinking"]
+
+
+async def test_a_run_is_stopped_through_the_executor_that_holds_it(
+    manager: RunManager, fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("One")},
+        {"stage": "thinking", "content": finish("never"), "hold": "held"},
+    )
+    cid, rid = await manager.start("1", "write code")
+    sub = manager.bus.subscribe(rid)
+    try:
+        while not any(
+            m.meta.action_type == "task" for m in await manager.store.messages(cid, limit=100)
+        ):
+            await manager.bus.wait(rid, sub, 1)
+    finally:
+        manager.bus.unsubscribe(rid, sub)
+    assert await manager.stop(rid) is True
+    assert await manager.wait(rid, timeout=10) == "stopped"
+    fake_model.release("held")
+
+
+def test_the_queue_executor_needs_postgresql() -> None:
+    with pytest.raises(QueueConfigError, match="PostgreSQL"):
+        QueueExecutor("sqlite:///./x.db")
+
+
+@pytest.mark.parametrize("command", [["worker"], ["serve"]])
+def test_queue_mode_without_postgresql_is_a_clear_start_up_error(
+    tmp_path: Path, command: list[str]
+) -> None:
+    import os
+    import subprocess
+
+    from tests.e2e.server import PLANACT
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+        "EXECUTOR": "queue",
+        "FRONTEND_DIST": str(tmp_path / "no-ui"),
+    }
+    done = subprocess.run(
+        [PLANACT, *command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "EXECUTOR=queue needs PostgreSQL" in done.stderr

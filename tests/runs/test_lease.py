@@ -1,0 +1,211 @@
+"""Ownership in the store: leases, recovery per lease, ending only running runs, one running
+run per conversation across processes (two Store objects stand for two processes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from backend.actions.model import Action
+from backend.agent.routing import BUILTIN
+from backend.llm.testing import ScriptedLLM
+from backend.messages.bus import Bus
+from backend.messages.message import Message
+from backend.runs import RunManager
+from backend.runtime.base import ActionResult
+from backend.store.repo import ConflictError, Store
+from tests.conftest import make_settings
+from tests.pg import postgres_url, wipe
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/lease.db"
+    url = postgres_url()
+    wipe(url)
+    return url
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    s = Store(db_url)
+    s.migrate()
+    yield s
+    await s.close()
+
+
+class ReapingRuntime:
+    """The docker runtime's owner-reaping hook, as the lease keeper sees it."""
+
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.reaped: list[list[str]] = []
+
+    async def execute(self, action: Action, workspace: Path) -> ActionResult:
+        raise AssertionError("not used")
+
+    async def start(self) -> None: ...
+
+    async def forget(self, workspace: Path) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def reap_owners(self, owners: list[str]) -> None:
+        self.reaped.append(sorted(owners))
+
+
+async def manager_on(tmp_path: Path, db_url: str, **kw: Any) -> RunManager:
+    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=2.0)
+    store = Store(db_url)
+    store.migrate()
+    m = RunManager(settings, store, Bus(), ScriptedLLM([]), BUILTIN, **kw)
+    await m.open()
+    return m
+
+
+async def close(m: RunManager) -> None:
+    await m.shutdown()
+    await m.store.close()
+
+
+async def test_ending_changes_only_a_run_that_is_still_running(store: Store) -> None:
+    cid = await store.create_conversation("1", "t")
+    rid = await store.start_run("1", cid, "g", "auto", "local", owner="me")
+    assert await store.end_run(rid, "failed", "lease expired") is True
+    assert await store.end_run(rid, "completed") is False  # a late owner cannot overwrite
+    run = await store.get_run(rid)
+    assert run is not None and run["status"] == "failed" and run["error"] == "lease expired"
+
+
+async def test_thirty_racing_starts_from_two_processes_give_exactly_one_run(
+    store: Store, db_url: str
+) -> None:
+    other = Store(db_url)  # a second process's store on the same database
+    try:
+        cid = await store.create_conversation("1", "t")
+        results = await asyncio.gather(
+            *[
+                (store if i % 2 else other).start_run("1", cid, "g", "auto", "local", owner="x")
+                for i in range(30)
+            ],
+            return_exceptions=True,
+        )
+        assert sum(isinstance(r, str) for r in results) == 1
+        assert sum(isinstance(r, ConflictError) for r in results) == 29
+    finally:
+        await other.close()
+
+
+async def set_expiry(store: Store, iid: str, when: datetime) -> None:
+    await store._core(
+        lambda c: c.execute(
+            text("UPDATE instances SET expires_at = :t WHERE id = :i").bindparams(t=when, i=iid)
+        )
+    )
+
+
+async def test_recovery_fails_only_runs_whose_owner_lease_expired(
+    tmp_path: Path, db_url: str
+) -> None:
+    reaper = ReapingRuntime()
+    b = await manager_on(tmp_path, db_url, runtimes={"docker": reaper})
+    store = b.store
+    try:
+        # a live owner (another host: its lease is all we know), and an owner that is gone
+        await store.renew_instance("worker-a", "worker", 3600, "elsewhere|pid:[1]")
+        cid_a = await store.create_conversation("1", "a")
+        rid_a = await store.start_run("1", cid_a, "g", "auto", "local", owner="worker-a")
+        cid_g = await store.create_conversation("1", "g")
+        rid_g = await store.start_run("1", cid_g, "g", "auto", "local", owner="ghost")
+        await store.save_tasks(rid_g, cid_g, [{"id": "t1", "title": "T", "status": "running"}])
+        for msg in (
+            Message.build("task", "T", status="running", task_id="t1"),
+            Message.build("terminal_run", "sleep 9", status="running", task_id="t1", uuid="u1"),
+        ):
+            msg.conversation_id, msg.run_id = cid_g, rid_g
+            await store.append_message(msg)
+
+        assert await b.recover() == 1
+        ghost = await store.get_run(rid_g)
+        assert ghost is not None and ghost["status"] == "failed"
+        live = await store.get_run(rid_a)
+        assert live is not None and live["status"] == "running"  # never touched
+        msgs = await store.messages(cid_g, limit=100)
+        kinds = [(m.meta.action_type, m.status) for m in msgs]
+        assert kinds == [
+            ("task", "running"),
+            ("terminal_run", "running"),
+            ("terminal_run", "failure"),
+            ("task", "failure"),
+            ("error", "failure"),
+            ("finish_summery", "success"),
+        ]
+        assert msgs[2].uuid == "u1"
+        assert "crashed or restarted" in msgs[4].content
+        assert await store.running_tasks(rid_g) == []
+
+        # worker-a dies (kill -9): it renews nothing and its lease runs out
+        await store.expire_instance("worker-a")
+        assert await b.recover() == 1
+        gone = await store.get_run(rid_a)
+        assert gone is not None and gone["status"] == "failed"
+        assert reaper.reaped == []  # not yet: a lease's grace after it expired
+        # the conversation takes a new run
+        await store.start_run("1", cid_a, "again", "auto", "local", owner=b.instance_id)
+        # an expired owner with no running run left: its sandboxes are reaped, row dropped
+        await set_expiry(store, "worker-a", datetime(2000, 1, 1))
+        await b.recover()
+        assert reaper.reaped == [["worker-a"]]
+        assert "worker-a" not in {i["id"] for i in await store.instances()}
+    finally:
+        await close(b)
+
+
+async def test_a_queued_run_no_worker_took_is_stopped_by_whoever_is_asked(
+    tmp_path: Path, db_url: str
+) -> None:
+    m = await manager_on(tmp_path, db_url)
+    try:
+        cid = await m.store.create_conversation("1", "q")
+        rid = await m.store.start_run("1", cid, "g", "auto", "local", owner=None)
+        assert await m.stop(rid) is True
+        assert await m.wait(rid, timeout=5) == "stopped"
+        kinds = [x.meta.action_type for x in await m.store.messages(cid, limit=100)]
+        assert kinds == ["stop", "finish_summery"]
+        # a worker that picks the job up later finds nothing to do
+        assert await m.execute(rid) == "stopped"
+        assert await m.stop(rid) is False
+    finally:
+        await close(m)
+
+
+async def test_a_restarted_process_recovers_its_dead_predecessor_at_once(
+    tmp_path: Path, db_url: str
+) -> None:
+    """Same host and PID namespace, process gone: no need to wait for the lease."""
+    m = await manager_on(tmp_path, db_url)
+    try:
+        store = m.store
+        await store.renew_instance("serve-old", "serve", 3600, m.lease.host)
+        await store._core(
+            lambda c: c.execute(
+                __import__("sqlalchemy").text(
+                    "UPDATE instances SET pid = 999999999 WHERE id = 'serve-old'"
+                )
+            )
+        )
+        cid = await store.create_conversation("1", "o")
+        rid = await store.start_run("1", cid, "g", "auto", "local", owner="serve-old")
+        assert await m.recover() == 1
+        run = await store.get_run(rid)
+        assert run is not None and run["status"] == "failed"
+    finally:
+        await close(m)

@@ -1,0 +1,63 @@
+"""Store parts of issue 13 on SQLite and PostgreSQL: search, rename, default titles, uploads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backend.store.repo import Store
+from tests.pg import postgres_url, wipe
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/db.sqlite"
+    else:
+        url = postgres_url()
+        wipe(url)
+    s = Store(url)
+    s.migrate()
+    yield s
+    await s.close()
+
+
+async def test_search_by_title_and_goal_literally_and_per_user(store: Store) -> None:
+    sales = await store.create_conversation("1", "Sales 100% Report")
+    weather = await store.create_conversation("1", "Weather")
+    other = await store.create_conversation("2", "Sales of another user")
+    await store.start_run("1", weather, "Chart the RAIN in Oslo_2026", "auto", "local")
+
+    async def ids(q: str, user: str = "1") -> set[str]:
+        return {c["conversation_id"] for c in await store.list_conversations(user, q)}
+
+    assert await ids("sales") == {sales}
+    assert await ids("rain in oslo") == {weather}
+    assert await ids("100%") == {sales}
+    assert await ids("%") == {sales}
+    assert await ids("o_2") == {weather}
+    assert await ids("0_1") == set()  # '_' is no wildcard
+    assert await ids("\\") == set()
+    assert await ids("") == {sales, weather}
+    assert await ids("sales", "2") == {other}
+
+
+async def test_rename_and_default_titles(store: Store) -> None:
+    cid = await store.create_conversation("1", "")
+    assert await store.rename_conversation("2", cid, "not mine") is False
+    assert await store.retitle_if_default(cid, ("",), "first goal") is True
+    assert await store.retitle_if_default(cid, ("", "first goal"), "Planner title") is True
+    assert await store.rename_conversation("1", cid, "Chosen") is True
+    assert await store.retitle_if_default(cid, ("", "first goal"), "Planner again") is False
+    conv = await store.get_conversation("1", cid)
+    assert conv is not None and conv["title"] == "Chosen"
+
+
+async def test_uploads_are_remembered_until_a_run_changes_them(store: Store) -> None:
+    cid = await store.create_conversation("1", "")
+    await store.record_uploads(cid, [("b.csv", 3), ("a/data.csv", 10)])
+    assert await store.uploaded_files(cid) == ["a/data.csv", "b.csv"]
+    rid = await store.start_run("1", cid, "g", "auto", "local")
+    await store.record_files(cid, rid, [("b.csv", 5)])
+    assert await store.uploaded_files(cid) == ["a/data.csv"]
