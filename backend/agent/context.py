@@ -4,7 +4,6 @@ messages and call the model."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +41,18 @@ async def _store_through_cancellation(store: Store, msg: Message) -> tuple[Messa
             cancelled = True
             if write.done() and write.cancelled():
                 raise
+
+
+async def _drain_deltas(live: Live) -> bool:
+    """Send the pending live deltas (best effort). Returns True when the run was cancelled
+    meanwhile: the caller still stores its message, then lets the cancellation through."""
+    try:
+        await live.drain()
+    except asyncio.CancelledError:
+        return True
+    except Exception as exc:
+        log.warning("could not send live deltas: %s", exc)
+    return False
 
 
 class RunStopped(BaseException):
@@ -122,7 +133,12 @@ class RunContext:
             msg.meta.content = relative_paths(msg.meta.content, self.workspace)
         if self.lost:  # another process ended this run: its messages are closed
             return msg
+        # the message's pending live deltas go out before it: to other processes too, whose
+        # notification of the message is sent when it is stored
+        self.live.flush(msg.uuid)
+        cancelled_early = await _drain_deltas(self.live)
         stored, cancelled = await _store_through_cancellation(self.store, msg)
+        cancelled = cancelled or cancelled_early
         if msg.meta.action_type == "task":  # tasks pair by task id
             if msg.status == "running":
                 self.open_tasks.add(str(msg.meta.task_id))
@@ -132,9 +148,7 @@ class RunContext:
             self.open_actions[msg.uuid] = stored
         else:
             self.open_actions.pop(msg.uuid, None)
-        self.live.published(stored)  # the message's pending deltas go out before it
-        with contextlib.suppress(Exception):  # deltas are best effort
-            await self.live.drain()
+        self.live.published(stored)
         self.bus.publish(self.run_id, stored)
         if cancelled:  # the write is done and tracked: now let the cancellation through
             raise asyncio.CancelledError()

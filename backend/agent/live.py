@@ -91,6 +91,11 @@ class Live:
             await self._publish(self._outbox.popleft())
 
     # -- the stored side --------------------------------------------------------------------
+    def flush(self, uuid: str) -> None:
+        """The message ``uuid`` is about to be stored: its pending deltas go now."""
+        if self.deltas is not None:
+            self.deltas.forget(uuid)
+
     def published(self, msg: Message) -> None:
         """``msg`` was stored and is about to be sent: its pending deltas go first; a final
         message ends what was kept for it."""

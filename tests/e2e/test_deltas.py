@@ -173,7 +173,7 @@ def test_stopped_command_keeps_its_output(tmp_path: Path, fake_model: FakeModelS
                 messages.append(ev.json)
     command = [m for m in messages if m["meta"]["action_type"] == "terminal_run"]
     assert [m["status"] for m in command] == ["running", "failure"]
-    assert command[1]["content"].startswith("Stopped.")
+    assert command[1]["content"].startswith("Stopped before it finished.")
     assert "partial" in command[1]["content"]
     assert stopped
 
@@ -187,3 +187,55 @@ def test_a_reader_that_ignores_deltas_gets_the_same_messages(
     assert end["status"] == "completed"
     assert [m["meta"]["action_type"] for m in messages] == ["question", "auto_reply"]
     assert messages[1]["content"] == ANSWER
+
+
+def test_deltas_reach_a_reader_on_another_process(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """PostgreSQL, two `planact serve`: the run executes on A, the reader follows it on B;
+    the command's output reaches B while the command runs (LISTEN/NOTIFY)."""
+    from tests.e2e.server import server_env
+    from tests.pg import postgres_url, wipe
+
+    url = postgres_url()
+    wipe(url)
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Print")},
+        {"stage": "thinking", "content": run(WAIT_FOR_GO) + finish("printed")},
+    )
+    env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url)
+    a = Server(tmp_path, env).start()
+    b = Server(tmp_path, env).start()
+    try:
+        with a.client() as ca:
+            r = ca.post(
+                "/api/agent/run",
+                json={"goal": "print lines", "mode": "agent"},
+                headers={"Accept": "application/json"},
+            )
+            assert r.status_code == 202
+            cid, rid = r.json()["conversation_id"], r.json()["run_id"]
+        live = ""
+        final = None
+        with b.client() as cb, cb.stream("GET", f"/api/agent/runs/{rid}/events") as resp:
+            for ev in iter_events(resp.iter_lines()):
+                if ev.event == "end":
+                    assert ev.json["status"] == "completed"
+                    break
+                if ev.event == "delta" and ev.json.get("stream") == "stdout":
+                    assert final is None
+                    live += ev.json["text"]
+                    go = workspace(tmp_path, cid) / "go"
+                    if "first" in live and not go.exists():
+                        go.write_text("")  # the command waits for it: B saw it live
+                elif (
+                    ev.event == "message"
+                    and ev.json["meta"]["action_type"] == "terminal_run"
+                    and ev.json["status"] != "running"
+                ):
+                    final = ev.json
+        assert live == "first\nsecond\n"
+        assert final is not None and final["status"] == "success"
+    finally:
+        b.stop()
+        a.stop()
