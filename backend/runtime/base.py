@@ -269,6 +269,13 @@ class BaseRuntime:
                 if exc.errno == errno.EDQUOT:
                     grown = used + len(new) - len(old)
                     return self._over_limit(path, used, grown)
+                if exc.errno == errno.EFBIG:
+                    return ActionResult(
+                        "failure",
+                        f"{path} is larger than {confined.EDIT_MAX // MB} MB: edit_file "
+                        "cannot change it; use terminal_run (sed, python).",
+                        path,
+                    )
                 return ActionResult("failure", f"Could not edit {path}: {exc.strerror or exc}")
             if done.count == 0:
                 return ActionResult(
