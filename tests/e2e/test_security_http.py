@@ -136,6 +136,18 @@ def read_until_closed(sock: socket.socket, timeout: float) -> bytes:
     return data
 
 
+def read_head(sock: socket.socket) -> bytes:
+    """Read just past a response head (a few hundred bytes), leaving the body unread."""
+    sock.settimeout(60)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(1)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def json_response(raw: bytes) -> tuple[int, dict[str, Any]]:
     head, _, body = raw.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
@@ -467,8 +479,9 @@ def test_sse_clients_that_never_read_are_cut_off(server: Server, model: FakeMode
     for _ in range(50):
         s = connect(server, slow_reader=True)
         s.sendall(request)
-        clients.append(s)  # and never read
-    wait_for(lambda: server_sockets(server) >= baseline + 50, what="50 streams")
+        clients.append(s)
+    for s in clients:  # each stream has started; then the client never reads again
+        assert read_head(s).startswith(b"HTTP/1.1 200 ")
     # the run has ended; the server cuts off clients that read nothing
     wait_for(
         lambda: server_sockets(server) <= baseline,
