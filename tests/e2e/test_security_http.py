@@ -454,7 +454,7 @@ def test_connection_cap_closes_the_oldest_half_open_first(server: Server) -> Non
         s.sendall(b"GET /api/health HTTP/1.1\r\n" + host)
         socks.append(s)
     wait_for(lambda: server_sockets(server) <= MAX_CONNECTIONS, what="the cap to hold")
-    r = httpx.get(f"{server.url}/api/health", timeout=HEADER_TIMEOUT / 2)
+    r = httpx.get(f"{server.url}/api/health", timeout=10)
     assert r.status_code == 200
     got = wait_all_closed(socks, HEADER_TIMEOUT + 15)
     # the first ones made room (closed without an answer), the others timed out
@@ -516,7 +516,7 @@ def test_health_stays_up_under_1000_half_open_connections(
     if soft < need:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard), hard))
     count = min(HALF_OPEN, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 200)
-    header_timeout = 8.0
+    header_timeout = 15.0  # the half-open ones must outlive the health check
     env = server_env(tmp_path, model.base_url, HTTP_HEADER_TIMEOUT=str(header_timeout))
     server = Server(tmp_path, env, preexec_fn=_low_nofile).start()
     socks: list[socket.socket] = []
@@ -528,7 +528,7 @@ def test_health_stays_up_under_1000_half_open_connections(
             socks.append(s)
         wait_for(lambda: server_sockets(server) >= count, what=f"{count} half-open connections")
         # health answers while they are all held...
-        r = httpx.get(f"{server.url}/api/health", timeout=header_timeout / 3)
+        r = httpx.get(f"{server.url}/api/health", timeout=5)
         assert r.json()["status"] == "ok"
         assert server_sockets(server) >= count
         # ...and the server closes them itself once the header timeout passes
