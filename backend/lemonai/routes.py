@@ -344,11 +344,20 @@ async def upload(request: Request) -> Response:
         form = await request.form(max_files=20, max_fields=20)
     except (HTTPException, ValueError) as exc:
         raise LemonError(400, f"Bad multipart body: {exc}") from exc
-    files = [
-        f for f in [*form.getlist("files"), *form.getlist("file")] if isinstance(f, UploadFile)
-    ]
+    try:
+        return ok(await _stage_all(request, svc, form.getlist("files") + form.getlist("file")))
+    finally:
+        await form.close()
+
+
+async def _stage_all(request: Request, svc: Services, items: list[Any]) -> list[dict[str, Any]]:
+    limit = svc.upload_limit()
+    files = [f for f in items if isinstance(f, UploadFile)]
     if not files:
         raise LemonError(400, "No file: send one or more 'files' fields.")
+    for item in files:  # refuse before keeping any
+        if (item.size or 0) > limit:
+            raise LemonError(413, f"{item.filename!r} is larger than {limit // (1024 * 1024)} MB.")
     out: list[dict[str, Any]] = []
     for item in files:
         data = await item.read(limit + 1)
@@ -365,8 +374,7 @@ async def upload(request: Request) -> Response:
                 "workspace_dir": "upload",
             }
         )
-    await form.close()
-    return ok(out)
+    return out
 
 
 # -- settings and the features planact does not have --------------------------------------
