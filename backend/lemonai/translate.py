@@ -35,8 +35,11 @@ def lemon_mode(mode: object) -> str | None:
 
 
 def lemon_status(status: str) -> str:
-    """LemonAI knows a conversation as `running` or `done`."""
-    return "running" if status == "running" else "done"
+    """LemonAI knows a conversation as `running` or `done`. A conversation with no run yet
+    is `running`, as LemonAI's own server makes it: the client creates the conversation,
+    then starts its run, and drops every stream event of a conversation a list fetched in
+    between calls `done`."""
+    return "running" if status in ("running", "idle") else "done"
 
 
 def conversation(conv: dict[str, Any], agent_id: int) -> dict[str, Any]:

@@ -55,6 +55,9 @@ class LemonUser:
         cid = conv["conversation_id"]
         self.chat.conversations = self.get("/api/conversation", mode_type="task", agent_id=1)
         self.chat.set_status(cid, "running")  # sendMessage marks it before streaming
+        # ... but the list the client fetches when the route names the agent can land after
+        # that (measured in the real client): its status must not say "done"
+        self.chat.conversations = self.get("/api/conversation", mode_type="task", agent_id=1)
         self.chat.messages = []
         self.chat.init_message(question, self.chat.messages)
         body = {

@@ -154,7 +154,7 @@ def test_conversation_routes_answer_in_the_envelope(settings: Settings) -> None:
         assert one["code"] == 0 and one["msg"]
         conv = one["data"]
         assert conv["title"] == "Say hello"
-        assert conv["status"] == "done"  # 6: idle is "done" to the client
+        assert conv["status"] == "running"  # 6: made to run: the client drops a "done" one
         assert conv["update_at"] and conv["create_at"]  # 6: update_at, not updated_at
         assert conv["twins_id"] is None
         listed = client.get("/lemonai/api/conversation?mode_type=task&agent_id=1").json()

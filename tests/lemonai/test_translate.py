@@ -101,3 +101,4 @@ def test_modes_and_conversation_rows() -> None:
     )
     assert (row["status"], row["update_at"], row["planact_status"]) == ("done", "u", "failed")
     assert conversation({"conversation_id": "c", "status": "running"}, 1)["status"] == "running"
+    assert conversation({"conversation_id": "c", "status": "idle"}, 1)["status"] == "running"
