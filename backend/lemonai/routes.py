@@ -287,8 +287,8 @@ async def stop(request: Request) -> Response:
         raise LemonError(404, f"No conversation {cid!r}.") from exc
     if rid is None:
         return ok({"conversation_id": cid, "status": "done"})
-    await svc.stop_run(rid)
-    return ok({"conversation_id": cid, "run_id": rid, "status": "stopping"})
+    status = await svc.stop_run(rid)
+    return ok({"conversation_id": cid, "run_id": rid, "status": status})
 
 
 # -- files --------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ upload service, per-run models) is one edit here and nowhere else in ``backend/l
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["ConflictError", "Event", "NotFoundError", "PathEscapeError", "Services", "Staged"]
 
 STAGING_DIR = ".lemonai-uploads"
+# LemonAI marks a conversation done as soon as its stop call answers and drops the stream
+# after that: answer once the run has published its stop message (or after STOP_WAIT).
+STOP_WAIT = 5.0
+STOP_POLL = 0.1
 UPLOAD_DIR = "upload"
 _FILE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -130,8 +136,19 @@ class Services:
                 return str(run["run_id"])
         return None
 
-    async def stop_run(self, run_id: str) -> None:
+    async def stop_run(self, run_id: str, wait: float = STOP_WAIT) -> str:
+        """Stop the run and wait (bounded) until it has ended; its status then."""
         await self.manager.stop(run_id)
+        deadline = asyncio.get_running_loop().time() + wait
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.manager.wait(run_id), wait)
+        while True:  # a run owned elsewhere ends in the store
+            run = await self.store.get_run(run_id)
+            if run is None or run["status"] != "running":
+                return str(run["status"]) if run else "failed"
+            if asyncio.get_running_loop().time() >= deadline:
+                return "running"
+            await asyncio.sleep(STOP_POLL)
 
     async def events(self, cid: str, rid: str) -> AsyncIterator[Event]:
         """planact's own stream of the run (the one /api/agent/runs/{id}/events serves)."""

@@ -190,13 +190,16 @@ def test_stopped_run_ends_with_the_stop_block_and_replays(
         if token.startswith("{") and not stopped:
             msg = json.loads(token)
             if msg["meta"]["action_type"] == "task" and msg["status"] == "running":
-                stopped.append(
-                    lemon.post("/api/agent/stop", {"conversation_id": msg["conversation_id"]})
-                )
+                cid = msg["conversation_id"]
+                stopped.append(lemon.post("/api/agent/stop", {"conversation_id": cid}))
+                # the client drops the stream once stop answers: by then the run has ended
+                stored = lemon.get("/api/message/list", conversation_id=cid)
+                kinds = [m["meta"]["action_type"] for m in stored]
+                assert kinds[-2:] == ["stop", "finish_summery"]
 
     cid, result = lemon.send("Wait", on_token=stop_when_the_task_runs)
     assert result.mode == "agent"
-    assert stopped and stopped[0]["status"] == "stopping"
+    assert stopped and stopped[0]["status"] == "stopped"
     view = render(lemon.chat.messages)
     assert kinds(view) == ["user", "auto_reply", "plan", "stop", "finish_summery"]
     task = view[2]["tasks"][0]

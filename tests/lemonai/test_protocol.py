@@ -307,7 +307,7 @@ def test_stop_by_conversation_id_and_conflict_while_running(settings: Settings) 
                     )
                     assert again.status_code == 409
                     stop = client.post("/lemonai/api/agent/stop", json={"conversation_id": cid})
-                    assert stop.json()["data"]["status"] == "stopping"
+                    assert stop.json()["data"]["status"] == "stopped"
         kinds = [json.loads(t)["meta"]["action_type"] for t in seen[1:]]
         assert kinds[-2:] == ["stop", "finish_summery"]
         assert client.get(f"/api/conversations/{cid}").json()["status"] == "stopped"
