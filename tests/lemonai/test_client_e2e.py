@@ -5,6 +5,7 @@ failed run, a stopped run, a chat goal, and each replayed."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -231,3 +232,47 @@ def test_chat_goal_streams_chat_tokens_and_closes_the_bubble(
     replayed = lemon.replayed(cid)
     assert kinds(replayed) == ["user", "chat"]  # no "Planning in progress" spinner
     assert replayed[1]["text"] == "Paris is the capital of France."
+
+
+def test_twins_mode_runs_the_chat_answer_beside_the_agent(
+    lemon: LemonUser, fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Write hello.py", prose="One step.")},
+        {"stage": "thinking", "content": write("hello.py", HELLO) + finish("wrote it")},
+        {"stage": "auto_reply", "content": "A hello.py prints a greeting."},
+    )
+    question = "Write hello.py"
+    conv = lemon.post("/api/conversation", {"content": question, "mode_type": "twins"})
+    cid = conv["conversation_id"]
+    twin = lemon.post("/api/conversation/twins", {"conversation_id": cid})["conversation_id"]
+    lemon.chat.conversations = lemon.get("/api/conversation")
+    assert {cid, twin} <= {c["conversation_id"] for c in lemon.chat.conversations}
+    lemon.chat.init_message(question, lemon.chat.messages)
+    lemon.chat.init_message(question, lemon.chat.twins)
+    results: dict[str, StreamResult] = {}
+
+    def stream(target: str, mode: str, column: list[dict[str, Any]]) -> None:
+        body = {"question": question, "conversation_id": target, "mode": mode}
+        with lemon.http.stream("POST", "/api/agent/run", json=body) as resp:
+            assert resp.status_code == 200
+            results[mode] = consume(lemon.chat, target, resp.iter_lines(), column=column)
+
+    threads = [
+        threading.Thread(target=stream, args=(cid, "task", lemon.chat.messages)),
+        threading.Thread(target=stream, args=(twin, "chat", lemon.chat.twins)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results["task"].mode == "agent" and results["chat"].mode == "chat"
+    assert render(lemon.chat.twins) == [
+        {"kind": "user", "text": question},
+        {"kind": "chat", "text": "A hello.py prints a greeting.", "open": False},
+    ]
+    agent = render(lemon.chat.messages)
+    assert kinds(agent) == ["user", "auto_reply", "plan", "finish_summery"]
+    assert agent[2]["tasks"][0]["tick"] == "success"
+    tokens = lemon.get(f"/api/conversation/twins/tokens/{twin}")
+    assert tokens["total"] == tokens["input_tokens"] + tokens["output_tokens"] > 0
