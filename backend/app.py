@@ -25,6 +25,7 @@ from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
 from backend.api.guard import GuardMiddleware
 from backend.config import Settings
+from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
 from backend.llm.client import LiteLLM
 from backend.runs import RunManager
@@ -124,6 +125,7 @@ def create_app(
         *settings_api.routes,  # issue 13
         *retry.routes,  # issue 13
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+        Mount("/lemonai", app=create_lemonai_app(Services(settings, manager, store))),
     ]
     dist = Path(settings.frontend_dist)
     if (dist / "index.html").is_file():

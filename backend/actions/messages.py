@@ -128,3 +128,10 @@ def unreadable(detail: str) -> str:
         f"Your reply could not be read ({detail}), so nothing from it was run. Write plain "
         "actions as shown below.\n" + format_help()
     )
+
+
+def nul_character(action: str, param: str) -> str:
+    return (
+        f"The `{param}` of `{action}` holds a NUL character (\\0), which no path or command "
+        "can contain, so nothing from the reply was run. Write it without the NUL."
+    )

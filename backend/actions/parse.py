@@ -154,6 +154,11 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             value = clean_raw(value) if name in spec.raw else clean_plain(value)
         if name in _PATHS:
             value = trim_path(value)
+        if name in (*_PATHS, "command") and "\x00" in value:
+            raise FormatError(
+                messages.nul_character(spec.name, name),
+                user=f"the `{name}` of `{spec.name}` held a NUL character",
+            )
         joined = join_surrogates(value)
         if joined is None:
             raise FormatError(

@@ -146,8 +146,11 @@ def join_surrogates(value: str) -> str | None:
 
 
 def scrub(value: str) -> str:
-    """Text safe to store and show: surrogate pairs joined, lone surrogates replaced by
-    U+FFFD. Valid text is returned unchanged."""
+    """Text safe to store and show: surrogate pairs joined, lone surrogates and NUL
+    characters (PostgreSQL text cannot hold them) replaced by U+FFFD. Valid text is
+    returned unchanged."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
     if not has_surrogates(value):
         return value
     return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -173,7 +173,7 @@ async def run_actions(
         for warning in action.warnings:
             turn.outcomes.append(Outcome(label, "warning", warning))
         if action.type == "finish":
-            note = action.params.get("message", "").strip() or "Done."
+            note = scrub(action.params.get("message", "").strip()) or "Done."
             await ctx.publish(Message.build("finish", note, task_id=task["id"]))
             return note
         uid = uuid.uuid4().hex
@@ -199,6 +199,7 @@ async def run_actions(
             )
         if action.type in FILE_ACTIONS and result.ok and result.filepath:
             ctx.written.add(result.filepath)
+        result.content = scrub(result.content)  # e.g. a NUL printed by a command
         await ctx.publish(
             Message.build(
                 action.type,
@@ -223,13 +224,17 @@ async def run_actions(
 
 def _label(action: Action) -> str:
     if action.type == "terminal_run":
-        return f"terminal_run: {action.params.get('command', '')[:200]}"
+        return scrub(f"terminal_run: {action.params.get('command', '')[:200]}")
     if "path" in action.params:
-        return f"{action.type} {action.params['path']}"
+        return scrub(f"{action.type} {action.params['path']}")
     return action.type
 
 
 def _running_text(action: Action) -> str:
+    return scrub(_running(action))
+
+
+def _running(action: Action) -> str:
     if action.type == "terminal_run":
         return action.params.get("command", "")
     if action.type == "write_code":

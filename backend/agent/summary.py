@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from backend.actions.values import scrub
 from backend.agent.budget import BudgetExceeded
 from backend.agent.prompts import render
 from backend.llm.base import LLMError
@@ -69,7 +70,7 @@ async def _model_summary(
     except (LLMError, BudgetExceeded) as exc:  # the work is done: a plain summary will do
         log.warning("summary call skipped: %s", exc)
         return ""
-    return completion.text.strip()
+    return scrub(completion.text.strip())
 
 
 def _plain_summary(tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str) -> str:

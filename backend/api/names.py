@@ -20,6 +20,9 @@ def zip_name(title: str, fallback: str) -> str:
 
 
 def attachment_header(filename: str) -> str:
-    """Content-Disposition with an ASCII fallback and the UTF-8 name (RFC 6266)."""
-    ascii_name = filename.encode("ascii", "replace").decode().replace("?", "_")
+    """Content-Disposition (RFC 6266): the plain name when it is printable ASCII, else an
+    ASCII fallback (no quotes, backslashes or control characters) and the UTF-8 name."""
+    ascii_name = "".join(ch if " " <= ch <= "~" and ch not in '"\\' else "_" for ch in filename)
+    if ascii_name == filename:
+        return f'attachment; filename="{filename}"'
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"

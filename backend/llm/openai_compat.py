@@ -91,7 +91,11 @@ class OpenAICompatLLM:
             self._client = httpx.AsyncClient(
                 # deadlines are ours (content-only idle timer, hard cap per attempt)
                 timeout=httpx.Timeout(None),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                # idle connections are dropped before the 5 s keep-alive of uvicorn-based
+                # servers (vLLM) would close them under a request
+                limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=64, keepalive_expiry=4.0
+                ),
                 transport=self.transport,
             )
             self._client_loop = loop

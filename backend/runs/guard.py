@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,3 +36,6 @@ class StopCheckedRuntime:
 
     async def close(self) -> None:
         await self.inner.close()
+
+    async def reap_owners(self, owners: Iterable[str]) -> int:
+        return await self.inner.reap_owners(owners)

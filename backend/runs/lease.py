@@ -186,12 +186,10 @@ class LeaseKeeper:
         if not dead:
             return
         for runtime in self.manager.loaded_runtimes():
-            reap = getattr(runtime, "reap_owners", None)
-            if reap is not None:  # the docker runtime removes those owners' sandboxes
-                try:
-                    await reap(dead)
-                except Exception:
-                    log.exception("reaping the sandboxes of %s failed", dead)
+            try:  # the docker runtime removes those owners' sandboxes
+                await runtime.reap_owners(dead)
+            except Exception:
+                log.exception("reaping the sandboxes of %s failed", dead)
         await self.store.delete_instances(dead)
 
 

@@ -23,6 +23,7 @@ from backend.agent.context import Listener, RunContext
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import run_pipeline
 from backend.agent.routing import Specialist
+from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.guard import StopCheckedRuntime
@@ -176,7 +177,7 @@ class RunManager:
         if not self._opened:
             await self.open()
         runtime_name = runtime or self.settings.runtime
-        cid = conversation_id or await self.store.create_conversation(user_id, _title(goal))
+        cid = conversation_id or await self.store.create_conversation(user_id, goal_title(goal))
         owner = self.instance_id if self.executor.runs_here else None
         rid = await self.store.start_run(
             user_id, cid, goal, mode, runtime_name, owner, model=model or ""
@@ -427,11 +428,6 @@ async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
     if cancelled:
         raise asyncio.CancelledError()
     return result
-
-
-def _title(goal: str) -> str:
-    line = " ".join(goal.split())
-    return line[:80] + ("…" if len(line) > 80 else "")
 
 
 def _clip(text: str) -> str:

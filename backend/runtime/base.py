@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -87,6 +87,9 @@ class Runtime(Protocol):
 
     async def forget(self, workspace: Path) -> None:
         """The conversation owning ``workspace`` was deleted: drop what it holds."""
+
+    async def reap_owners(self, owners: Iterable[str]) -> int:
+        """Remove what the given dead owner processes left (their sandboxes); how many."""
 
     async def close(self) -> None: ...
 
@@ -207,6 +210,9 @@ class BaseRuntime:
     async def forget(self, workspace: Path) -> None:
         return None
 
+    async def reap_owners(self, owners: Iterable[str]) -> int:
+        return 0  # nothing outlives its owner here
+
     async def close(self) -> None:
         return None
 
@@ -286,6 +292,13 @@ class BaseRuntime:
                 if exc.errno == errno.EDQUOT:
                     grown = used + len(new) - len(old)
                     return self._over_limit(path, used, grown)
+                if exc.errno == errno.EFBIG:
+                    return ActionResult(
+                        "failure",
+                        f"{path} is larger than {confined.EDIT_MAX // MB} MB: edit_file "
+                        "cannot change it; use terminal_run (sed, python).",
+                        path,
+                    )
                 return ActionResult("failure", f"Could not edit {path}: {exc.strerror or exc}")
             if done.count == 0:
                 return ActionResult(

@@ -56,6 +56,7 @@ __all__ = [
 
 MAX_HOPS = 40  # symlinks followed in one resolution (the kernel's limit)
 CHUNK = 1 << 16
+EDIT_MAX = 16 * 1024 * 1024  # bytes: edit_file reads the whole file into memory
 
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -518,6 +519,8 @@ def edit_exact(
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
             if not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EINVAL, "Not a regular file", loc.rel)
+            if st.st_size > EDIT_MAX:
+                raise OSError(errno.EFBIG, "File too large", loc.rel)
             os.set_blocking(fd, True)
             data = read_fd(fd, st.st_size + 1)
         finally:

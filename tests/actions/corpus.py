@@ -909,6 +909,18 @@ CASES: list[Case] = [
         '{"name": "write_code", "arguments": {"path": "e.txt", "content": "\\ud83d\\ude00"}}',
         [W("e.txt", "\U0001f600")],
     ),
+    Case(
+        "nul-in-command",
+        "a NUL character can be in no command or path (and PostgreSQL text cannot hold it)",
+        "<terminal_run><command>echo a\x00b</command></terminal_run>",
+        Err("NUL character"),
+    ),
+    Case(
+        "nul-in-file-content-kept",
+        "file content is written as given, NUL included",
+        "<write_code><path>z.bin</path><content>a\x00b</content></write_code>",
+        [W("z.bin", "a\x00b")],
+    ),
     # ------------------------------------------------------------ vendor markers
     Case(
         "deepseek-v3-markers",

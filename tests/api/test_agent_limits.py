@@ -289,3 +289,32 @@ def test_plan_failure_error_never_shows_what_the_model_was_told(settings: Settin
     assert "did not produce a usable plan after 3 attempts" in error["content"]
     assert "JSON array" not in error["content"] and "JSON array" not in messages[-1]["content"]
     assert "JSON array" in llm.calls[-1].messages[-1]["content"]  # the model was told
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_nul_characters_never_reach_the_store(tmp_path: Path, database: str) -> None:
+    """PostgreSQL text cannot hold NUL: model text and command output with one are shown
+    with U+FFFD; a NUL in a command or path is a format error for the model."""
+    overrides: dict[str, Any] = {}
+    if database == "postgresql":
+        from tests.pg import postgres_url, wipe
+
+        url = postgres_url()
+        wipe(url)
+        overrides["database_url"] = url
+    settings = make_settings(tmp_path, **overrides)
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Nul")),
+            ("thinking", "<think>a\x00b</think>" + run("echo a\x00b")),
+            ("thinking", run("printf 'x\\0y'") + finish("done \x00 here")),
+        ]
+    )
+    messages, end = _run(settings, llm)
+    assert end["status"] == "completed", [m["content"][:200] for m in messages[-3:]]
+    assert "NUL character" in llm.calls[2].messages[-1]["content"]
+    (result,) = [m for m in _by_kind(messages, "terminal_run") if m["status"] == "success"]
+    assert "x\ufffdy" in result["content"]
+    assert _by_kind(messages, "thinking")[0]["content"] == "a\ufffdb"
+    assert messages[-1]["content"] == "done \ufffd here"
+    _no_running_left(messages)

@@ -126,7 +126,12 @@ def test_bad_titles_and_queries_are_400(settings: Settings) -> None:
         resp = client.patch(f"/api/conversations/{cid}", json={"title": "x" * 201})
         assert resp.status_code == 400
         assert client.post("/api/conversations", json={"title": ["x"]}).status_code == 400
-        assert client.post("/api/conversations", content=b"{nope").status_code == 400
+        assert (
+            client.post(
+                "/api/conversations", content=b"{nope", headers={"Content-Type": "application/json"}
+            ).status_code
+            == 400
+        )
         assert client.get("/api/conversations", params={"q": "a\x00"}).status_code == 400
         assert client.get("/api/conversations", params={"q": "x" * 501}).status_code == 400
         resp = client.patch("/api/conversations/nope", json={"title": "T"})
@@ -432,7 +437,12 @@ def test_model_check_ok_and_failing_in_plain_words(tmp_path: Path) -> None:
         resp = client.post("/api/llm/check", json={"model": "not/offered"})
         assert resp.status_code == 400
         assert "scripted/model, other/model" in error_of(resp)
-        assert client.post("/api/llm/check", content=b"[1]").status_code == 400
+        assert (
+            client.post(
+                "/api/llm/check", content=b"[1]", headers={"Content-Type": "application/json"}
+            ).status_code
+            == 400
+        )
         assert len(llm.calls) == 3
 
 

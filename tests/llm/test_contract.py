@@ -109,6 +109,18 @@ async def test_reasoning_is_split_off(
     assert (deltas.joined("reasoning"), deltas.joined("text")) == (got.reasoning, got.text)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_the_reasoning_field_variant(
+    make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
+) -> None:
+    # Ollama and OpenRouter name the field "reasoning", DeepSeek "reasoning_content"
+    fake_model.script(
+        {"stage": "thinking", "content": "ok", "reasoning": "hm", "reasoning_field": "reasoning"}
+    )
+    got = await make(fake_model, path, stream=stream).complete(stage="thinking", messages=MSGS)
+    assert (got.reasoning, got.text) == ("hm", "ok")
+
+
 async def test_on_delta_streams_every_piece_in_order(
     make: Make, fake_model: FakeModelServer, path: Path_
 ) -> None:

@@ -122,19 +122,6 @@ async def test_a_broken_stream_is_retried_then_fails(
         await over(body, lean, max_retries=1).complete(stage="thinking", messages=MSGS)
 
 
-async def test_the_reasoning_field_variant(
-    fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
-) -> None:
-    # Ollama and OpenRouter name the field "reasoning", DeepSeek "reasoning_content"
-    fake_model.script(
-        {"stage": "thinking", "content": "ok", "reasoning": "hm", "reasoning_field": "reasoning"}
-    )
-    llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url)
-    lean.append(llm)
-    got = await llm.complete(stage="thinking", messages=MSGS)
-    assert (got.reasoning, got.text) == ("hm", "ok")
-
-
 async def test_a_lone_surrogate_in_the_history_is_sent(
     fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
 ) -> None:

@@ -430,6 +430,11 @@ async def test_edit_file_errors(runtime: BaseRuntime, workspace: Path, tmp_path:
     outside = tmp_path / "outside.txt"
     outside.write_text("a")
     os.symlink(outside, workspace / "out.txt")
+    (workspace / "huge.txt").touch()
+    os.truncate(workspace / "huge.txt", 17 * 1024 * 1024)  # sparse: costs no disk
+    huge = await edit(runtime, workspace, "huge.txt", "a", "b")
+    assert huge.status == "failure"
+    assert "larger than 16 MB" in huge.content
     for path in ("../outside.txt", str(outside), "out.txt"):
         refused = await edit(runtime, workspace, path, "a", "pwned")
         assert refused.content.startswith("Refused:"), path

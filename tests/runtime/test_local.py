@@ -55,3 +55,9 @@ async def test_commands_die_with_a_crashed_server(tmp_path: Path) -> None:
         if server.returncode is None:
             server.kill()
             await server.wait()
+
+
+async def test_reap_owners_has_nothing_to_reap() -> None:
+    from backend.runtime.local import LocalRuntime
+
+    assert await LocalRuntime().reap_owners(["dead-owner"]) == 0

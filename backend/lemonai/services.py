@@ -1,0 +1,221 @@
+"""The one place the LemonAI adapter touches planact's services.
+
+Everything the adapter needs from the run manager, the store and the settings goes through
+:class:`Services`, so that a change of those internals (the run lifecycle package, the shared
+upload service, per-run models) is one edit here and nowhere else in ``backend/lemonai``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from backend.api.sse import run_events
+from backend.messages.message import Message
+from backend.runtime.paths import PathEscapeError, resolve_in_workspace
+from backend.store.repo import ConflictError, NotFoundError
+
+if TYPE_CHECKING:
+    from backend.config import Settings
+    from backend.runs import RunManager
+    from backend.store.repo import Store
+
+__all__ = ["ConflictError", "Event", "NotFoundError", "PathEscapeError", "Services", "Staged"]
+
+STAGING_DIR = ".lemonai-uploads"
+# LemonAI marks a conversation done as soon as its stop call answers and drops the stream
+# after that: answer once the run has published its stop message (or after STOP_WAIT).
+STOP_WAIT = 5.0
+STOP_POLL = 0.1
+UPLOAD_DIR = "upload"
+_FILE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass
+class Event:
+    """One item of a run's stream: a stored message, a live delta, or the end."""
+
+    kind: str  # "message" | "delta" | "end"
+    message: Message | None = None
+    delta: dict[str, Any] | None = None
+    status: str = ""
+
+
+@dataclass
+class Staged:
+    """A file uploaded before it belongs to a conversation (LemonAI uploads first)."""
+
+    id: str
+    name: str
+    size: int
+
+
+class Services:
+    def __init__(self, settings: Settings, manager: RunManager, store: Store) -> None:
+        self.settings = settings
+        self.manager = manager
+        self.store = store
+
+    # -- auth ------------------------------------------------------------------------------
+    def user_tokens(self) -> dict[str, str]:
+        """token -> user id; empty when the server runs without AUTH_TOKEN."""
+        return self.settings.user_tokens()
+
+    # -- models ----------------------------------------------------------------------------
+    def models(self) -> list[str]:
+        """The litellm ids a user may pick (LLM_MODELS), the default (LLM_MODEL) first."""
+        names: list[str] = []
+        if self.settings.llm_model:
+            names.append(self.settings.llm_model)
+        extra = getattr(self.settings, "llm_models", None) or ""
+        items = extra if isinstance(extra, list | tuple) else str(extra).split(",")
+        for item in items:
+            name = str(item).strip()
+            if name and name not in names:
+                names.append(name)
+        return names
+
+    # -- conversations ---------------------------------------------------------------------
+    async def create_conversation(self, user_id: str, title: str) -> str:
+        return await self.store.create_conversation(user_id, title)
+
+    async def get_conversation(self, user_id: str, cid: str) -> dict[str, Any] | None:
+        return await self.store.get_conversation(user_id, cid)
+
+    async def list_conversations(self, user_id: str) -> list[dict[str, Any]]:
+        return await self.store.list_conversations(user_id)
+
+    async def rename_conversation(self, user_id: str, cid: str, title: str) -> bool:
+        """Rename when the store can; False when it cannot (the title stays)."""
+        rename = getattr(self.store, "rename_conversation", None)
+        if rename is None:
+            return False
+        return bool(await rename(user_id, cid, title))
+
+    async def delete_conversation(self, user_id: str, cid: str) -> bool:
+        return await self.manager.delete_conversation(user_id, cid)
+
+    async def messages(self, cid: str) -> list[Message]:
+        return await self.store.messages(cid, limit=1_000_000)
+
+    def workspace(self, user_id: str, cid: str) -> Path:
+        return self.manager.workspace(user_id, cid)
+
+    def user_root(self, user_id: str) -> Path:
+        """The folder that holds every conversation workspace of one user."""
+        return self.workspace(user_id, "x").parent
+
+    # -- runs ------------------------------------------------------------------------------
+    async def start_run(
+        self, user_id: str, goal: str, cid: str | None, mode: str, model: str | None = None
+    ) -> tuple[str, str]:
+        """Start a run; raises ConflictError (a run is active) or NotFoundError."""
+        kwargs: dict[str, Any] = {"conversation_id": cid, "mode": mode}
+        if model and "model" in inspect.signature(self.manager.start).parameters:
+            kwargs["model"] = model
+        return await self.manager.start(user_id, goal, **kwargs)
+
+    async def active_run(self, user_id: str, cid: str) -> str | None:
+        conv = await self.store.get_conversation(user_id, cid)
+        if conv is None:
+            raise NotFoundError(cid)
+        for run in reversed(conv.get("runs", [])):
+            if run["status"] == "running":
+                return str(run["run_id"])
+        return None
+
+    async def stop_run(self, run_id: str, wait: float = STOP_WAIT) -> str:
+        """Stop the run and wait (bounded) until it has ended; its status then."""
+        await self.manager.stop(run_id)
+        deadline = asyncio.get_running_loop().time() + wait
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.manager.wait(run_id), wait)
+        while True:  # a run owned elsewhere ends in the store
+            run = await self.store.get_run(run_id)
+            if run is None or run["status"] != "running":
+                return str(run["status"]) if run else "failed"
+            if asyncio.get_running_loop().time() >= deadline:
+                return "running"
+            await asyncio.sleep(STOP_POLL)
+
+    async def events(self, cid: str, rid: str) -> AsyncIterator[Event]:
+        """planact's own stream of the run (the one /api/agent/runs/{id}/events serves)."""
+        async for sse in run_events(self.store, self.manager.notifier, cid, rid):
+            if sse.data is None:
+                continue
+            data = json.loads(str(sse.data))
+            if sse.event == "message":
+                yield Event("message", message=Message.from_dict(data))
+            elif sse.event == "delta":
+                yield Event("delta", delta=data)
+            elif sse.event == "end":
+                yield Event("end", status=str(data.get("status", "")))
+                return
+
+    # -- uploads ---------------------------------------------------------------------------
+    # A small stand-in for the shared upload service: LemonAI uploads a file before the
+    # conversation exists, so the file is staged per user and moved into the conversation
+    # workspace when a run names it in `fileIds`.
+    def upload_limit(self) -> int:
+        return int(getattr(self.settings, "upload_max_mb", 50)) * 1024 * 1024
+
+    async def stage_upload(self, user_id: str, filename: str, data: bytes) -> Staged:
+        name = safe_name(filename)
+        file_id = secrets.token_hex(16)
+        staging = self.user_root(user_id) / STAGING_DIR / file_id
+
+        def write() -> None:
+            staging.mkdir(parents=True, exist_ok=True)
+            target = resolve_in_workspace(staging, name)
+            target.write_bytes(data)
+
+        await anyio.to_thread.run_sync(write)
+        return Staged(file_id, name, len(data))
+
+    async def attach_uploads(self, user_id: str, cid: str, file_ids: list[str]) -> list[str]:
+        """Move staged files into the conversation workspace; their workspace paths."""
+        workspace = self.workspace(user_id, cid)
+        root = self.user_root(user_id) / STAGING_DIR
+
+        def move() -> list[str]:
+            found: list[tuple[Path, str]] = []
+            for file_id in file_ids:  # check every id before moving anything
+                if not _FILE_ID.match(file_id):
+                    raise NotFoundError(file_id)
+                folder = root / file_id
+                names = sorted(os.listdir(folder)) if folder.is_dir() else []
+                if len(names) != 1:
+                    raise NotFoundError(file_id)
+                found.append((folder, names[0]))
+            moved: list[str] = []
+            for folder, name in found:
+                source = resolve_in_workspace(folder, name)
+                rel = f"{UPLOAD_DIR}/{name}"
+                workspace.mkdir(parents=True, exist_ok=True)
+                target = resolve_in_workspace(workspace, rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(source, target)
+                shutil.rmtree(folder, ignore_errors=True)
+                moved.append(rel)
+            return moved
+
+        return await anyio.to_thread.run_sync(move)
+
+
+def safe_name(filename: str) -> str:
+    """A plain file name: no folders, no control characters, never empty."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(ch for ch in base if ch.isprintable()).strip().lstrip(".")
+    return base[:200] or "upload.bin"

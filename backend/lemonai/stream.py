@@ -1,0 +1,103 @@
+"""One run's stream as the LemonAI client reads it: a mode marker first, then either the
+agent's messages as JSON chunks or a chat answer as text tokens, no `end` event."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from sse_starlette import ServerSentEvent
+
+from backend.lemonai.translate import MODE_MARKER, PathMapper, Translator, chat_end_token
+from backend.messages.message import Message
+
+HELD_IN_AUTO = ("question", "auto_reply")
+
+
+def encode(token: str) -> ServerSentEvent:
+    """The client decodes every `data:` with atob + percent-decoding: base64 of UTF-8."""
+    return ServerSentEvent(data=base64.b64encode(token.encode()).decode("ascii"), event="message")
+
+
+def mode_token(mode: str) -> str:
+    return MODE_MARKER + json.dumps({"mode": mode})
+
+
+def message_token(item: dict[str, Any]) -> str:
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+
+
+class LemonStream:
+    """Feed planact's stream events; get the client's tokens (decoded strings) back.
+
+    ``mode`` is planact's run mode. ``chat`` and ``agent`` are known up front; ``auto``
+    holds the question and the first answer until the run shows what it is: a plan (or
+    anything else) makes it an agent run, an end right after the answer a chat answer.
+    """
+
+    def __init__(self, mode: str, to_abs: PathMapper) -> None:
+        self.decided: str | None = mode if mode in ("chat", "agent") else None
+        self.started = False
+        self.held: list[Message] = []
+        self.translator = Translator(to_abs)
+        self.question_seq = 0
+        self.answer_seq = 0
+        self.sent_text = ""
+
+    def message(self, msg: Message) -> list[str]:
+        if self.decided is None:
+            if msg.meta.action_type in HELD_IN_AUTO:
+                self.held.append(msg)
+                return []
+            self.decided = "agent"
+            held, self.held = self.held, []
+            return self._open() + [t for m in [*held, msg] for t in self._agent(m)]
+        return self._open() + (self._chat(msg) if self.decided == "chat" else self._agent(msg))
+
+    def delta(self, delta: dict[str, Any]) -> list[str]:
+        """Live model text: a chat answer streams as it is written."""
+        if self.decided != "chat" or delta.get("action_type") != "auto_reply":
+            return []
+        text = str(delta.get("text", ""))
+        self.sent_text += text
+        return self._open() + ([text] if text else [])
+
+    def end(self) -> list[str]:
+        if self.decided is None:
+            held, self.held = self.held, []
+            if any(m.meta.action_type == "auto_reply" for m in held):
+                self.decided = "chat"
+                out = self._open() + [t for m in held for t in self._chat(m)]
+            else:
+                self.decided = "agent"
+                out = self._open() + [t for m in held for t in self._agent(m)]
+        else:
+            out = self._open()
+        if self.decided == "chat":
+            return [*out, chat_end_token(self.answer_seq, self.question_seq)]
+        return out + [message_token(item) for item in self.translator.flush()]
+
+    # -- internals ------------------------------------------------------------------------
+    def _open(self) -> list[str]:
+        if self.started or self.decided is None:
+            return []
+        self.started = True
+        return [mode_token(self.decided)]
+
+    def _agent(self, msg: Message) -> list[str]:
+        return [message_token(item) for item in self.translator.feed(msg)]
+
+    def _chat(self, msg: Message) -> list[str]:
+        kind = msg.meta.action_type
+        if kind == "question":
+            self.question_seq = msg.seq
+        elif kind == "auto_reply":
+            self.answer_seq = msg.seq
+            sent = self.sent_text.lstrip()
+            rest = msg.content[len(sent) :] if msg.content.startswith(sent) else ""
+            self.sent_text = msg.content
+            return [rest] if rest else []
+        elif kind == "error":
+            return [f"\n\n{msg.content}"]
+        return []
