@@ -166,7 +166,7 @@ BRIEF = 160  # characters of a progress line for routine messages (never for fai
 def _progress_line(msg: Message, output_shown: bool = False) -> str:
     """One progress entry. Failures, errors and stops are printed whole (the cause of an
     error is never cut); routine messages on one line. ``output_shown``: the command's
-    output was already printed live, so its final message shows only its first line."""
+    output was already printed live, so a successful one shows only its first line."""
     kind = msg.meta.action_type
     text = msg.content.strip()
     if kind == "plan":
@@ -176,10 +176,10 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
         files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
         return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
+    if msg.status == "failure" or kind in ("error", "stop"):
+        return f"[{kind} {mark}] {_indent(text)}"  # whole, even after its live output
     if output_shown:
         text = text.split("\n", 1)[0] + " (output above)"
-    elif msg.status == "failure" or kind in ("error", "stop"):
-        return f"[{kind} {mark}] {_indent(text)}"
     line = " ".join(text.split())
     if len(line) > BRIEF:
         line = line[:BRIEF] + "…"

@@ -48,3 +48,20 @@ def test_live_output_is_printed_by_line_and_the_final_message_points_to_it() -> 
     )
     p.message(final)
     assert out[-2:] == ["  | step 2", "[terminal_run ok] Exit code: 0 (output above)"]
+
+
+def test_a_failed_command_is_printed_whole_even_after_its_live_output() -> None:
+    out: list[str] = []
+    p = Progress(out.append)
+    running = Message.build("terminal_run", "make", status="running")
+    p.message(running)
+    p.delta({"uuid": running.uuid, "stream": "stderr", "text": "KeyError: 'x'\n"})
+    p.message(
+        Message.build(
+            "terminal_run",
+            "Exit code: 1\nstderr:\nKeyError: 'x'",
+            uuid=running.uuid,
+            status="failure",
+        )
+    )
+    assert out[-1] == "[terminal_run FAIL] Exit code: 1\n    stderr:\n    KeyError: 'x'"

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from backend.actions.values import scrub
 from backend.agent.narration import ACTION_LINE_STARTS, ProseCut
 from backend.messages.deltas import Coalescer
 from backend.messages.message import Message
@@ -76,6 +77,8 @@ class Live:
         self._decoders: dict[tuple[str, str], codecs.IncrementalDecoder] = {}
 
     def _emit(self, payload: dict[str, Any]) -> None:
+        # model text may hold lone surrogates or NUL (JSON escapes): never on the wire
+        payload["text"] = scrub(payload["text"])
         if self._sink is not None:
             self._sink(payload)
         if self._publish is None:

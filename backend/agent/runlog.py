@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable
@@ -34,6 +35,11 @@ async def logged_run(ctx: RunContext, body: Awaitable[str]) -> str:
         try:
             total = (await ctx.store.run_usage(ctx.run_id))["total"]
             calls, tokens = int(total["calls"]), int(total["total_tokens"])
+        except asyncio.CancelledError:
+            # a stop that lands once the run has ended changes nothing: its status stands
+            task = asyncio.current_task()
+            while task is not None and task.uncancel() > 0:
+                pass
         except Exception:  # the store going away must not hide the end line
             log.debug("usage of run %s not available", ctx.run_id, exc_info=True)
         log.info(

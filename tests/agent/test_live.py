@@ -60,3 +60,11 @@ async def test_prose_callback_streams_only_the_words() -> None:
     text = "".join(p["text"] for p in sent)
     assert text == "I'll fix it.\n"
     assert all(p["action_type"] == "thinking" and p["uuid"] == "u1" for p in sent)
+
+
+async def test_delta_text_never_carries_lone_surrogates_or_nul() -> None:
+    sent: list[dict[str, Any]] = []
+    live = Live(sent.append)
+    live.text("u", "auto_reply", "caf\udce9 \x00 ok")
+    assert sent[0]["text"] == "caf\ufffd \ufffd ok"
+    sent[0]["text"].encode("utf-8")

@@ -239,3 +239,39 @@ def test_deltas_reach_a_reader_on_another_process(
     finally:
         b.stop()
         a.stop()
+
+
+def test_summary_and_plan_prose_stream_under_their_messages_uuid(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    summary = "Both steps are done: **a.txt** holds A and the listing shows it."
+    fake_model.script(
+        {
+            "stage": "planning",
+            "content": plan_reply("One", "Two", prose="Two steps, then a summary."),
+            "chunks": 6,
+        },
+        {"stage": "thinking", "content": "Writing it now.\n" + run("echo A > a.txt") + finish("a")},
+        {"stage": "thinking", "content": run("ls") + finish("listed")},
+        {"stage": "summary", "content": summary, "chunks": 8},
+    )
+    with running_server(tmp_path, fake_model.base_url) as server:
+        events, _ = read_all(
+            server, "POST", "/api/agent/run", json={"goal": "two steps", "mode": "agent"}
+        )
+    messages = {e.json["uuid"]: e.json for e in events if e.event == "message"}
+    by_uuid: dict[str, str] = {}
+    for e in events:
+        if e.event == "delta" and "stream" not in e.json:
+            by_uuid[e.json["uuid"]] = by_uuid.get(e.json["uuid"], "") + e.json["text"]
+    kinds = {
+        messages[u]["meta"]["action_type"] + "/" + messages[u]["type"]: text
+        for u, text in by_uuid.items()
+    }
+    assert kinds == {
+        "auto_reply/": "Two steps, then a summary.\n",
+        "thinking/narration": "Writing it now.\n",
+        "finish_summery/": summary,
+    }
+    for uuid, text in by_uuid.items():
+        assert text.strip() == messages[uuid]["content"]
