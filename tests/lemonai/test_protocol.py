@@ -167,6 +167,9 @@ def test_conversation_routes_answer_in_the_envelope(settings: Settings) -> None:
         # PUT with an empty title (the client's auto-title) keeps the title
         put = client.put(f"/lemonai/api/conversation/{cid}", json={"title": ""})
         assert put.json()["data"]["title"] == "Say hello"
+        renamed = client.put(f"/lemonai/api/conversation/{cid}", json={"title": " Greeting "})
+        assert renamed.json()["data"]["title"] == "Greeting"
+        assert client.get(f"/api/conversations/{cid}").json()["title"] == "Greeting"
         gone = client.delete(f"/lemonai/api/conversation/{cid}", headers=JSON)
         assert gone.json()["data"] == {"conversation_id": cid, "deleted": True}
         missing = client.get(f"/lemonai/api/conversation/{cid}")
