@@ -45,9 +45,8 @@ async def manager(
     store = Store(url)
     store.migrate()
     iid = new_instance_id("serve")
-    m = RunManager(
-        settings, store, make_notifier(url, iid), make_llm(settings), BUILTIN, instance_id=iid
-    )
+    llm = make_llm(settings)
+    m = RunManager(settings, store, make_notifier(url, iid), llm, BUILTIN, instance_id=iid)
     m.executor = QueueExecutor(url) if request.param == "queue" else InlineExecutor(m)
     await m.open()
     worker = None
@@ -58,6 +57,7 @@ async def manager(
         yield m
     finally:
         await m.shutdown()
+        await llm.aclose()
         await store.close()
         if worker is not None:
             worker.stop()
