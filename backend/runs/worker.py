@@ -22,6 +22,22 @@ async def prewarm(llm: DispatchLLM) -> None:
         await asyncio.to_thread(thread.join)
 
 
+async def close_stalled_jobs(app: Any) -> None:
+    """Jobs of workers that died (no heartbeat for a minute) stay `doing` in procrastinate's
+    table: mark them failed, never retried. Their runs are failed by lease recovery."""
+    from procrastinate.jobs import Status
+
+    from backend.runs.executor import QUEUE
+
+    try:
+        stalled = await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=60)
+        for job in stalled:
+            await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
+            log.warning("job %s of a dead worker marked failed (run %s)", job.id, job.task_kwargs)
+    except Exception:
+        log.exception("could not close stalled jobs")
+
+
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from procrastinate.worker import Worker
 
@@ -52,6 +68,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     await manager.open()
     app = build_app(settings.database_url, manager)
     await app.open_async()
+    await close_stalled_jobs(app)
     worker = Worker(
         app,
         queues=[QUEUE],
