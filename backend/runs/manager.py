@@ -193,6 +193,7 @@ class RunManager:
                 "status": "running",
                 "owner": owner,
                 "stop_requested": False,
+                "model": model or "",
                 "new_conversation": conversation_id is None,
             }
         try:
