@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from backend.api.guard import GuardMiddleware
 from backend.config import Settings
 from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
-from backend.llm.client import LiteLLM
+from backend.llm.dispatch import DispatchLLM
 from backend.runs import RunManager
 from backend.runs.executor import make_executor, require_postgres
 from backend.runs.lease import new_instance_id
@@ -38,9 +37,7 @@ from backend.store.repo import Store
 log = logging.getLogger(__name__)
 
 
-def make_llm(settings: Settings) -> LLM:
-    from backend.llm.dispatch import DispatchLLM
-
+def make_llm(settings: Settings) -> DispatchLLM:
     return DispatchLLM(
         settings.llm_model,
         api_key=settings.llm_api_key,
@@ -85,12 +82,15 @@ def create_app(
     if settings.executor == "queue":
         require_postgres(settings.database_url)  # a clear start-up error (QueueConfigError)
     store = Store(settings.database_url)
+    own_llm: DispatchLLM | None = None  # made here: prewarmed at start, closed at shutdown
+    if llm is None:
+        llm = own_llm = make_llm(settings)
     instance_id = new_instance_id("serve")
     manager = RunManager(
         settings,
         store,
         make_notifier(settings.database_url, instance_id),
-        llm or make_llm(settings),
+        llm,
         specialists if specialists is not None else load_specialists(settings.specialists_file),
         runtimes,
         instance_id=instance_id,
@@ -104,9 +104,8 @@ def create_app(
         if manager.lease.recovered:
             log.warning("marked %d interrupted run(s) as failed", manager.lease.recovered)
         checker = asyncio.create_task(_probe_docker(app, manager))
-        if isinstance(manager.llm, LiteLLM) and settings.llm_model:
-            # import litellm (seconds) in the background so the first run does not wait
-            threading.Thread(target=_prewarm_litellm, daemon=True).start()
+        if own_llm is not None:
+            own_llm.prewarm()  # litellm (seconds to import) in the background, if needed
         try:
             yield
         finally:
@@ -114,6 +113,8 @@ def create_app(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
             await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
+            if own_llm is not None:
+                await own_llm.aclose()
             await store.close()
 
     routes: list[Route | Mount] = [
@@ -170,13 +171,6 @@ async def _probe_docker(app: Starlette, manager: RunManager) -> None:
         ok = False
     if ok and "docker" not in app.state.runtimes_available:
         app.state.runtimes_available = [*app.state.runtimes_available, "docker"]
-
-
-def _prewarm_litellm() -> None:
-    try:
-        import litellm  # noqa: F401
-    except Exception:  # reported on first use
-        log.debug("litellm prewarm failed", exc_info=True)
 
 
 async def _no_ui(_request: Request) -> Response:

@@ -109,10 +109,11 @@ async def run_cmd(
     from backend.runs import RunManager
     from backend.runs.lease import new_instance_id
     from backend.runs.notify import make_notifier
-    from backend.runs.worker import prewarm_litellm
+    from backend.runs.worker import prewarm
     from backend.store.repo import Store
 
-    await prewarm_litellm(settings)
+    llm = make_llm(settings)
+    await prewarm(llm)
     store = Store(settings.database_url)
     store.migrate()
     # an instance of its own with a lease: a live server's runs on the same database are
@@ -122,7 +123,7 @@ async def run_cmd(
         settings,
         store,
         make_notifier(settings.database_url, iid),
-        make_llm(settings),
+        llm,
         load_specialists(settings.specialists_file),
         kind="cli",
         instance_id=iid,
@@ -135,6 +136,7 @@ async def run_cmd(
         cid = await upload_inputs(store, manager, settings, files)
         if cid is None:
             await manager.shutdown()
+            await llm.aclose()
             await store.close()
             return 2
     cid, rid = await manager.start(
@@ -156,6 +158,7 @@ async def run_cmd(
     ws = manager.workspace("1", cid)
     print(f"run {rid} {status}; files in {ws}", flush=True)
     await manager.shutdown()
+    await llm.aclose()
     await store.close()
     return 0 if status == "completed" else 1
 

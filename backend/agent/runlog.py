@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable
@@ -31,17 +30,9 @@ async def logged_run(ctx: RunContext, body: Awaitable[str]) -> str:
         status = await body
         return status
     finally:
-        calls = tokens = 0
-        try:
-            total = (await ctx.store.run_usage(ctx.run_id))["total"]
-            calls, tokens = int(total["calls"]), int(total["total_tokens"])
-        except asyncio.CancelledError:
-            # a stop that lands once the run has ended changes nothing: its status stands
-            task = asyncio.current_task()
-            while task is not None and task.uncancel() > 0:
-                pass
-        except Exception:  # the store going away must not hide the end line
-            log.debug("usage of run %s not available", ctx.run_id, exc_info=True)
+        # what the run spent is on its budget: no await here, where a stop arriving just
+        # after the body returned would turn a finished run into a failed one
+        calls, tokens = ctx.budget.calls, ctx.budget.tokens
         log.info(
             "run %s ended: conversation %s, status %s, %d model calls, %d tokens, %.1f s",
             ctx.run_id,

@@ -59,12 +59,21 @@ async def download(request: Request) -> Response:
     await conversation_or_404(request, cid)
     workspace = manager(request).workspace(user_id(request), cid)
     rel = request.path_params["path"]
+    return await file_response(
+        workspace, rel, ApiError(404, f"No file {rel!r} in this conversation.")
+    )
+
+
+async def file_response(workspace: Path, rel: str, missing: Exception) -> Response:
+    """One workspace file as an attachment, streamed from a descriptor opened beneath the
+    workspace (a path swapped meanwhile cannot lead outside); raises ``missing`` when there
+    is no such regular file inside."""
     if not workspace.is_dir():
-        raise ApiError(404, f"No file {rel!r} in this conversation.")
+        raise missing
     try:
         fd, name = await anyio.to_thread.run_sync(confined.open_read, workspace, rel)
     except (PathEscapeError, OSError) as exc:
-        raise ApiError(404, f"No file {rel!r} in this conversation.") from exc
+        raise missing from exc
     size = os.fstat(fd).st_size
     filename = name.rsplit("/", 1)[-1]
     return StreamingResponse(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path, PurePosixPath
@@ -13,21 +13,26 @@ from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
+from backend.api.common import read_json as api_read_json
+from backend.api.errors import ApiError
+from backend.api.files import file_response
 from backend.lemonai.auth import STATE_KEY, LemonAuth
 from backend.lemonai.envelope import LemonError, http_error_handler, lemon_error_handler, ok
 from backend.lemonai.services import (
     ConflictError,
     NotFoundError,
-    PathEscapeError,
     Services,
+    UploadError,
 )
 from backend.lemonai.stream import LemonStream, encode, message_token, mode_token
 from backend.lemonai.translate import conversation, lemon_mode, translate_all
 from backend.messages.message import Message
-from backend.runtime.paths import SANDBOX_ROOT, resolve_in_workspace
+from backend.runtime.paths import SANDBOX_ROOT
+
+log = logging.getLogger(__name__)
 
 GOAL_LIMIT = 100_000
 MAX_BODY = 1024 * 1024
@@ -49,24 +54,12 @@ def user(request: Request) -> str:
 
 
 async def read_json(request: Request) -> dict[str, Any]:
-    ctype = request.headers.get("content-type", "")
-    if "application/json" not in ctype.lower():
-        raise LemonError(415, "Send the body as JSON with 'Content-Type: application/json'.")
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > MAX_BODY:
-        raise LemonError(413, f"Request body is larger than {MAX_BODY} bytes.")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise LemonError(413, f"Request body is larger than {MAX_BODY} bytes.")
+    """planact's strict JSON reader (sizes, nesting, surrogates, content type), with its
+    errors in LemonAI's envelope."""
     try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LemonError(400, f"Body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise LemonError(400, "Body must be a JSON object.")
-    return data
+        return await api_read_json(request)
+    except ApiError as exc:
+        raise LemonError(exc.status, exc.message) from exc
 
 
 def string_field(body: dict[str, Any], name: str, *, required: bool = False) -> str | None:
@@ -219,7 +212,9 @@ async def _run(request: Request) -> Response:
             raise LemonError(404, f"No conversation or upload {exc}.") from exc
         except ConflictError as exc:
             raise LemonError(409, "A run is already active in this conversation.") from exc
-        question += "\n\nAttached files: " + ", ".join(attached)
+        except UploadError as exc:
+            raise LemonError(exc.status, exc.message) from exc
+        log.info("attached %s to conversation %s", ", ".join(attached), cid)
     try:
         cid, rid = await svc.start_run(uid, question, cid, mode, model)
     except NotFoundError as exc:
@@ -296,18 +291,8 @@ async def read_file(request: Request) -> Response:
     uid = user(request)
     cid, rel = _locate(path, svc.user_root(uid), string_field(body, "conversation_id"))
     await conversation_or_404(request, cid)
-    try:
-        real = resolve_in_workspace(svc.workspace(uid, cid), rel)
-    except PathEscapeError as exc:
-        raise LemonError(404, f"No file {path!r} in your conversations.") from exc
-    if not real.is_file():
-        raise LemonError(404, f"No file {path!r} in your conversations.")
-    return FileResponse(
-        real,
-        filename=real.name,
-        content_disposition_type="attachment",
-        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
-    )
+    missing = LemonError(404, f"No file {path!r} in your conversations.")
+    return await file_response(svc.workspace(uid, cid), rel, missing)
 
 
 def _locate(path: str, user_root: Path, cid: str | None) -> tuple[str, str]:

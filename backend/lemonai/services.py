@@ -7,9 +7,6 @@ upload service, per-run models) is one edit here and nowhere else in ``backend/l
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
 import json
 import os
 import re
@@ -26,19 +23,27 @@ from backend.api.sse import run_events
 from backend.messages.message import Message
 from backend.runtime.paths import PathEscapeError, resolve_in_workspace
 from backend.store.repo import ConflictError, NotFoundError
+from backend.uploads import UploadError, UploadLimits, check_workspace_room, save_upload
 
 if TYPE_CHECKING:
     from backend.config import Settings
     from backend.runs import RunManager
     from backend.store.repo import Store
 
-__all__ = ["ConflictError", "Event", "NotFoundError", "PathEscapeError", "Services", "Staged"]
+__all__ = [
+    "ConflictError",
+    "Event",
+    "NotFoundError",
+    "PathEscapeError",
+    "Services",
+    "Staged",
+    "UploadError",
+]
 
 STAGING_DIR = ".lemonai-uploads"
 # LemonAI marks a conversation done as soon as its stop call answers and drops the stream
 # after that: answer once the run has published its stop message (or after STOP_WAIT).
 STOP_WAIT = 5.0
-STOP_POLL = 0.1
 UPLOAD_DIR = "upload"
 _FILE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -98,11 +103,7 @@ class Services:
         return await self.store.list_conversations(user_id)
 
     async def rename_conversation(self, user_id: str, cid: str, title: str) -> bool:
-        """Rename when the store can; False when it cannot (the title stays)."""
-        rename = getattr(self.store, "rename_conversation", None)
-        if rename is None:
-            return False
-        return bool(await rename(user_id, cid, title))
+        return await self.store.rename_conversation(user_id, cid, title)
 
     async def delete_conversation(self, user_id: str, cid: str) -> bool:
         return await self.manager.delete_conversation(user_id, cid)
@@ -122,10 +123,7 @@ class Services:
         self, user_id: str, goal: str, cid: str | None, mode: str, model: str | None = None
     ) -> tuple[str, str]:
         """Start a run; raises ConflictError (a run is active) or NotFoundError."""
-        kwargs: dict[str, Any] = {"conversation_id": cid, "mode": mode}
-        if model and "model" in inspect.signature(self.manager.start).parameters:
-            kwargs["model"] = model
-        return await self.manager.start(user_id, goal, **kwargs)
+        return await self.manager.start(user_id, goal, conversation_id=cid, mode=mode, model=model)
 
     async def active_run(self, user_id: str, cid: str) -> str | None:
         conv = await self.store.get_conversation(user_id, cid)
@@ -139,16 +137,8 @@ class Services:
     async def stop_run(self, run_id: str, wait: float = STOP_WAIT) -> str:
         """Stop the run and wait (bounded) until it has ended; its status then."""
         await self.manager.stop(run_id)
-        deadline = asyncio.get_running_loop().time() + wait
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.manager.wait(run_id), wait)
-        while True:  # a run owned elsewhere ends in the store
-            run = await self.store.get_run(run_id)
-            if run is None or run["status"] != "running":
-                return str(run["status"]) if run else "failed"
-            if asyncio.get_running_loop().time() >= deadline:
-                return "running"
-            await asyncio.sleep(STOP_POLL)
+        status = await self.manager.wait(run_id, timeout=wait)  # whichever process owns it
+        return status or "running"
 
     async def events(self, cid: str, rid: str) -> AsyncIterator[Event]:
         """planact's own stream of the run (the one /api/agent/runs/{id}/events serves)."""
@@ -169,7 +159,7 @@ class Services:
     # conversation exists, so the file is staged per user and moved into the conversation
     # workspace when a run names it in `fileIds`.
     def upload_limit(self) -> int:
-        return int(getattr(self.settings, "upload_max_mb", 50)) * 1024 * 1024
+        return int(self.settings.upload_max_mb * 1024 * 1024)
 
     async def stage_upload(self, user_id: str, filename: str, data: bytes) -> Staged:
         name = safe_name(filename)
@@ -185,11 +175,14 @@ class Services:
         return Staged(file_id, name, len(data))
 
     async def attach_uploads(self, user_id: str, cid: str, file_ids: list[str]) -> list[str]:
-        """Move staged files into the conversation workspace; their workspace paths."""
+        """Move staged files into the conversation workspace through planact's upload
+        service (confined writes, WORKSPACE_MAX_MB, recorded as the person's input files);
+        their workspace paths. Raises NotFoundError for an unknown id, UploadError."""
         workspace = self.workspace(user_id, cid)
         root = self.user_root(user_id) / STAGING_DIR
+        limits = UploadLimits.from_mb(self.settings.upload_max_mb, self.settings.workspace_max_mb)
 
-        def move() -> list[str]:
+        def move() -> list[tuple[str, int]]:
             found: list[tuple[Path, str]] = []
             for file_id in file_ids:  # check every id before moving anything
                 if not _FILE_ID.match(file_id):
@@ -199,19 +192,21 @@ class Services:
                 if len(names) != 1:
                     raise NotFoundError(file_id)
                 found.append((folder, names[0]))
-            moved: list[str] = []
+            incoming = {
+                f"{UPLOAD_DIR}/{name}": (folder / name).stat().st_size for folder, name in found
+            }
+            check_workspace_room(workspace, incoming, limits)
+            moved: list[tuple[str, int]] = []
             for folder, name in found:
-                source = resolve_in_workspace(folder, name)
                 rel = f"{UPLOAD_DIR}/{name}"
-                workspace.mkdir(parents=True, exist_ok=True)
-                target = resolve_in_workspace(workspace, rel)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(source, target)
+                with open(folder / name, "rb") as source:
+                    moved.append((rel, save_upload(workspace, rel, source)))
                 shutil.rmtree(folder, ignore_errors=True)
-                moved.append(rel)
             return moved
 
-        return await anyio.to_thread.run_sync(move)
+        moved = await anyio.to_thread.run_sync(move)
+        await self.store.record_uploads(cid, moved)
+        return [rel for rel, _size in moved]
 
 
 def safe_name(filename: str) -> str:

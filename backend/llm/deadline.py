@@ -67,8 +67,10 @@ class Deadline:
         except TimeoutError as err:
             if self.idle_fired:
                 raise LLMTimeoutError(
-                    f"the model sent no content for {self.idle:g} s (LLM_TIMEOUT)"
+                    f"the model sent no content for {self.idle:g} s (LLM_TIMEOUT): check that "
+                    "the model server is up and not overloaded, or raise LLM_TIMEOUT"
                 ) from err
             raise LLMDeadlineError(
-                f"the model call ran past {self.hard:g} s (LLM_CALL_MAX_SECONDS) and was cut off"
+                f"the reply was cut off after {self.hard:g} s (LLM_CALL_MAX_SECONDS): raise it "
+                "for very long replies"
             ) from err

@@ -3,13 +3,12 @@ allows it (backend/llm/providers.py), to litellm otherwise."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from typing import Any, Literal
 
 from backend.llm.base import Completion, DeltaCallback
-from backend.llm.litellm_client import LiteLLM
+from backend.llm.litellm_client import LiteLLM, import_litellm
 from backend.llm.openai_compat import OpenAICompatLLM, missing_model_error
 
 log = logging.getLogger(__name__)
@@ -70,13 +69,15 @@ class DispatchLLM:
         client = self.lean if self.path(use) == "lean" else self.litellm
         return await client.complete(stage=stage, messages=messages, model=use, on_delta=on_delta)
 
-    def prewarm(self) -> bool:
+    def prewarm(self) -> threading.Thread | None:
         """Import litellm in a background thread when the default model needs it, so that
-        the first run does not wait for the import (seconds). True when started."""
+        the first run does not wait for the import (seconds). Returns the thread (None when
+        litellm is not needed); call it at start-up, before requests arrive."""
         if not self.model or self.path() != "litellm":
-            return False
-        threading.Thread(target=_import_litellm, daemon=True).start()
-        return True
+            return None
+        thread = threading.Thread(target=_import_litellm, name="litellm-import", daemon=True)
+        thread.start()
+        return thread
 
     async def aclose(self) -> None:
         await self.lean.aclose()
@@ -84,6 +85,6 @@ class DispatchLLM:
 
 def _import_litellm() -> None:
     try:
-        importlib.import_module("litellm")
+        import_litellm()
     except Exception:  # reported on first use
         log.debug("litellm prewarm failed", exc_info=True)

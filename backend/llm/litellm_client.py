@@ -18,6 +18,7 @@ import asyncio
 import importlib
 import logging
 import os
+import threading
 from typing import Any
 
 import anyio
@@ -37,6 +38,8 @@ from backend.llm.retry import RetryPolicy, short
 log = logging.getLogger(__name__)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+_MISSING_KEY = "Missing credentials"
 
 
 class LiteLLM:
@@ -125,6 +128,11 @@ class LiteLLM:
                     ) from exc
                 raise LLMError(f"The model rejected the request: {short(exc)}") from exc
             except retryable as exc:
+                if _MISSING_KEY in str(exc):  # the openai SDK's, reported as a 500
+                    raise LLMConfigError(
+                        f"Model {use_model!r} needs an API key: set LLM_API_KEY (any value for "
+                        "a local server that checks none)."
+                    ) from exc
                 raise LLMTransientError(short(exc)) from exc
             except litellm.APIError as exc:
                 # litellm maps some statuses (403 from an OpenAI-compatible server) to APIError
@@ -234,22 +242,32 @@ class LiteLLM:
 
 
 _LITELLM: Any = None
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_litellm() -> Any:
+    """Import and configure litellm once (blocking: seconds). One lock for every caller:
+    two threads importing litellm at once can see it half-initialised."""
+    global _LITELLM
+    with _IMPORT_LOCK:
+        if _LITELLM is None:
+            module: Any = importlib.import_module("litellm")
+            module.suppress_debug_info = True
+            # we keep our own usage and cost: spare the per-chunk logging work
+            module.disable_streaming_logging = True
+            module.logging = False
+            # identical chunks in a row are content, not a loop (see the module docstring)
+            module.REPEATED_STREAMING_CHUNK_LIMIT = 1_000_000_000
+            _LITELLM = module
+    return _LITELLM
 
 
 async def _litellm() -> Any:
     """litellm, imported lazily (server start stays fast) and in a worker thread: the
     import takes seconds and must never freeze the event loop."""
-    global _LITELLM
-    if _LITELLM is None:
-        module: Any = await anyio.to_thread.run_sync(importlib.import_module, "litellm")
-        module.suppress_debug_info = True
-        # we keep our own usage and cost: spare the per-chunk logging work
-        module.disable_streaming_logging = True
-        module.logging = False
-        # identical chunks in a row are content, not a loop (see the module docstring)
-        module.REPEATED_STREAMING_CHUNK_LIMIT = 1_000_000_000
-        _LITELLM = module
-    return _LITELLM
+    if _LITELLM is not None:
+        return _LITELLM
+    return await anyio.to_thread.run_sync(import_litellm)
 
 
 def _from_response(litellm: Any, response: Any, model: str) -> Completion:

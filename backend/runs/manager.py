@@ -81,6 +81,7 @@ class RunManager:
         self._contexts: dict[str, RunContext] = {}
         self._listeners: dict[str, Listener] = {}
         self._delta_listeners: dict[str, DeltaSink] = {}
+        self._created: dict[str, dict[str, Any]] = {}  # inline runs: their row, as written
         self._started: set[str] = set()
         self._cancellers: dict[str, asyncio.Task[None]] = {}
         self._cleanups: set[asyncio.Future[None]] = set()
@@ -186,6 +187,20 @@ class RunManager:
             self._listeners[rid] = listener
         if delta_listener is not None:  # live deltas of a run of this process (the CLI)
             self._delta_listeners[rid] = delta_listener
+        if owner is not None:  # executed here: no need to read back what we just wrote
+            self._created[rid] = {
+                "run_id": rid,
+                "conversation_id": cid,
+                "user_id": user_id,
+                "goal": goal,
+                "mode": mode,
+                "runtime": runtime_name,
+                "status": "running",
+                "owner": owner,
+                "stop_requested": False,
+                "model": model or "",
+                "new_conversation": conversation_id is None,
+            }
         try:
             await self.executor.submit(rid)
         except Exception as exc:
@@ -226,7 +241,7 @@ class RunManager:
     async def execute(self, run_id: str) -> str:
         """Run ``run_id`` here to its end: take it if it is queued, refuse it if another
         instance owns it or it already ended. Returns the final status."""
-        run = await self.store.run_for_execution(run_id)
+        run = self._created.pop(run_id, None) or await self.store.run_for_execution(run_id)
         if run is None or run["status"] != "running":
             return run["status"] if run else "missing"
         if run["owner"] is None:
@@ -252,6 +267,9 @@ class RunManager:
             listener=self._listeners.pop(run_id, None),
             delta_listener=self._delta_listeners.pop(run_id, None),
             history=await self._history(run["conversation_id"], run_id),
+            history=[]
+            if run.get("new_conversation")
+            else await self._history(run["conversation_id"], run_id),
             stop_requested=bool(run["stop_requested"]),
             notifier=self.notifier,
             model=run["model"] or None,
@@ -312,7 +330,11 @@ class RunManager:
         return True
 
     def _on_control(self, kind: str, run_id: str) -> None:
-        if kind == "stop" and run_id in self._contexts:
+        if kind != "stop":
+            return
+        if run_id in self._created:  # not begun yet: it begins stopped
+            self._created[run_id]["stop_requested"] = True
+        if run_id in self._contexts:
             self._stop_local(run_id)
 
     def _stop_local(self, run_id: str, *, lost: bool = False) -> None:

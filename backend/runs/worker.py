@@ -4,24 +4,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import signal
 from typing import Any
 
 from backend.config import Settings
+from backend.llm.dispatch import DispatchLLM
 
 log = logging.getLogger(__name__)
 
 
-async def prewarm_litellm(settings: Settings) -> None:
-    """Import litellm (seconds) off the event loop before taking runs: an import on the
-    loop at the first model call would stall the lease renewal."""
-    if settings.llm_model:
-        try:
-            await asyncio.to_thread(importlib.import_module, "litellm")
-        except Exception:  # reported on first use
-            log.debug("litellm prewarm failed", exc_info=True)
+async def prewarm(llm: DispatchLLM) -> None:
+    """Import litellm (seconds) off the event loop before taking runs, when the model needs
+    it: an import on the loop at the first model call would stall the lease renewal."""
+    thread = llm.prewarm()
+    if thread is not None:
+        await asyncio.to_thread(thread.join)
+
+
+async def close_stalled_jobs(app: Any) -> None:
+    """Jobs of workers that died (no heartbeat for a minute) stay `doing` in procrastinate's
+    table: mark them failed, never retried. Their runs are failed by lease recovery."""
+    from procrastinate.jobs import Status
+
+    from backend.runs.executor import QUEUE
+
+    try:
+        stalled = await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=60)
+        for job in stalled:
+            await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
+            log.warning("job %s of a dead worker marked failed (run %s)", job.id, job.task_kwargs)
+    except Exception:
+        log.exception("could not close stalled jobs")
 
 
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
@@ -36,7 +50,8 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from backend.store.repo import Store
 
     require_postgres(settings.database_url)
-    await prewarm_litellm(settings)
+    llm = make_llm(settings)
+    await prewarm(llm)
     store = Store(settings.database_url)
     await asyncio.to_thread(store.migrate)
     await ensure_schema(settings.database_url)
@@ -45,7 +60,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
         settings,
         store,
         make_notifier(settings.database_url, iid),
-        make_llm(settings),
+        llm,
         load_specialists(settings.specialists_file),
         kind="worker",
         instance_id=iid,
@@ -53,6 +68,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     await manager.open()
     app = build_app(settings.database_url, manager)
     await app.open_async()
+    await close_stalled_jobs(app)
     worker = Worker(
         app,
         queues=[QUEUE],
@@ -92,6 +108,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await manager.shutdown()
+        await llm.aclose()
         await app.close_async()
         await store.close()
     return 0

@@ -44,7 +44,8 @@ def test_serve_logs_one_line_per_run_start_and_end_and_no_library_noise(
 def test_debug_log_level_brings_library_lines_back(
     tmp_path: Path, fake_model: FakeModelServer
 ) -> None:
-    env = server_env(tmp_path, fake_model.base_url, LOG_LEVEL="DEBUG")
+    # the litellm path (LLM_CLIENT=litellm): its own lines come back with DEBUG
+    env = server_env(tmp_path, fake_model.base_url, LOG_LEVEL="DEBUG", LLM_CLIENT="litellm")
     server = Server(tmp_path, env).start()
     try:
         fake_model.script({"stage": "auto_reply", "content": "Hello."})

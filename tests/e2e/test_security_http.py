@@ -55,6 +55,15 @@ def server(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> 
     srv.stop()
 
 
+@pytest.fixture
+def opened() -> Iterator[list[socket.socket]]:
+    """Raw client sockets a test opens, closed whatever happens."""
+    socks: list[socket.socket] = []
+    yield socks
+    for s in socks:
+        s.close()
+
+
 # -- helpers ------------------------------------------------------------------------------
 
 
@@ -424,12 +433,13 @@ def test_oversized_url_and_head_are_json(server: Server) -> None:
 # -- held connections (finding 6) ------------------------------------------------------------
 
 
-def test_half_sent_heads_and_bodies_time_out(server: Server) -> None:
+def test_half_sent_heads_and_bodies_time_out(server: Server, opened: list[socket.socket]) -> None:
     host = f"Host: 127.0.0.1:{server.port}\r\n".encode()
     silent = connect(server)
     partial = connect(server)
     partial.sendall(b"GET /api/health HTTP/1.1\r\n" + host)
     slow_body = connect(server)
+    opened.extend([silent, partial, slow_body])
     slow_body.sendall(
         b"POST /api/agent/run HTTP/1.1\r\n"
         + host
@@ -441,14 +451,14 @@ def test_half_sent_heads_and_bodies_time_out(server: Server) -> None:
     assert status == 408 and body["error"]["code"] == "timeout"
     status, body = json_response(got[2])
     assert status == 408 and body["error"]["code"] == "timeout"
-    for s in (silent, partial, slow_body):
-        s.close()
     assert httpx.get(f"{server.url}/api/health").status_code == 200
 
 
-def test_connection_cap_closes_the_oldest_half_open_first(server: Server) -> None:
+def test_connection_cap_closes_the_oldest_half_open_first(
+    server: Server, opened: list[socket.socket]
+) -> None:
     host = f"Host: 127.0.0.1:{server.port}\r\n".encode()
-    socks = []
+    socks = opened
     for _ in range(MAX_CONNECTIONS + 20):
         s = connect(server)
         s.sendall(b"GET /api/health HTTP/1.1\r\n" + host)
@@ -460,11 +470,11 @@ def test_connection_cap_closes_the_oldest_half_open_first(server: Server) -> Non
     # the first ones made room (closed without an answer), the others timed out
     assert got[0] == b""
     assert json_response(got[-1])[0] == 408
-    for s in socks:
-        s.close()
 
 
-def test_sse_clients_that_never_read_are_cut_off(server: Server, model: FakeModelServer) -> None:
+def test_sse_clients_that_never_read_are_cut_off(
+    server: Server, model: FakeModelServer, opened: list[socket.socket]
+) -> None:
     # a long reply (varied: litellm refuses a stream that repeats one chunk)
     text = " ".join(f"w{i}" for i in range(50_000))
     model.script({"stage": "auto_reply", "content": text})
@@ -475,7 +485,7 @@ def test_sse_clients_that_never_read_are_cut_off(server: Server, model: FakeMode
         f"GET /api/agent/runs/{ids['run_id']}/events HTTP/1.1\r\n"
         f"Host: 127.0.0.1:{server.port}\r\nAccept: text/event-stream\r\n\r\n"
     ).encode()
-    clients = []
+    clients = opened
     for _ in range(50):
         s = connect(server, slow_reader=True)
         s.sendall(request)
@@ -488,8 +498,6 @@ def test_sse_clients_that_never_read_are_cut_off(server: Server, model: FakeMode
         timeout=WRITE_TIMEOUT + 30,
         what="the server to drop the non-reading clients",
     )
-    for s in clients:
-        s.close()
     # a reading client still gets the whole stream
     r = httpx.get(f"{server.url}/api/agent/runs/{ids['run_id']}/events", timeout=30)
     assert text in r.text and "event: end" in r.text

@@ -167,6 +167,9 @@ def test_conversation_routes_answer_in_the_envelope(settings: Settings) -> None:
         # PUT with an empty title (the client's auto-title) keeps the title
         put = client.put(f"/lemonai/api/conversation/{cid}", json={"title": ""})
         assert put.json()["data"]["title"] == "Say hello"
+        renamed = client.put(f"/lemonai/api/conversation/{cid}", json={"title": " Greeting "})
+        assert renamed.json()["data"]["title"] == "Greeting"
+        assert client.get(f"/api/conversations/{cid}").json()["title"] == "Greeting"
         gone = client.delete(f"/lemonai/api/conversation/{cid}", headers=JSON)
         assert gone.json()["data"] == {"conversation_id": cid, "deleted": True}
         missing = client.get(f"/lemonai/api/conversation/{cid}")
@@ -353,12 +356,14 @@ def test_file_read_maps_absolute_paths_back_and_refuses_the_rest(
             str(workspace.parent / "Conversation_nope" / "x"),
             str(workspace.parent.parent / "user_2" / f"Conversation_{cid}" / "a" / "b.txt"),
             f"{workspace}/a",
-            f"{workspace}\x00/a/b.txt",
         ):
             resp = client.post("/lemonai/api/file/read", json={"path": bad})
             assert resp.status_code == 404, bad
             assert resp.json()["code"] == 404
             assert b"TOP-SECRET-CONTENT" not in resp.content
+        # a NUL is refused by the strict JSON reader before any path is looked at
+        nul = client.post("/lemonai/api/file/read", json={"path": f"{workspace}\x00/a/b.txt"})
+        assert nul.status_code == 400 and nul.json()["code"] == 400
         no_cid = client.post("/lemonai/api/file/read", json={"path": "a/b.txt"})
         assert no_cid.status_code == 400
 
@@ -465,7 +470,10 @@ def test_upload_then_file_ids_put_files_in_the_workspace(settings: Settings) -> 
         workspace = Path(settings.workspace_dir).resolve() / "user_1" / f"Conversation_{cid}"
         assert (workspace / "upload" / "da ta.csv").read_bytes() == b"a,b\n1,2\n"
         question = agent_messages(tokens)[0]
-        assert question["content"].endswith("Attached files: upload/da ta.csv")
+        assert question["content"] == "Summarise it"
+        # the planner is told which files the person gave, like planact's own uploads
+        planning = next(c for c in llm.calls if c.stage == "planning")
+        assert "upload/da ta.csv" in planning.messages[0]["content"]
         again = client.post(
             "/lemonai/api/agent/run",
             json={"question": "q", "conversation_id": cid, "fileIds": [staged["id"]]},

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from backend.llm.base import Completion
+from backend.llm.base import Completion, LLMConfigError
 from backend.llm.dispatch import DispatchLLM
 from backend.llm.providers import lean_endpoint
 from backend.llm.testing import ScriptedLLM, split_deltas
+from tests.fakellm import FakeModelServer
 
 
 @pytest.mark.parametrize(
@@ -102,9 +104,13 @@ def test_split_deltas_round_trips(text: str) -> None:
 
 
 def test_prewarm_only_when_the_default_model_needs_litellm() -> None:
-    assert DispatchLLM("openai/gpt-4o-mini").prewarm() is False
-    assert DispatchLLM(None).prewarm() is False
-    assert DispatchLLM("anthropic/claude-sonnet-4-5").prewarm() is True
+    assert DispatchLLM("openai/gpt-4o-mini").prewarm() is None
+    assert DispatchLLM(None).prewarm() is None
+    thread = DispatchLLM("anthropic/claude-sonnet-4-5").prewarm()
+    assert thread is not None
+    thread.join(120)
+    assert not thread.is_alive()
+    assert "litellm" in sys.modules
 
 
 def test_make_llm_reads_the_deadline_settings(tmp_path: Path) -> None:
@@ -135,3 +141,23 @@ def test_a_deadline_must_be_positive(monkeypatch: pytest.MonkeyPatch, name: str)
     monkeypatch.setenv(name, "0")
     with pytest.raises(ValidationError, match=name.lower()):
         Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+# litellm builds a pydantic type lazily on this error path, and pydantic warns about it
+@pytest.mark.filterwarnings("ignore:Item .* is using the `ReadOnly` qualifier:UserWarning")
+async def test_litellm_without_a_key_is_a_config_error_not_retried(
+    fake_model: FakeModelServer,
+) -> None:
+    llm = DispatchLLM("openai/fake", base_url=fake_model.base_url, client="litellm")
+    with pytest.raises(LLMConfigError, match="LLM_API_KEY"):
+        await llm.complete(stage="route", messages=[{"role": "user", "content": "x"}])
+    assert fake_model.model.calls == []  # refused before any request
+
+
+async def test_the_lean_path_needs_no_key_for_a_local_server(fake_model: FakeModelServer) -> None:
+    fake_model.script({"stage": "route", "content": "{}"})
+    llm = DispatchLLM("openai/fake", base_url=fake_model.base_url)
+    try:
+        assert (await llm.complete(stage="route", messages=[])).text == "{}"
+    finally:
+        await llm.aclose()

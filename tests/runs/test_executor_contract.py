@@ -45,9 +45,8 @@ async def manager(
     store = Store(url)
     store.migrate()
     iid = new_instance_id("serve")
-    m = RunManager(
-        settings, store, make_notifier(url, iid), make_llm(settings), BUILTIN, instance_id=iid
-    )
+    llm = make_llm(settings)
+    m = RunManager(settings, store, make_notifier(url, iid), llm, BUILTIN, instance_id=iid)
     m.executor = QueueExecutor(url) if request.param == "queue" else InlineExecutor(m)
     await m.open()
     worker = None
@@ -58,6 +57,7 @@ async def manager(
         yield m
     finally:
         await m.shutdown()
+        await llm.aclose()
         await store.close()
         if worker is not None:
             worker.stop()
@@ -129,3 +129,41 @@ def test_queue_mode_without_postgresql_is_a_clear_start_up_error(
     )
     assert done.returncode == 2
     assert "EXECUTOR=queue needs PostgreSQL" in done.stderr
+
+
+async def test_a_dead_workers_job_is_marked_failed_not_retried(tmp_path: Path) -> None:
+    """procrastinate keeps a killed worker's job `doing`; a starting worker closes it."""
+    import psycopg
+
+    from backend.runs.executor import JOB_NAME, build_app, ensure_schema
+    from backend.runs.notify import psycopg_conninfo
+    from backend.runs.worker import close_stalled_jobs
+
+    url = postgres_url()
+    wipe(url)
+    await ensure_schema(url)
+    await ensure_schema(url)  # idempotent
+    app = build_app(url)
+    await app.open_async()
+    try:
+        job_id = await app.configure_task(JOB_NAME).defer_async(run_id="r1")
+        async with await psycopg.AsyncConnection.connect(
+            psycopg_conninfo(url), autocommit=True
+        ) as conn:
+            cur = await conn.execute(
+                "INSERT INTO procrastinate_workers (last_heartbeat) "
+                "VALUES (now() - interval '1 hour') RETURNING id"
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            await conn.execute(
+                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
+                (row[0], job_id),
+            )
+            await close_stalled_jobs(app)
+            cur = await conn.execute(
+                "SELECT status FROM procrastinate_jobs WHERE id = %s", (job_id,)
+            )
+            assert await cur.fetchone() == ("failed",)
+    finally:
+        await app.close_async()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from sse_starlette import ServerSentEvent
 
 from backend.api.sse import run_events
 from backend.messages.message import Message
@@ -39,3 +42,29 @@ async def test_a_published_delta_is_streamed_as_a_delta_event_before_the_end(
         assert [e.event for e in rest] == ["message", "end"]
     finally:
         await store.close()
+
+
+async def test_streams_of_other_processes_runs_hang_up_when_this_process_shuts_down(
+    tmp_path: Path,
+) -> None:
+    """uvicorn waits for open streams on shutdown: a stream of a run another process owns
+    must close (the client resumes elsewhere with Last-Event-ID)."""
+    store = Store(f"sqlite:///{tmp_path}/d.db")
+    store.migrate()
+    notifier = LocalNotifier()
+    try:
+        cid = await store.create_conversation("1", "t")
+        rid = await store.start_run("1", cid, "g", "auto", "local", owner="elsewhere")
+        stream = run_events(store, notifier, cid, rid)
+        rest = asyncio.ensure_future(_drain(stream))
+        await asyncio.sleep(0)
+        notifier.bus.close_readers()
+        assert await asyncio.wait_for(rest, 5) == []  # closed, no `end`: the run goes on
+        run = await store.get_run(rid)
+        assert run is not None and run["status"] == "running"
+    finally:
+        await store.close()
+
+
+async def _drain(stream: AsyncIterator[ServerSentEvent]) -> list[ServerSentEvent]:
+    return [e async for e in stream]
