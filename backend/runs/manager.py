@@ -266,7 +266,6 @@ class RunManager:
             workspace=self.workspace(run["user_id"], run["conversation_id"]),
             listener=self._listeners.pop(run_id, None),
             delta_listener=self._delta_listeners.pop(run_id, None),
-            history=await self._history(run["conversation_id"], run_id),
             history=[]
             if run.get("new_conversation")
             else await self._history(run["conversation_id"], run_id),
