@@ -58,9 +58,14 @@ class AuthMiddleware:
         if not token and scope.get("method") in QUERY_TOKEN_METHODS:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             token = (query.get("access_token") or [""])[0]
-        if not token:
-            return None
-        for known, user in self.tokens.items():
-            if hmac.compare_digest(known.encode(), token.encode()):
-                return user
+        return user_for_token(self.tokens, token)
+
+
+def user_for_token(tokens: dict[str, str], token: str) -> str | None:
+    """The user whose token this is (compared in constant time), or None."""
+    if not token:
         return None
+    for known, user in tokens.items():
+        if hmac.compare_digest(known.encode(), token.encode()):
+            return user
+    return None

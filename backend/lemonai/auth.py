@@ -5,11 +5,9 @@ sends; with AUTH_TOKEN either header must carry a configured token."""
 
 from __future__ import annotations
 
-import hmac
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from backend.api.auth import DEFAULT_USER
+from backend.api.auth import DEFAULT_USER, user_for_token
 from backend.lemonai.envelope import fail
 from backend.lemonai.services import Services
 
@@ -49,9 +47,7 @@ def _user(scope: Scope, tokens: dict[str, str]) -> str | None:
         elif name == b"node-token":
             candidates.append(text)
     for token in candidates:
-        if not token:
-            continue
-        for known, user in tokens.items():
-            if hmac.compare_digest(known.encode(), token.encode()):
-                return user
+        user = user_for_token(tokens, token)
+        if user is not None:
+            return user
     return None
