@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-import pytest
-
-from backend.actions.model import Action
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
-from backend.runtime.local import LocalRuntime
 from tests.agent.scripts import finish, plan_reply, write
 from tests.api.test_pipeline_asgi import client_for, post_run
 
 
-def _runtime_edits(tmp_path: Path) -> bool:
-    """edit_file's runtime side comes from the runtime branch; until it is merged the
-    local runtime answers "Unknown action" and there is nothing to run end to end."""
-    ws = tmp_path / "probe"
-    ws.mkdir()
-    (ws / "p.txt").write_text("a")
-    action = Action("edit_file", {"path": "p.txt", "old_str": "a", "new_str": "b"})
-    try:
-        result = asyncio.run(LocalRuntime().execute(action, ws))
-    except Exception:
-        return False
-    return "Unknown action" not in result.content
-
-
 def test_edited_file_is_listed_and_edited_byte_exact(settings: Settings, tmp_path: Path) -> None:
-    if not _runtime_edits(tmp_path):
-        pytest.skip("the runtime's edit_file is not merged into this branch yet")
     original = "def f():\n    return '<a & b>'\n\nprint(f())\n"
     llm = ScriptedLLM(
         [
