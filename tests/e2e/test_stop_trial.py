@@ -70,9 +70,7 @@ def test_twenty_stops_all_stop_on_the_local_runtime(
     tmp_path: Path, fake_model: FakeModelServer, stream: str
 ) -> None:
     seed = int(os.environ.get("STOP_TRIAL_SEED", "15"))
-    # the trial (after the 8th call) on the streaming path; the other path stops
-    # earlier in the run to keep the suite's time (same stop path, fewer commands first)
-    trial(tmp_path, fake_model, seed, 8 if stream == "true" else 3, LLM_STREAM=stream)
+    trial(tmp_path, fake_model, seed, 8, LLM_STREAM=stream)
 
 
 @pytest.mark.timeout(1800)
@@ -82,4 +80,4 @@ def test_twenty_stops_all_stop_on_the_docker_runtime(
 ) -> None:
     require_docker()
     seed = int(os.environ.get("STOP_TRIAL_SEED", "15"))
-    trial(tmp_path, fake_model, seed, 3, RUNTIME="docker", SANDBOX_IDLE_TIMEOUT="60")
+    trial(tmp_path, fake_model, seed, 8, RUNTIME="docker", SANDBOX_IDLE_TIMEOUT="60")
