@@ -89,15 +89,6 @@ class RunContext:
     open_tasks: set[str] = field(default_factory=set)  # task ids published `running`
     notifier: Any = None  # backend.runs.notify.Notifier (live deltas)
 
-    def check_stop(self) -> None:
-        if (self.stop_requested or self.shutting_down or self.lost) and not self.ending:
-            raise RunStopped(self.run_id)
-
-    async def publish_delta(self, payload: dict[str, Any]) -> None:
-        """A live, unstored delta (see CONTRACT section 3) to every reader of the run."""
-        if self.notifier is not None and not self.lost:
-            await self.notifier.publish_delta(self.run_id, payload)
-
     budget: Budget = field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
     # issue 13: the model the person picked for this run (None: LLM_MODEL / specialists)
     model: str | None = None
@@ -107,6 +98,15 @@ class RunContext:
     # (the CLI); made only while someone follows the run
     delta_listener: DeltaSink | None = None
     live: Live = field(default_factory=Live)
+
+    def check_stop(self) -> None:
+        if (self.stop_requested or self.shutting_down or self.lost) and not self.ending:
+            raise RunStopped(self.run_id)
+
+    async def publish_delta(self, payload: dict[str, Any]) -> None:
+        """A live, unstored delta (see CONTRACT section 3) to every reader of the run."""
+        if self.notifier is not None and not self.lost:
+            await self.notifier.publish_delta(self.run_id, payload)
 
     def __post_init__(self) -> None:
         if self.notifier is not None or self.delta_listener is not None:
