@@ -14,10 +14,9 @@ from playwright.sync_api import Page, expect
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import DIST
+from tests.ui.conftest import ARTIFACTS, DIST
 
 NewPage = Callable[..., Page]
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def send_goal(page: Page, goal: str, mode: str | None = None) -> None:
@@ -85,7 +84,8 @@ def test_attach_and_drop_files_then_the_run_sees_them(
     expect(page.locator(".drop-hint")).to_have_count(0)
     assert workspace_file(tmp_path, cid, "notes.txt").read_text() == "dropped by hand\n"
     page.get_by_test_id("goal-input").fill("analyse data.csv and chart it")
-    page.get_by_test_id("composer").screenshot(path=str(DOCS / "screenshot-attach.png"))
+    ARTIFACTS.mkdir(exist_ok=True)  # docs/screenshot-attach.png is a copy of it
+    page.get_by_test_id("composer").screenshot(path=str(ARTIFACTS / "attach.png"))
 
     fake_model.script(
         {
@@ -330,9 +330,9 @@ def test_phone_layout_tables_scroll_and_header_and_composer_stay_small(
     assert top and head and composer
     chrome = top["height"] + head["height"] + composer["height"]
     assert chrome / 844 < 0.25, (top, head, composer)  # it was 37 %
-    DOCS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(exist_ok=True)  # docs/screenshot-phone.png is a copy of it
     summary.scroll_into_view_if_needed()
-    page.screenshot(path=str(DOCS / "screenshot-phone.png"))
+    page.screenshot(path=str(ARTIFACTS / "phone-table.png"))
 
 
 def test_sidebar_head_stays_put_while_the_list_scrolls(
