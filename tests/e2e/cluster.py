@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -11,12 +10,14 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.server import PLANACT, Server
+from tests.e2e.server import PLANACT, Process, Server
 from tests.sse_client import collect
 
 
-class Worker:
+class Worker(Process):
     """`planact worker` in a subprocess; ready when it prints its ready line."""
+
+    stop_wait = 20.0  # a worker drains its runs on SIGTERM
 
     def __init__(self, workdir: Path, env: dict[str, str], name: str) -> None:
         self.workdir = workdir
@@ -44,20 +45,6 @@ class Worker:
                 return self
             time.sleep(0.05)
         raise RuntimeError(f"worker not ready in {timeout}s: {self.log.read_text()[-3000:]}")
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
 
 
 def start_json(server: Server, body: dict[str, Any]) -> httpx.Response:

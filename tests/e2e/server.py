@@ -26,7 +26,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class Server:
+class Process:
+    """A planact process in its own session: stop (SIGTERM, then SIGKILL) and kill -9."""
+
+    proc: subprocess.Popen[bytes] | None = None
+    stop_wait = 15.0  # seconds SIGTERM gets before SIGKILL
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(self.stop_wait)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+
+class Server(Process):
     def __init__(
         self,
         workdir: Path,
@@ -67,20 +88,6 @@ class Server:
             except httpx.TransportError:
                 time.sleep(0.05)
         raise RuntimeError(f"server not healthy in {timeout}s: {self.log.read_text()[-3000:]}")
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=60, **kwargs)
