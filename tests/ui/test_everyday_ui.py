@@ -15,27 +15,9 @@ from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.ui.conftest import ARTIFACTS, DIST
+from tests.ui.test_ui import conversation_id, send_goal, workspace_file
 
 NewPage = Callable[..., Page]
-
-
-def send_goal(page: Page, goal: str, mode: str | None = None) -> None:
-    if mode:
-        page.get_by_test_id("mode").select_option(mode)
-    box = page.get_by_test_id("goal-input")
-    box.fill(goal)
-    box.press("Enter")
-
-
-def conversation_id(page: Page) -> str:
-    wait_for(lambda: "#/c/" in page.url, what="the conversation id in the URL")
-    return page.url.split("#/c/", 1)[1]
-
-
-def workspace_file(tmp_path: Path, cid: str, rel: str) -> Path:
-    hits = list((tmp_path / "workspace").glob(f"*/Conversation_{cid}/{rel}"))
-    assert len(hits) == 1, hits
-    return hits[0]
 
 
 @contextmanager
