@@ -348,25 +348,32 @@ def open_read(root: Path | str, path: str) -> tuple[int, str]:
     anything else that is not a regular file (a FIFO, a socket, a device).
     """
     with located(root, path) as loc:
-        if loc.name == ".":
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
-        try:
-            fd = os.open(loc.name, _O_READ, dir_fd=loc.dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # became a symlink after we looked: refuse
-                raise PathEscapeError(f"path {path!r} changed while it was opened") from None
-            raise
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "Not a regular file", loc.rel)
-            os.set_blocking(fd, True)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, _st = _open_regular(loc, path)
         return fd, loc.rel
+
+
+def _open_regular(loc: Located, path: str) -> tuple[int, os.stat_result]:
+    """Open ``loc`` for reading without following a symlink swapped in meanwhile; only a
+    regular file (IsADirectoryError for a folder, OSError EINVAL for anything else)."""
+    if loc.name == ".":
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
+    try:
+        fd = os.open(loc.name, _O_READ, dir_fd=loc.dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # became a symlink after we looked: refuse
+            raise PathEscapeError(f"path {path!r} changed while it was opened") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "Not a regular file", loc.rel)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
 
 
 def open_dir(root: Path | str, path: str) -> tuple[int, str]:
@@ -505,23 +512,10 @@ def edit_exact(
     does. ``max_total``/``used``: refuse (OSError EDQUOT) when the workspace would grow over it.
     """
     with located(root, path) as loc:
-        if loc.name == ".":
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
+        fd, st = _open_regular(loc, path)
         try:
-            fd = os.open(loc.name, _O_READ, dir_fd=loc.dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise PathEscapeError(f"path {path!r} changed while it was opened") from None
-            raise
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", loc.rel)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "Not a regular file", loc.rel)
             if st.st_size > EDIT_MAX:
                 raise OSError(errno.EFBIG, "File too large", loc.rel)
-            os.set_blocking(fd, True)
             data = read_fd(fd, st.st_size + 1)
         finally:
             os.close(fd)
