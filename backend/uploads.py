@@ -11,7 +11,6 @@ from typing import BinaryIO
 
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
-from backend.workspace import scan
 
 MB = 1024 * 1024
 MAX_NAME = 255
@@ -73,15 +72,16 @@ def upload_path(directory: str, filename: str) -> str:
     return rel
 
 
-def workspace_size(workspace: Path) -> dict[str, int]:
-    """relative path -> size of every regular file in the workspace."""
-    return {p: size for p, (size, _m) in scan(workspace).items()}
-
-
 def check_workspace_room(workspace: Path, incoming: dict[str, int], limits: UploadLimits) -> None:
-    """Raise UploadError(413) when the workspace would grow over WORKSPACE_MAX_MB."""
-    sizes = workspace_size(workspace)
-    after = sum(sizes.values()) + sum(n - sizes.get(p, 0) for p, n in incoming.items())
+    """Raise UploadError(413) when the workspace would grow over WORKSPACE_MAX_MB, measured
+    as the runtime measures it (every regular file, skipped folders and all)."""
+    after = confined.usage(workspace)
+    for path, size in incoming.items():
+        try:
+            replaced = confined.file_size(workspace, path)[0] or 0
+        except (PathEscapeError, OSError):
+            replaced = 0  # refused later, when it is written
+        after += size - replaced
     if after > limits.workspace_max_bytes:
         raise UploadError(
             413,

@@ -248,6 +248,22 @@ def test_upload_over_workspace_max_mb_is_413_and_writes_nothing(tmp_path: Path) 
         assert upload(client, cid, [("one.bin", b"1" * 9000)]).status_code == 201
 
 
+def test_upload_room_counts_every_file_as_the_runtime_does(tmp_path: Path) -> None:
+    """Folders the file list skips (node_modules, .venv …) still fill the workspace: the
+    upload limit measures what the runtime's WORKSPACE_MAX_MB measures."""
+    settings = make_settings(tmp_path, workspace_max_mb=0.01)  # 10,485 bytes
+    with client_for(settings) as client:
+        cid = new_conversation(client)
+        modules = workspace_of(settings, cid) / "node_modules"
+        modules.mkdir(parents=True)
+        (modules / "dep.js").write_bytes(b"d" * 8000)
+        resp = upload(client, cid, [("data.csv", b"c" * 4000)])
+        assert resp.status_code == 413, resp.text
+        assert "WORKSPACE_MAX_MB" in error_of(resp)
+        assert not (workspace_of(settings, cid) / "data.csv").exists()
+        assert upload(client, cid, [("data.csv", b"c" * 2000)]).status_code == 201
+
+
 def test_upload_errors_400_404_415(settings: Settings) -> None:
     with client_for(settings) as client:
         cid = new_conversation(client)
