@@ -25,6 +25,7 @@ from tests.e2e.cluster import (
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, wipe
+from tests.procs import alive
 from tests.sse_client import iter_events
 
 pytestmark = pytest.mark.e2e
@@ -41,18 +42,6 @@ def sleeper(pidfile: Path) -> str:
         "python3 -c \"import os,time; open('" + str(pidfile) + "','w').write(str(os.getpid()));"
         ' time.sleep(600)"'
     )
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 class Cluster:

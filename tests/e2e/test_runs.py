@@ -13,6 +13,7 @@ from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, wipe
+from tests.procs import alive
 from tests.shapes import MESSAGE_KEYS, META_KEYS
 from tests.sse_client import collect, iter_events
 
@@ -143,22 +144,9 @@ def test_stop_kills_the_running_command(tmp_path: Path, fake_model: FakeModelSer
         assert end is not None and end["status"] == "stopped"
         assert "stop" in kinds(seen)
         assert kinds(seen)[-1] == "finish_summery"
-        wait_for(lambda: not _alive(pid), what="the command to be killed")
+        wait_for(lambda: not alive(pid), what="the command to be killed")
         conv = c.get(f"/api/conversations/{end['conversation_id']}").json()
         assert conv["status"] == "stopped"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is dead for our purposes
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_reattach_after_hangup_has_no_gap_and_no_duplicate(

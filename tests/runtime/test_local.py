@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from tests.procs import alive
 from tests.runtime.conftest import eventually, wait_for_file
 
 # a server stand-in: runs one command that leaves escaped processes, never returns
@@ -23,14 +24,6 @@ command = (
 )
 asyncio.run(LocalRuntime().execute(Action("terminal_run", {"command": command}), Path(sys.argv[1])))
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return not any(line.startswith("State:\tZ") for line in fh)
-    except FileNotFoundError:
-        return False
 
 
 async def test_commands_die_with_a_crashed_server(tmp_path: Path) -> None:
