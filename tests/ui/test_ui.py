@@ -390,6 +390,9 @@ def test_model_html_in_summary_executes_nothing(
     expect(summary).to_be_visible()
     expect(summary).to_contain_text("<script>window.__pwned = 'script'")
     expect(summary).to_contain_text("<img src=x onerror=")
+    # the summary streams in live: check the whole of it, once the run is over
+    expect(page.get_by_test_id("conversation-status")).to_have_text("completed")
+    expect(summary).to_contain_text("<iframe")
     for link in summary.locator("a").all():
         assert not (link.get_attribute("href") or "").lower().startswith("javascript:")
     summary.locator(".md").hover()
