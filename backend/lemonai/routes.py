@@ -341,21 +341,27 @@ async def _stage_all(request: Request, svc: Services, items: list[Any]) -> list[
         if (item.size or 0) > limit:
             raise LemonError(413, f"{item.filename!r} is larger than {limit // (1024 * 1024)} MB.")
     out: list[dict[str, Any]] = []
-    for item in files:
-        data = await item.read(limit + 1)
-        if len(data) > limit:
-            raise LemonError(413, f"{item.filename!r} is larger than {limit // (1024 * 1024)} MB.")
-        staged = await svc.stage_upload(user(request), item.filename or "", data)
-        out.append(
-            {
-                "id": staged.id,
-                "name": staged.name,
-                "filename": staged.name,
-                "filesize": staged.size,
-                "url": f"upload/{staged.name}",
-                "workspace_dir": "upload",
-            }
-        )
+    try:
+        await svc.check_staging_room(user(request), sum(item.size or 0 for item in files))
+        for item in files:
+            data = await item.read(limit + 1)
+            if len(data) > limit:
+                raise LemonError(
+                    413, f"{item.filename!r} is larger than {limit // (1024 * 1024)} MB."
+                )
+            staged = await svc.stage_upload(user(request), item.filename or "", data)
+            out.append(
+                {
+                    "id": staged.id,
+                    "name": staged.name,
+                    "filename": staged.name,
+                    "filesize": staged.size,
+                    "url": f"upload/{staged.name}",
+                    "workspace_dir": "upload",
+                }
+            )
+    except UploadError as exc:
+        raise LemonError(exc.status, exc.message) from exc
     return out
 
 

@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from backend.api.sse import run_events
 from backend.messages.message import Message
 from backend.runtime.paths import PathEscapeError, resolve_in_workspace
 from backend.store.repo import ConflictError, NotFoundError
-from backend.uploads import UploadError, UploadLimits, check_workspace_room, save_upload
+from backend.uploads import MB, UploadError, UploadLimits, check_workspace_room, save_upload
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -45,6 +46,8 @@ STAGING_DIR = ".lemonai-uploads"
 # after that: answer once the run has published its stop message (or after STOP_WAIT).
 STOP_WAIT = 5.0
 UPLOAD_DIR = "upload"
+# an upload never sent with a message is dropped after this long (LemonAI uploads first)
+STAGED_MAX_AGE = 24 * 3600.0
 _FILE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -161,10 +164,26 @@ class Services:
     def upload_limit(self) -> int:
         return int(self.settings.upload_max_mb * 1024 * 1024)
 
+    async def check_staging_room(self, user_id: str, incoming: int) -> None:
+        """Raise UploadError(413) when the person's unsent uploads and ``incoming`` bytes
+        would hold more than one workspace (WORKSPACE_MAX_MB); drop the stale ones first."""
+        root = self.user_root(user_id) / STAGING_DIR
+        room = int(self.settings.workspace_max_mb * MB)
+        held = await anyio.to_thread.run_sync(sweep_staged, root, time.time() - STAGED_MAX_AGE)
+        if held + incoming > room:
+            raise UploadError(
+                413,
+                f"Uploads not yet sent with a message hold {held / MB:.1f} MB; "
+                f"{incoming / MB:.1f} MB more would pass the limit of {room / MB:g} MB "
+                "(WORKSPACE_MAX_MB). Send them with a message first (unsent uploads are "
+                "dropped after a day).",
+            )
+
     async def stage_upload(self, user_id: str, filename: str, data: bytes) -> Staged:
         name = safe_name(filename)
         file_id = secrets.token_hex(16)
         staging = self.user_root(user_id) / STAGING_DIR / file_id
+        await self.check_staging_room(user_id, len(data))
 
         def write() -> None:
             staging.mkdir(parents=True, exist_ok=True)
@@ -207,6 +226,29 @@ class Services:
         moved = await anyio.to_thread.run_sync(move)
         await self.store.record_uploads(cid, moved)
         return [rel for rel, _size in moved]
+
+
+def sweep_staged(root: Path, cutoff: float) -> int:
+    """Remove the staged uploads under ``root`` last changed before ``cutoff`` (epoch
+    seconds); the bytes the others hold."""
+    held = 0
+    try:
+        folders = list(os.scandir(root))
+    except FileNotFoundError:
+        return 0
+    for folder in folders:
+        try:
+            if not folder.is_dir(follow_symlinks=False):
+                continue
+            if folder.stat(follow_symlinks=False).st_mtime < cutoff:
+                shutil.rmtree(folder.path, ignore_errors=True)
+                continue
+            for entry in os.scandir(folder.path):
+                if entry.is_file(follow_symlinks=False):
+                    held += entry.stat(follow_symlinks=False).st_size
+        except FileNotFoundError:  # attached or swept meanwhile
+            continue
+    return held
 
 
 def safe_name(filename: str) -> str:

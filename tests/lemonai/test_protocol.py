@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -486,6 +487,48 @@ def test_upload_then_file_ids_put_files_in_the_workspace(settings: Settings) -> 
         ):
             resp = client.post("/lemonai/api/file/upload", **body)  # type: ignore[arg-type]
             assert resp.status_code == status and resp.json()["code"] == status
+
+
+def test_unsent_uploads_are_held_to_one_workspace_and_dropped_after_a_day(
+    tmp_path: Path,
+) -> None:
+    """LemonAI uploads before it sends: what is never sent must not fill the disk."""
+    settings = make_settings(tmp_path, upload_max_mb=1, workspace_max_mb=1)
+    staging = Path(settings.workspace_dir) / "user_1" / ".lemonai-uploads"
+    part = b"x" * (400 * 1024)
+
+    def upload(*names: str) -> Any:
+        files = [("files", (n, part, "x/y")) for n in names]
+        return client.post("/lemonai/api/file/upload", files=files)
+
+    llm = ScriptedLLM([("planning", plan_reply("Read")), ("thinking", finish("read"))])
+    with lemon_client(settings, llm) as client:
+        first = upload("a.bin", "b.bin")
+        assert first.status_code == 200, first.text
+        ids = [f["id"] for f in first.json()["data"]]
+        over = upload("c.bin")  # 1.2 MB unsent: over WORKSPACE_MAX_MB, refused whole
+        assert over.status_code == 413 and over.json()["code"] == 413
+        assert "not yet sent" in over.json()["msg"]
+        assert sorted(p.name for p in staging.iterdir()) == sorted(ids)  # nothing lost
+        two = upload("c.bin", "d.bin")  # several files: the request is refused whole
+        assert two.status_code == 413
+        assert len(list(staging.iterdir())) == 2
+        # sending them with a message moves them out of the staging area: room again
+        cid = create(client)
+        stream_run(client, {"question": "q", "conversation_id": cid, "fileIds": ids[:1]})
+        assert upload("c.bin").status_code == 200
+        # an upload left unsent for more than a day is dropped at the next upload
+        stale = staging / ids[1]
+        old = time.time() - 2 * 24 * 3600
+        os.utime(stale, (old, old))
+        assert upload("d.bin").status_code == 200
+        assert not stale.exists()
+        assert len(list(staging.iterdir())) == 2  # c.bin and d.bin
+        late = client.post(
+            "/lemonai/api/agent/run",
+            json={"question": "q", "conversation_id": cid, "fileIds": [ids[1]]},
+        )
+        assert late.status_code == 404  # a dropped upload is an unknown id
 
 
 def test_upload_over_the_limit_is_413_and_keeps_nothing(settings: Settings) -> None:
