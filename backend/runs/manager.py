@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import shutil
 import threading
@@ -225,10 +226,12 @@ class RunManager:
             log.error("run %s crashed", run_id, exc_info=task.exception())
         stopped = task.cancelled()
         reason = "" if stopped else f"Internal error: {task.exception()!r}"
-        self._cleanups.add(
-            cleanup := asyncio.ensure_future(self._end_abandoned(run_id, stopped, reason))
-        )
-        cleanup.add_done_callback(self._cleanups.discard)
+        self._background(self._end_abandoned(run_id, stopped, reason))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on its own, holding a reference until it is done."""
+        self._cleanups.add(task := asyncio.ensure_future(work))
+        task.add_done_callback(self._cleanups.discard)
 
     async def _end_abandoned(self, run_id: str, stopped: bool, reason: str) -> None:
         self._contexts.pop(run_id, None)
@@ -329,6 +332,9 @@ class RunManager:
         return True
 
     def _on_control(self, kind: str, run_id: str) -> None:
+        if kind == "forget":
+            self._background(self._forget_announced(run_id))
+            return
         if kind != "stop":
             return
         if run_id in self._created:  # not begun yet: it begins stopped
@@ -411,10 +417,27 @@ class RunManager:
         if not await self.store.delete_conversation(user_id, conversation_id):
             return False
         workspace = self.workspace(user_id, conversation_id)
-        for runtime in list(self._runtimes.values()):
-            await runtime.forget(workspace)
+        # ours at once; other processes' (a queue worker's sandbox) on the store's "forget"
+        await self._forget(workspace)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
         return True
+
+    async def _forget(self, workspace: Path) -> None:
+        for runtime in list(self._runtimes.values()):
+            await runtime.forget(workspace)
+
+    async def _forget_announced(self, payload: str) -> None:
+        """Another process (or this one) deleted a conversation: drop its sandboxes here."""
+        try:
+            user_id, conversation_id = json.loads(payload)
+            workspace = self.workspace(str(user_id), str(conversation_id))
+        except (ValueError, TypeError):
+            log.warning("ignored a malformed forget notification: %.200r", payload)
+            return
+        try:
+            await self._forget(workspace)
+        except Exception:
+            log.exception("dropping the sandboxes of a deleted conversation failed")
 
     async def _history(self, cid: str, run_id: str) -> list[dict[str, str]]:
         """Earlier goals of the conversation with their answers, for follow-up goals."""

@@ -9,6 +9,7 @@ conversation on PostgreSQL too.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import uuid
@@ -59,7 +60,7 @@ ACTIVE = "running"
 
 # PostgreSQL NOTIFY channels, sent in the same transaction as the row they announce
 MESSAGE_CHANNEL = "planact_msg"  # payload: run id (a message was stored, or the run ended)
-CONTROL_CHANNEL = "planact_ctl"  # payload: "stop:<run id>"
+CONTROL_CHANNEL = "planact_ctl"  # "stop:<run id>", or "forget:" + JSON [user id, conversation id]
 
 
 class ConflictError(Exception):
@@ -106,7 +107,7 @@ class Store:
     def migrate(self) -> None:
         upgrade(self.engine)
 
-    def _notify(self, c: Connection, channel: str, payload: str) -> None:
+    def _notify(self, c: Connection | Session, channel: str, payload: str) -> None:
         """NOTIFY inside the caller's transaction (PostgreSQL only): listeners hear of the
         row exactly when it is committed, never before."""
         if self.is_postgres:
@@ -193,6 +194,8 @@ class Store:
                 s.execute(delete(model).where(model.conversation_id == cid))
             s.execute(delete(Run).where(Run.conversation_id == cid))
             s.delete(conv)
+            # every process drops what it holds for the workspace (a worker's sandbox)
+            self._notify(s, CONTROL_CHANNEL, "forget:" + json.dumps([user_id, cid]))
             return True
 
         return await self._run(fn)

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import running_server
+from tests.e2e.cluster import Worker
+from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, wipe
 from tests.runtime.conftest import require_docker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
@@ -72,3 +74,43 @@ def test_docker_run_matches_local(tmp_path: Path, fake_model: FakeModelServer) -
     )
     assert result["content"].splitlines()[3] != "0"  # not root inside the sandbox
     assert (docker_ws / "out.txt").stat().st_uid == docker_ws.stat().st_uid
+
+
+def test_deleting_a_conversation_removes_the_queue_workers_sandbox(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """The worker that ran the commands keeps the sandbox (SANDBOX_IDLE_TIMEOUT); a DELETE on
+    the API server, another process, removes it at once, not at the idle timeout."""
+    require_docker()
+    import docker
+    from backend.runtime.docker import LABEL_WORKSPACE, MIN_API_VERSION
+
+    url = postgres_url()
+    wipe(url)
+    env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")
+    env |= {"RUNTIME": "docker", "SANDBOX_IDLE_TIMEOUT": "3600"}
+    # the API replica has no Docker engine: only the worker runs commands
+    server = Server(tmp_path, env | {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}).start(60)
+    worker = Worker(tmp_path, env, "w").start()
+    client = docker.DockerClient.from_env(version=MIN_API_VERSION, timeout=30)
+    try:
+        script(fake_model)
+        messages, end, headers = server.run({"goal": "write code", "runtime": "docker"})
+        assert end["status"] == "completed", messages[-3:]
+        cid = headers["x-conversation-id"]
+        ws = (tmp_path / "workspace" / "user_1" / f"Conversation_{cid}").resolve()
+
+        def sandboxes() -> list[Any]:
+            return list(
+                client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={ws}"})
+            )
+
+        assert len(sandboxes()) == 1  # kept by the worker for the next run
+        with server.client() as c:
+            assert c.delete(f"/api/conversations/{cid}").status_code == 200
+        wait_for(lambda: not sandboxes(), timeout=30, what="the worker's sandbox to go")
+        assert not ws.exists()
+    finally:
+        worker.stop()
+        server.stop()
+        client.close()

@@ -1,0 +1,118 @@
+"""A deleted conversation's sandboxes go on every process, not only the one that deleted it
+(a queue worker keeps the docker sandbox of the conversations it ran). Two RunManagers on one
+PostgreSQL stand for the API server and the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from backend.actions.model import Action
+from backend.agent.routing import BUILTIN
+from backend.llm.testing import ScriptedLLM
+from backend.runs import RunManager
+from backend.runs.notify import PgNotifier, psycopg_conninfo
+from backend.runtime.base import ActionResult, Runtime
+from backend.store.repo import CONTROL_CHANNEL, Store
+from tests.conftest import make_settings
+from tests.pg import postgres_url, wipe
+from tests.runs.test_lease import close
+
+
+class ForgettingRuntime:
+    """Records the workspaces it is told to forget (the docker runtime removes a sandbox)."""
+
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.forgotten: asyncio.Queue[Path] = asyncio.Queue()
+
+    async def execute(self, action: Action, workspace: Path) -> ActionResult:
+        raise AssertionError("not used")
+
+    async def start(self) -> None: ...
+
+    async def forget(self, workspace: Path) -> None:
+        self.forgotten.put_nowait(workspace)
+
+    async def reap_owners(self, owners: list[str]) -> int:
+        return 0
+
+    async def close(self) -> None: ...
+
+
+async def process(tmp_path: Path, url: str, name: str, **runtimes: Runtime) -> RunManager:
+    """A RunManager as `planact serve` or `planact worker` makes it on PostgreSQL."""
+    store = Store(url)
+    store.migrate()
+    settings = make_settings(tmp_path, database_url=url)
+    m = RunManager(
+        settings,
+        store,
+        PgNotifier(url, name),
+        ScriptedLLM([]),
+        BUILTIN,
+        runtimes,
+        instance_id=name,
+    )
+    await m.open()
+    return m
+
+
+async def two_managers(tmp_path: Path) -> tuple[RunManager, ForgettingRuntime, RunManager]:
+    url = postgres_url()
+    wipe(url)
+    runtime = ForgettingRuntime()
+    worker = await process(tmp_path, url, "worker", docker=runtime)
+    server = await process(tmp_path, url, "server")
+    return worker, runtime, server
+
+
+async def test_a_delete_on_one_process_drops_the_sandbox_another_process_holds(
+    tmp_path: Path,
+) -> None:
+    worker, runtime, server = await two_managers(tmp_path)
+    try:
+        cid = await server.store.create_conversation("1", "t")
+        other = await server.store.create_conversation("1", "kept")
+        assert await server.delete_conversation("1", cid) is True
+        async with asyncio.timeout(10):
+            forgotten = await runtime.forgotten.get()
+        assert forgotten == worker.workspace("1", cid)
+        # nothing else was dropped, and refusing to delete a missing one announces nothing
+        assert await server.delete_conversation("1", cid) is False
+        assert await server.delete_conversation("2", other) is False  # not that user's
+        assert await server.store.get_conversation("1", other) is not None
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await runtime.forgotten.get()
+    finally:
+        await close(server)
+        await close(worker)
+
+
+async def test_a_malformed_forget_notification_is_logged_and_the_listener_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker, runtime, server = await two_managers(tmp_path)
+    try:
+        with caplog.at_level(logging.WARNING, logger="backend.runs.manager"):
+            async with await psycopg.AsyncConnection.connect(
+                psycopg_conninfo(postgres_url()), autocommit=True
+            ) as conn:
+                for bad in ("forget:not json", "forget:[1]", "forget:null"):
+                    await conn.execute("SELECT pg_notify(%s, %s)", (CONTROL_CHANNEL, bad))
+            cid = await server.store.create_conversation("1", "t")
+            assert await server.delete_conversation("1", cid) is True
+            async with asyncio.timeout(10):
+                forgotten = await runtime.forgotten.get()
+        assert forgotten == worker.workspace("1", cid)  # the good one after the bad ones
+        warned = [r.getMessage() for r in caplog.records if "malformed forget" in r.getMessage()]
+        assert len(warned) == 6, warned  # three, heard by each of the two processes
+    finally:
+        await close(server)
+        await close(worker)
