@@ -215,7 +215,7 @@ def test_file_previews_text_code_markdown_image_and_sandboxed_html(
     open_preview("logo.svg")
     img = dialog.locator("img")
     expect(img).to_be_visible()
-    assert img.evaluate("el => el.naturalWidth") == 40
+    wait_for(lambda: img.evaluate("el => el.complete && el.naturalWidth") == 40, what="the image")
     close_preview()
 
     open_preview("data.txt")
@@ -315,7 +315,8 @@ def test_reload_mid_run_replays_and_keeps_following(
     live = page.locator("article.turn").inner_text()
     page.reload()
     expect(page.get_by_test_id("summary")).to_be_visible()
-    assert page.locator("article.turn").inner_text() == live
+    turn = page.locator("article.turn")
+    wait_for(lambda: turn.inner_text() == live, what="the replayed turn to equal the live one")
 
 
 def test_dropped_connection_reconnects_by_itself(
