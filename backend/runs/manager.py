@@ -295,6 +295,9 @@ class RunManager:
             status = await run_pipeline(ctx, self.specialists)
         finally:
             ctx.live.close()  # no timer of the run's deltas outlives it
+            # the end is ours to store: the lease keeper's watch must not read the stored
+            # end as one from elsewhere while the run has not left this process yet
+            ctx.ending = True
             try:
                 if not ctx.lost:
                     error = ""
