@@ -3,6 +3,7 @@ that writes an upload into the workspace (``save_upload``)."""
 
 from __future__ import annotations
 
+import os
 import stat
 import unicodedata
 from dataclasses import dataclass
@@ -97,13 +98,24 @@ def save_upload(workspace: Path, relpath: str, source: BinaryIO) -> int:
     the actions). Returns the size written."""
     workspace.mkdir(parents=True, exist_ok=True)
     source.seek(0)
+    owner = _owner_of(workspace)
     try:
-        with confined.located(workspace, relpath, create=True) as loc:
+        with confined.located(workspace, relpath, create=True, owner=owner) as loc:
             if loc.name == "." or _is_dir(loc):
                 raise UploadError(400, f"{relpath!r} is a folder in the workspace.")
-            return confined.replace_in(loc, source, None)
+            return confined.replace_in(loc, source, owner)
     except (PathEscapeError, FileExistsError, NotADirectoryError) as exc:
         raise UploadError(400, f"Cannot write {relpath!r} in the workspace: {exc}") from exc
+
+
+def _owner_of(workspace: Path) -> tuple[int, int] | None:
+    """Who new files and folders should belong to: the workspace folder's owner, when the
+    server runs as root and the folder was handed to another user (the docker runtime gives
+    it to the sandbox user, who must be able to change what the person uploaded)."""
+    if os.geteuid() != 0:
+        return None
+    st = os.stat(workspace)
+    return None if st.st_uid == 0 else (st.st_uid, st.st_gid)
 
 
 def _is_dir(loc: confined.Located) -> bool:

@@ -114,3 +114,49 @@ def test_deleting_a_conversation_removes_the_queue_workers_sandbox(
         worker.stop()
         server.stop()
         client.close()
+
+
+def test_files_uploaded_between_runs_can_be_changed_by_the_sandbox(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """The server writes uploads; the sandbox user must be able to change them and add files
+    next to them, also when the workspace was handed to that user by an earlier run."""
+    require_docker()
+    with running_server(tmp_path, fake_model.base_url, RUNTIME="docker") as server:
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Look")},
+            {"stage": "thinking", "content": run("ls") + finish("looked")},
+            {"stage": "summary", "content": "Done."},
+        )
+        messages, end, headers = server.run({"goal": "look around", "runtime": "docker"})
+        assert end["status"] == "completed", messages[-3:]
+        cid = headers["x-conversation-id"]
+        with server.client() as c:
+            up = c.post(
+                f"/api/conversations/{cid}/files",
+                files=[("file", ("data.csv", b"a,b\n1,2\n", "text/csv"))],
+                data={"dir": "inputs/2026"},
+            )
+            assert up.status_code == 201, up.text
+        command = (
+            "echo 3,4 >> inputs/2026/data.csv && touch inputs/2026/notes.txt "
+            "&& cat inputs/2026/data.csv"
+        )
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Append")},
+            {"stage": "thinking", "content": run(command) + finish("appended")},
+            {"stage": "summary", "content": "Done."},
+        )
+        messages, end, _ = server.run(
+            {"goal": "append a row", "runtime": "docker", "conversation_id": cid}
+        )
+        assert end["status"] == "completed", messages[-3:]
+        result = next(
+            m
+            for m in messages
+            if m["meta"]["action_type"] == "terminal_run" and m["status"] != "running"
+        )
+        assert result["status"] == "success", result["content"]
+        ws = tmp_path / "workspace" / "user_1" / f"Conversation_{cid}"
+        assert (ws / "inputs/2026/data.csv").read_bytes() == b"a,b\n1,2\n3,4\n"
+        assert (ws / "inputs/2026/notes.txt").exists()
