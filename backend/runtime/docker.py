@@ -728,13 +728,11 @@ class DockerRuntime(BaseRuntime):
                         user=sandbox.user,
                         workdir=SANDBOX_DIR,
                     )["Id"]
-                except docker.errors.NotFound as exc:
-                    raise _ContainerGone from exc
+                    sock = api.exec_start(exec_id, socket=True)
                 except docker.errors.APIError as exc:
-                    if exc.status_code == 409:
+                    if _is_gone(exc):
                         raise _ContainerGone from exc
                     raise
-                sock = api.exec_start(exec_id, socket=True)
                 api._disable_socket_timeout(sock)
                 return sock
 
@@ -849,10 +847,8 @@ class DockerRuntime(BaseRuntime):
                     workdir=workdir,
                     user=sandbox.user,
                 )
-            except docker.errors.NotFound as exc:
-                raise _ContainerGone from exc
             except docker.errors.APIError as exc:
-                if exc.status_code == 409:  # "container ... is not running"
+                if _is_gone(exc):  # "container ... is not running"
                     raise _ContainerGone from exc
                 raise
             return str(created["Id"])
@@ -881,8 +877,13 @@ class DockerRuntime(BaseRuntime):
             with run.lock:
                 if run.abandoned:
                     return
+                try:
+                    stream = api.exec_start(exec_id, stream=True, demux=True)
+                except docker.errors.APIError as exc:
+                    if _is_gone(exc):  # stopped since the exec was made: nothing ran
+                        raise _ContainerGone from exc
+                    raise
                 run.started = True
-                stream = api.exec_start(exec_id, stream=True, demux=True)
                 run.stream = stream
             try:
                 # the stream may stay silent for the whole timeout: no socket timeout
@@ -905,6 +906,8 @@ class DockerRuntime(BaseRuntime):
                 # the wrapper did not end it (e.g. the sandbox could not fork): do it here
                 server_killed = True
                 await self._kill_run(sandbox, run, run_id)
+        except _ContainerGone:
+            raise
         except BaseException:
             # cancelled (the run was stopped) or the engine went away: the command dies too
             await _shielded(self._kill_run(sandbox, run, run_id))
@@ -1292,6 +1295,16 @@ class _LiveExec:
 
 class _ContainerGone(Exception):
     pass
+
+
+def _is_gone(exc: Exception) -> bool:
+    """The engine's way of saying the container is not there or not running: 404, 409, or
+    a 500 "is not running" when it stopped between creating and starting an exec."""
+    if isinstance(exc, docker.errors.NotFound):
+        return True
+    if not isinstance(exc, docker.errors.APIError):
+        return False
+    return exc.status_code == 409 or "is not running" in str(exc.explanation or exc)
 
 
 async def _shielded(work: Awaitable[Any]) -> None:

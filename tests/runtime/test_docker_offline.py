@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+import requests
 
+import docker
 from backend.runtime.base import RuntimeUnavailable
-from backend.runtime.docker import DockerRuntime
+from backend.runtime.docker import DockerRuntime, _is_gone
 from tests.runtime.conftest import read, run, runtime_settings, write
 
 
@@ -40,3 +42,29 @@ def test_host_workspace_mapping(tmp_path: Path) -> None:
         rt._host_path("/somewhere/else")
     plain = DockerRuntime(runtime_settings(tmp_path))
     assert plain._host_path(ws) == ws
+
+
+def engine_error(status: int, explanation: str) -> docker.errors.APIError:
+    response = requests.Response()
+    response.status_code = status
+    if status == 404:
+        return docker.errors.NotFound("engine", response=response, explanation=explanation)
+    return docker.errors.APIError("engine", response=response, explanation=explanation)
+
+
+@pytest.mark.parametrize(
+    ("status", "explanation", "gone"),
+    [
+        (404, "No such container: abc", True),
+        (409, "Container abc is not running", True),
+        # what the engine answered in CI when the sandbox died (OOM) between creating an
+        # exec and starting it: the command never ran, so a fresh sandbox may run it
+        (500, "Container abc is not running: Exited (137) Less than a second ago", True),
+        (500, "OCI runtime exec failed: unable to start container process", False),
+        (400, "bad parameter", False),
+    ],
+)
+def test_which_engine_errors_mean_the_sandbox_is_gone(
+    status: int, explanation: str, gone: bool
+) -> None:
+    assert _is_gone(engine_error(status, explanation)) is gone
