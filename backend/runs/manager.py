@@ -154,6 +154,8 @@ class RunManager:
         await self.lease.stop()
         with contextlib.suppress(Exception):
             await self.notifier.close()
+        if self._cleanups:  # ending abandoned runs, dropping deleted conversations' sandboxes
+            await asyncio.wait(set(self._cleanups), timeout=10)
         for rt in self._runtimes.values():
             with contextlib.suppress(Exception):
                 await rt.close()
