@@ -99,6 +99,13 @@ async def upload_files(request: Request) -> Response:
         _close_spooled(parser)
         raise
     try:
+        # again, now that the body is in: a run may have started while it was being sent
+        if await store(request).running_run_of(cid) is not None:
+            raise ApiError(
+                409,
+                "A run started while the files were being sent: upload them again when it "
+                "has ended.",
+            )
         written = await _save_form(request, cid, form, limits)
     finally:
         await form.close()
