@@ -33,7 +33,7 @@ from backend.llm.base import (
 )
 from backend.llm.deadline import Deadline
 from backend.llm.openai_compat import YIELD_EVERY, missing_model_error
-from backend.llm.retry import RetryPolicy, short
+from backend.llm.retry import FirstLive, RetryPolicy, short
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +105,14 @@ class LiteLLM:
             litellm.BadGatewayError,
         )
 
+        live = FirstLive(on_delta)
+
         async def attempt() -> Completion:
             try:
                 async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
-                    return await self._call(litellm, kwargs, use_model, deadline, on_delta)
+                    return await self._call(
+                        litellm, kwargs, use_model, deadline, live.for_attempt()
+                    )
             except (litellm.AuthenticationError, litellm.PermissionDeniedError) as exc:
                 raise LLMConfigError(
                     f"The provider rejected the credentials for model {use_model!r}: "

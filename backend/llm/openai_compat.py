@@ -26,7 +26,7 @@ from backend.llm.base import (
 from backend.llm.deadline import Deadline
 from backend.llm.prices import cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
-from backend.llm.retry import RetryPolicy, short
+from backend.llm.retry import FirstLive, RetryPolicy, short
 
 log = logging.getLogger(__name__)
 
@@ -134,13 +134,16 @@ class OpenAICompatLLM:
         # ensure_ascii: a lone surrogate in the history is escaped, never an encode error
         body = json.dumps(payload).encode()
 
+        live = FirstLive(on_delta)
+
         async def attempt() -> Completion:
+            deltas = live.for_attempt()
             async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
                 try:
                     if self.stream:
-                        got = await self._stream(endpoint, headers, body, deadline, on_delta)
+                        got = await self._stream(endpoint, headers, body, deadline, deltas)
                     else:
-                        got = await self._once(endpoint, headers, body, on_delta)
+                        got = await self._once(endpoint, headers, body, deltas)
                 except httpx.TransportError as exc:
                     raise LLMTransientError(
                         f"could not reach the model at {endpoint.url}: "

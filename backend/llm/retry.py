@@ -7,6 +7,10 @@
   times (default 1), so a silent model fails after 2 x LLM_TIMEOUT plus one backoff at the
   default settings (about 241 s) instead of 4 x LLM_TIMEOUT.
 - LLMDeadlineError (one attempt past LLM_CALL_MAX_SECONDS): not retried.
+
+Live deltas (``FirstLive``) come from the first attempt that sends any: a retry would start
+the text over inside the same live message, so it stays quiet and the stored message brings
+its whole reply.
 """
 
 from __future__ import annotations
@@ -18,7 +22,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from backend.llm.base import LLMDeadlineError, LLMError, LLMTimeoutError, LLMTransientError
+from backend.llm.base import (
+    DeltaCallback,
+    LLMDeadlineError,
+    LLMError,
+    LLMTimeoutError,
+    LLMTransientError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +70,29 @@ class RetryPolicy:
                 await asyncio.sleep(delay)
 
 
+class FirstLive:
+    """Hands each attempt its delta callback: the caller's, until an attempt has sent a
+    delta; then None (the attempts after it are retries of a reply already half shown)."""
+
+    def __init__(self, on_delta: DeltaCallback | None) -> None:
+        self.on_delta = on_delta
+        self.sent = False
+
+    def for_attempt(self) -> DeltaCallback | None:
+        if self.on_delta is None or self.sent:
+            return None
+        on_delta = self.on_delta
+
+        def forward(kind: str, text: str) -> None:
+            self.sent = True
+            on_delta(kind, text)
+
+        return forward
+
+
 def short(exc: BaseException | str, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-__all__ = ["LLMError", "RetryPolicy", "short"]
+__all__ = ["FirstLive", "LLMError", "RetryPolicy", "short"]

@@ -286,7 +286,8 @@ async def test_a_stream_that_stops_mid_reply_times_out(
             stage="thinking", messages=MSGS, on_delta=deltas
         )
     assert len(fake_model.model.calls) == 2
-    assert len(deltas.got) == 6  # 3 pieces per attempt arrived before the silence
+    # 3 pieces arrived before the silence; the retry does not start the live text over
+    assert len(deltas.got) == 3
 
 
 async def test_the_call_deadline_cuts_a_slow_stream_and_is_not_retried(
@@ -332,6 +333,34 @@ async def test_a_truncated_stream_is_retried(
     )
     got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
     assert got.text == "whole reply"
+
+
+async def test_a_retry_after_live_text_does_not_send_it_again(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    """The live message showed "partial" and then the retry's text after it: a reader saw
+    the reply start over inside one message."""
+    fake_model.script(
+        {"stage": "summary", "content": "partial", "truncate": True},
+        {"stage": "summary", "content": "whole reply"},
+    )
+    deltas = Deltas()
+    got = await make(fake_model, path).complete(stage="summary", messages=MSGS, on_delta=deltas)
+    assert got.text == "whole reply"
+    assert deltas.joined("text") == "partial"
+
+
+async def test_a_retry_after_an_attempt_that_sent_nothing_streams_live(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    fake_model.script(
+        {"stage": "summary", "status": 503},
+        {"stage": "summary", "content": "whole reply"},
+    )
+    deltas = Deltas()
+    got = await make(fake_model, path).complete(stage="summary", messages=MSGS, on_delta=deltas)
+    assert got.text == "whole reply"
+    assert deltas.joined("text") == "whole reply"
 
 
 async def test_a_finish_reason_without_done_is_complete(
