@@ -336,12 +336,13 @@ class RunManager:
             self.notifier.control("stop", run_id)
         return True
 
-    def _on_control(self, kind: str, run_id: str) -> None:
+    def _on_control(self, kind: str, arg: str) -> None:
         if kind == "forget":
-            self._background(self._forget_announced(run_id))
+            self._background(self._forget_announced(arg))
             return
         if kind != "stop":
             return
+        run_id = arg
         if run_id in self._created:  # not begun yet: it begins stopped
             self._created[run_id]["stop_requested"] = True
         if run_id in self._contexts:

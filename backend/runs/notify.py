@@ -31,7 +31,8 @@ DELTA_CHANNEL = "planact_delta"
 NOTIFY_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes and more
 HEALTH_SECONDS = 5.0  # the listener checks its connection when it heard nothing this long
 
-ControlHandler = Callable[[str, str], None]  # (kind, run id), e.g. ("stop", "…")
+# (kind, argument): ("stop", run id), or ("forget", JSON [user id, conversation id])
+ControlHandler = Callable[[str, str], None]
 
 
 class Notifier(Protocol):
@@ -43,7 +44,8 @@ class Notifier(Protocol):
     async def close(self) -> None: ...
 
     def on_control(self, handler: ControlHandler) -> None:
-        """``handler(kind, run_id)`` is called for control requests (stop) from any process."""
+        """``handler(kind, argument)`` is called for control requests (stop, forget) from any
+        process."""
 
     def control(self, kind: str, run_id: str) -> None:
         """Deliver a control request recorded in the store to this process's handlers
