@@ -17,7 +17,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
-from backend.agent.routing import Specialist, load_specialists
+from backend.agent.routing import Specialist
 from backend.api import agent, conversations, files, retry, uploads  # issue 13
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
@@ -29,8 +29,6 @@ from backend.llm.base import LLM
 from backend.llm.dispatch import DispatchLLM
 from backend.runs import RunManager
 from backend.runs.executor import make_executor, require_postgres
-from backend.runs.lease import new_instance_id
-from backend.runs.notify import make_notifier
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
 
@@ -85,15 +83,8 @@ def create_app(
     own_llm: DispatchLLM | None = None  # made here: prewarmed at start, closed at shutdown
     if llm is None:
         llm = own_llm = make_llm(settings)
-    instance_id = new_instance_id("serve")
-    manager = RunManager(
-        settings,
-        store,
-        make_notifier(settings.database_url, instance_id),
-        llm,
-        specialists if specialists is not None else load_specialists(settings.specialists_file),
-        runtimes,
-        instance_id=instance_id,
+    manager = RunManager.for_process(
+        settings, store, llm, kind="serve", specialists=specialists, runtimes=runtimes
     )
     manager.executor = make_executor(settings, manager)
 

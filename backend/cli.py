@@ -104,11 +104,8 @@ async def run_cmd(
     settings = Settings()
     if workspace is not None:
         settings.workspace_dir = workspace
-    from backend.agent.routing import load_specialists
     from backend.app import make_llm
     from backend.runs import RunManager
-    from backend.runs.lease import new_instance_id
-    from backend.runs.notify import make_notifier
     from backend.runs.worker import prewarm
     from backend.store.repo import Store
 
@@ -118,16 +115,7 @@ async def run_cmd(
     store.migrate()
     # an instance of its own with a lease: a live server's runs on the same database are
     # left alone; the run executes here (inline) whatever EXECUTOR says
-    iid = new_instance_id("cli")
-    manager = RunManager(
-        settings,
-        store,
-        make_notifier(settings.database_url, iid),
-        llm,
-        load_specialists(settings.specialists_file),
-        kind="cli",
-        instance_id=iid,
-    )
+    manager = RunManager.for_process(settings, store, llm, kind="cli")
     await manager.open()
 
     progress = Progress()

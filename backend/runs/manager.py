@@ -23,13 +23,13 @@ import anyio
 from backend.agent.context import Listener, RunContext
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import run_pipeline
-from backend.agent.routing import Specialist
+from backend.agent.routing import Specialist, load_specialists
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.guard import StopCheckedRuntime
 from backend.runs.lease import LeaseKeeper, close_run, new_instance_id
-from backend.runs.notify import LocalNotifier, Notifier
+from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runtime import make_runtime
 from backend.runtime.base import Runtime
 from backend.store.repo import ConflictError, Store
@@ -90,6 +90,27 @@ class RunManager:
         self._closed = False
         self._grace_over = False
         self._runtimes_lock = threading.Lock()
+
+    @classmethod
+    def for_process(
+        cls,
+        settings: Settings,
+        store: Store,
+        llm: LLM,
+        *,
+        kind: str,
+        specialists: tuple[Specialist, ...] | None = None,
+        runtimes: dict[str, Runtime] | None = None,
+    ) -> RunManager:
+        """The manager of a `planact serve`, `worker` or `run` process (``kind``): an instance
+        id of its own and the notifier of its database."""
+        iid = new_instance_id(kind)
+        if specialists is None:
+            specialists = load_specialists(settings.specialists_file)
+        notifier = make_notifier(settings.database_url, iid)
+        return cls(
+            settings, store, notifier, llm, specialists, runtimes, kind=kind, instance_id=iid
+        )
 
     # -- runtimes -------------------------------------------------------------------------
     def runtime(self, name: str) -> Runtime:
@@ -420,7 +441,7 @@ class RunManager:
             bound = self.settings.lease_seconds + 10
             if await self.wait(rid, timeout=bound) is None:
                 raise ConflictError(conversation_id)
-        if not await self.store.delete_conversation(user_id, conversation_id):
+        if not await self.store.delete_conversation(user_id, conversation_id, self.instance_id):
             return False
         workspace = self.workspace(user_id, conversation_id)
         # ours at once; other processes' (a queue worker's sandbox) on the store's "forget"
@@ -433,13 +454,15 @@ class RunManager:
             await runtime.forget(workspace)
 
     async def _forget_announced(self, payload: str) -> None:
-        """Another process (or this one) deleted a conversation: drop its sandboxes here."""
+        """Another process deleted a conversation: drop its sandboxes here."""
         try:
-            user_id, conversation_id = json.loads(payload)
+            user_id, conversation_id, origin = json.loads(payload)
             workspace = self.workspace(str(user_id), str(conversation_id))
         except (ValueError, TypeError):
             log.warning("ignored a malformed forget notification: %.200r", payload)
             return
+        if origin == self.instance_id:
+            return  # ours: delete_conversation dropped them before it returned
         try:
             await self._forget(workspace)
         except Exception:

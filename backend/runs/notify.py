@@ -31,7 +31,7 @@ DELTA_CHANNEL = "planact_delta"
 NOTIFY_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes and more
 HEALTH_SECONDS = 5.0  # the listener checks its connection when it heard nothing this long
 
-# (kind, argument): ("stop", run id), or ("forget", JSON [user id, conversation id])
+# (kind, argument): ("stop", run id), or ("forget", JSON [user id, conversation id, origin])
 ControlHandler = Callable[[str, str], None]
 
 

@@ -41,12 +41,9 @@ async def close_stalled_jobs(app: Any) -> None:
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from procrastinate.worker import Worker
 
-    from backend.agent.routing import load_specialists
     from backend.app import make_llm
     from backend.runs.executor import QUEUE, build_app, ensure_schema, require_postgres
-    from backend.runs.lease import new_instance_id
     from backend.runs.manager import RunManager
-    from backend.runs.notify import make_notifier
     from backend.store.repo import Store
 
     require_postgres(settings.database_url)
@@ -55,16 +52,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     store = Store(settings.database_url)
     await asyncio.to_thread(store.migrate)
     await ensure_schema(settings.database_url)
-    iid = new_instance_id("worker")
-    manager = RunManager(
-        settings,
-        store,
-        make_notifier(settings.database_url, iid),
-        llm,
-        load_specialists(settings.specialists_file),
-        kind="worker",
-        instance_id=iid,
-    )
+    manager = RunManager.for_process(settings, store, llm, kind="worker")
     await manager.open()
     app = build_app(settings.database_url, manager)
     await app.open_async()

@@ -60,7 +60,8 @@ ACTIVE = "running"
 
 # PostgreSQL NOTIFY channels, sent in the same transaction as the row they announce
 MESSAGE_CHANNEL = "planact_msg"  # payload: run id (a message was stored, or the run ended)
-CONTROL_CHANNEL = "planact_ctl"  # "stop:<run id>", or "forget:" + JSON [user id, conversation id]
+# "stop:<run id>", or "forget:" + JSON [user id, conversation id, instance id that deleted it]
+CONTROL_CHANNEL = "planact_ctl"
 
 
 class ConflictError(Exception):
@@ -185,7 +186,10 @@ class Store:
 
         return await self._run(fn)
 
-    async def delete_conversation(self, user_id: str, cid: str) -> bool:
+    async def delete_conversation(self, user_id: str, cid: str, origin: str = "") -> bool:
+        """Delete the conversation and all it holds; announce it to every process (``origin``:
+        the instance id of the one deleting, which has dropped its sandboxes already)."""
+
         def fn(s: Session) -> bool:
             conv = s.get(Conversation, cid)
             if conv is None or conv.user_id != user_id:
@@ -195,7 +199,7 @@ class Store:
             s.execute(delete(Run).where(Run.conversation_id == cid))
             s.delete(conv)
             # every process drops what it holds for the workspace (a worker's sandbox)
-            self._notify(s, CONTROL_CHANNEL, "forget:" + json.dumps([user_id, cid]))
+            self._notify(s, CONTROL_CHANNEL, "forget:" + json.dumps([user_id, cid, origin]))
             return True
 
         return await self._run(fn)

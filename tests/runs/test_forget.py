@@ -15,7 +15,7 @@ from backend.actions.model import Action
 from backend.agent.routing import BUILTIN
 from backend.llm.testing import ScriptedLLM
 from backend.runs import RunManager
-from backend.runs.notify import PgNotifier, psycopg_conninfo
+from backend.runs.notify import psycopg_conninfo
 from backend.runtime.base import ActionResult, Runtime
 from backend.store.repo import CONTROL_CHANNEL, Store
 from tests.conftest import make_settings
@@ -45,41 +45,44 @@ class ForgettingRuntime:
     async def close(self) -> None: ...
 
 
-async def process(tmp_path: Path, url: str, name: str, **runtimes: Runtime) -> RunManager:
+async def process(tmp_path: Path, url: str, kind: str, runtime: Runtime) -> RunManager:
     """A RunManager as `planact serve` or `planact worker` makes it on PostgreSQL."""
     store = Store(url)
     store.migrate()
     settings = make_settings(tmp_path, database_url=url)
-    m = RunManager(
+    m = RunManager.for_process(
         settings,
         store,
-        PgNotifier(url, name),
         ScriptedLLM([]),
-        BUILTIN,
-        runtimes,
-        instance_id=name,
+        kind=kind,
+        specialists=BUILTIN,
+        runtimes={"docker": runtime},
     )
     await m.open()
     return m
 
 
-async def two_managers(tmp_path: Path) -> tuple[RunManager, ForgettingRuntime, RunManager]:
+async def two_managers(
+    tmp_path: Path,
+) -> tuple[RunManager, ForgettingRuntime, RunManager, ForgettingRuntime]:
     url = postgres_url()
     wipe(url)
-    runtime = ForgettingRuntime()
-    worker = await process(tmp_path, url, "worker", docker=runtime)
-    server = await process(tmp_path, url, "server")
-    return worker, runtime, server
+    held, own = ForgettingRuntime(), ForgettingRuntime()
+    worker = await process(tmp_path, url, "worker", held)
+    server = await process(tmp_path, url, "serve", own)
+    return worker, held, server, own
 
 
 async def test_a_delete_on_one_process_drops_the_sandbox_another_process_holds(
     tmp_path: Path,
 ) -> None:
-    worker, runtime, server = await two_managers(tmp_path)
+    worker, runtime, server, own = await two_managers(tmp_path)
     try:
         cid = await server.store.create_conversation("1", "t")
         other = await server.store.create_conversation("1", "kept")
         assert await server.delete_conversation("1", cid) is True
+        # the deleting process dropped its own before answering
+        assert own.forgotten.get_nowait() == server.workspace("1", cid)
         async with asyncio.timeout(10):
             forgotten = await runtime.forgotten.get()
         assert forgotten == worker.workspace("1", cid)
@@ -90,6 +93,8 @@ async def test_a_delete_on_one_process_drops_the_sandbox_another_process_holds(
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.5):
                 await runtime.forgotten.get()
+        # the deleting process heard its own announcement too, and did not drop them again
+        assert own.forgotten.empty()
     finally:
         await close(server)
         await close(worker)
@@ -98,7 +103,7 @@ async def test_a_delete_on_one_process_drops_the_sandbox_another_process_holds(
 async def test_a_malformed_forget_notification_is_logged_and_the_listener_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    worker, runtime, server = await two_managers(tmp_path)
+    worker, runtime, server, _ = await two_managers(tmp_path)
     try:
         with caplog.at_level(logging.WARNING, logger="backend.runs.manager"):
             async with await psycopg.AsyncConnection.connect(
