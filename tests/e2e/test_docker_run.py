@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+import docker
+from backend.runtime.docker import LABEL_WORKSPACE, MIN_API_VERSION
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.cluster import Worker
 from tests.e2e.server import Server, running_server, server_env, wait_for
@@ -82,9 +84,6 @@ def test_deleting_a_conversation_removes_the_queue_workers_sandbox(
     """The worker that ran the commands keeps the sandbox (SANDBOX_IDLE_TIMEOUT); a DELETE on
     the API server, another process, removes it at once, not at the idle timeout."""
     require_docker()
-    import docker
-    from backend.runtime.docker import LABEL_WORKSPACE, MIN_API_VERSION
-
     url = postgres_url()
     wipe(url)
     env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")

@@ -13,6 +13,7 @@ from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
 from tests.ui.conftest import ARTIFACTS
+from tests.ui.test_ui import send_goal
 
 NewPage = Callable[..., Page]
 
@@ -33,14 +34,6 @@ def model_called(fake: FakeModelServer, stage: str) -> None:
         timeout=120,
         what=f"the {stage} model call",
     )
-
-
-def send_goal(page: Page, goal: str, mode: str | None = None) -> None:
-    if mode:
-        page.get_by_test_id("mode").select_option(mode)
-    box = page.get_by_test_id("goal-input")
-    box.fill(goal)
-    box.press("Enter")
 
 
 def test_answer_text_appears_before_the_message_is_stored(
