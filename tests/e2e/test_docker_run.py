@@ -101,7 +101,9 @@ def test_deleting_a_conversation_removes_the_queue_workers_sandbox(
 
         def sandboxes() -> list[Any]:
             return list(
-                client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={ws}"})
+                client.containers.list(
+                    all=True, filters={"label": f"{LABEL_WORKSPACE}={ws}"}, ignore_removed=True
+                )
             )
 
         assert len(sandboxes()) == 1  # kept by the worker for the next run

@@ -51,7 +51,11 @@ def workspace(tmp_path: Path) -> Path:
 
 def containers(client: Any, workspace: Path) -> list[Any]:
     key = os.path.realpath(workspace)
-    return list(client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={key}"}))
+    # ignore_removed: one the reaper removes between docker-py's list and inspect is gone
+    found = client.containers.list(
+        all=True, filters={"label": f"{LABEL_WORKSPACE}={key}"}, ignore_removed=True
+    )
+    return list(found)
 
 
 pytestmark = pytest.mark.docker
@@ -300,7 +304,9 @@ async def test_close_removes_a_sandbox_whose_creation_was_in_flight(
     with pytest.raises(asyncio.CancelledError):
         await task
     await rt.close()
-    mine = docker_client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={rt.owner}"})
+    mine = docker_client.containers.list(
+        all=True, filters={"label": f"{LABEL_OWNER}={rt.owner}"}, ignore_removed=True
+    )
     assert mine == []
     after = await run(rt, workspace, "true")
     assert after.status == "failure"
