@@ -12,17 +12,27 @@ TEST_PREREQS :=
 
 -include mk/*.mk
 
-setup: .venv/.synced
+# setup: the server's packages and the dev tools (tests, lint); `make run` needs only the first
+setup: .venv/.synced-dev
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || python3 -m pip install --quiet uv
 
+# --inexact: a `make run` after `make test` keeps the dev tools
 .venv/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --compile-bytecode
+	@echo "== Python packages for the server (uv sync)"
+	@$(UV) sync --frozen --no-dev --inexact --quiet
 	@touch $@
 
-run: setup $(RUN_PREREQS)
-	$(UV) run planact serve
+.venv/.synced-dev: .venv/.synced
+	@echo "== Python dev tools (uv sync --dev)"
+	@$(UV) sync --frozen --quiet
+	@touch $@
+
+# .venv/bin/planact, not `uv run`: uv may not be on PATH, and `uv run` would add the dev tools
+run: .venv/.synced $(RUN_PREREQS)
+	@command -v uv >/dev/null 2>&1 || echo "== uv is in ~/.local/bin, not on PATH: in a new shell, run .venv/bin/planact (see README)"
+	@.venv/bin/planact serve
 
 lint: setup
 	$(UV) run ruff check backend tests bench

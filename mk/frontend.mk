@@ -8,12 +8,14 @@ FRONTEND_CONF := frontend/package.json frontend/package-lock.json frontend/index
 
 # npm ci only when the lock file changed (or node_modules is missing)
 frontend/node_modules/.package-lock.json: frontend/package.json frontend/package-lock.json
-	cd frontend && $(NPM) ci --no-audit --no-fund
+	@echo "== frontend packages (npm ci)"
+	@cd frontend && $(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # rebuild only when sources or package files changed
 frontend/dist/index.html: $(FRONTEND_SRC) $(FRONTEND_CONF) frontend/node_modules/.package-lock.json
-	cd frontend && $(NPM) run build
+	@echo "== web UI (vite build)"
+	@cd frontend && $(NPM) run --silent build -- --logLevel warn
 	@touch $@
 
 frontend: frontend/dist/index.html
