@@ -36,9 +36,7 @@ def free_port() -> int:
 def one_run(ref: str) -> tuple[float, int]:
     with tempfile.TemporaryDirectory(prefix="planact-fresh-") as tmp:
         tree = Path(tmp) / "planact"
-        subprocess.run(
-            ["git", "clone", "-q", "--no-checkout", str(ROOT), str(tree)], check=True
-        )
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(tree)], check=True)
         subprocess.run(["git", "-C", str(tree), "checkout", "-q", ref], check=True)
         port = free_port()
         env = {
@@ -84,7 +82,7 @@ def one_run(ref: str) -> tuple[float, int]:
 
 
 def _server_line(line: str) -> bool:
-    return line[:2] == "20" and line[4:5] == "-" or line.startswith(("INFO:", "WARNING:"))
+    return (line[:2] == "20" and line[4:5] == "-") or line.startswith(("INFO:", "WARNING:"))
 
 
 def main() -> int:
