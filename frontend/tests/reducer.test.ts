@@ -4,6 +4,7 @@ import {
   buildView,
   emptyView,
   progress,
+  progressText,
   reduce,
   summaryFiles,
   turnStatus,
@@ -32,7 +33,8 @@ describe('reducer', () => {
     expect(t1).toEqual(['thinking', 'write_code', 'read_file', 'finish'])
     const t2 = turn.tasks![1].entries.map((m) => m.meta.action_type)
     expect(t2).toEqual(['terminal_run', 'browse_web', 'finish'])
-    expect(progress(turn)).toEqual({ done: 2, total: 2, failed: 0 })
+    expect(progress(turn)).toEqual({ completed: 2, failed: 0, stopped: 0, total: 2 })
+    expect(progressText(progress(turn))).toBe('2 of 2 tasks done')
     expect(turn.hasSummary).toBe(true)
     expect(view.lastSeq).toBe(17)
   })
@@ -133,7 +135,8 @@ describe('reducer', () => {
     expect(t).toHaveLength(1)
     expect(t[0].entries).toHaveLength(1)
     expect(t[0].status).toBe('failed')
-    expect(progress(view.turns[0])).toEqual({ done: 1, total: 1, failed: 1 })
+    expect(progress(view.turns[0])).toEqual({ completed: 0, failed: 1, stopped: 0, total: 1 })
+    expect(progressText(progress(view.turns[0]))).toBe('1 task · failed')
   })
 
   it('reads the summary file list', () => {
@@ -190,5 +193,31 @@ describe('describeEntry: every action type', () => {
   it('thinking and finish', () => {
     expect(describeEntry(msg('thinking', 'hmm')).kind).toBe('thinking')
     expect(describeEntry(msg('finish', 'done')).kind).toBe('finish')
+  })
+
+  it('reads the task a stop interrupted as stopped, not failed, and leaves the bar unfilled', () => {
+    const plan = [
+      { id: 1, title: 'One', description: '', status: 'pending' },
+      { id: 2, title: 'Two', description: '', status: 'pending' },
+      { id: 3, title: 'Three', description: '', status: 'pending' },
+    ]
+    const done = { ...plan[0], status: 'completed' }
+    const view = buildView([
+      msg('plan', '', { meta: { json: plan } }),
+      msg('task', '', { status: 'success', meta: { task_id: 1, json: [done] } }),
+      msg('task', '', { status: 'running', meta: { task_id: 2, json: [{ ...plan[1], status: 'running' }] } }),
+      msg('stop', 'The run was stopped.', { status: 'failure' }),
+      msg('task', '', { status: 'failure', meta: { task_id: 2, json: [{ ...plan[1], status: 'failed' }] } }),
+    ])
+    const turn = view.turns[0]
+    expect(turnStatus(turn)).toBe('stopped')
+    expect(progress(turn)).toEqual({ completed: 1, failed: 0, stopped: 1, total: 3 })
+    expect(progressText(progress(turn))).toBe('1 of 3 tasks done · 1 stopped')
+  })
+
+  it('says a single task plainly', () => {
+    expect(progressText({ completed: 1, failed: 0, stopped: 0, total: 1 })).toBe('1 task done')
+    expect(progressText({ completed: 0, failed: 0, stopped: 1, total: 1 })).toBe('1 task · stopped')
+    expect(progressText({ completed: 0, failed: 0, stopped: 0, total: 1 })).toBe('1 task')
   })
 })

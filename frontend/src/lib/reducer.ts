@@ -424,11 +424,52 @@ export function isTurnFinished(turn: Turn): boolean {
   return turnStatus(turn) !== 'running'
 }
 
-export function progress(turn: Turn): { done: number; total: number; failed: number } {
+/** How a task reads once its run's end is known: the task that was running when a run was
+ * stopped was stopped, not failed; one still running in a finished run was interrupted. */
+export type ShownTaskStatus = TaskStatus | 'stopped' | 'interrupted'
+
+export function shownTaskStatus(turn: Turn, task: TaskView, finished: boolean): ShownTaskStatus {
+  if (task.status === 'running' && finished) {
+    return turnStatus(turn) === 'stopped' ? 'stopped' : 'interrupted'
+  }
+  if (task.status === 'failed' && turnStatus(turn) === 'stopped') {
+    // the stop fails the task it interrupts: the last task that is not pending
+    const started = (turn.tasks ?? []).filter((t) => t.status !== 'pending')
+    if (started[started.length - 1] === task) return 'stopped'
+  }
+  return task.status
+}
+
+export interface Progress {
+  completed: number
+  failed: number
+  stopped: number
+  total: number
+}
+
+/** Tasks by how they ended; only completed tasks fill the bar. */
+export function progress(turn: Turn, finished = isTurnFinished(turn)): Progress {
   const tasks = turn.tasks ?? []
-  const done = tasks.filter((t) => t.status === 'completed' || t.status === 'failed').length
-  const failed = tasks.filter((t) => t.status === 'failed').length
-  return { done, total: tasks.length, failed }
+  const shown = tasks.map((t) => shownTaskStatus(turn, t, finished))
+  const count = (s: ShownTaskStatus) => shown.filter((x) => x === s).length
+  return {
+    completed: count('completed'),
+    failed: count('failed'),
+    stopped: count('stopped') + count('interrupted'),
+    total: tasks.length,
+  }
+}
+
+/** The plan's progress in words: "2 of 3 tasks done · 1 failed"; one task: "1 task · stopped". */
+export function progressText(p: Progress): string {
+  const parts =
+    p.total === 1
+      ? [p.completed ? '1 task done' : '1 task']
+      : [`${p.completed} of ${p.total} tasks done`]
+  const one = p.total === 1
+  if (p.failed) parts.push(one ? 'failed' : `${p.failed} failed`)
+  if (p.stopped) parts.push(one ? 'stopped' : `${p.stopped} stopped`)
+  return parts.join(' · ')
 }
 
 export function summaryFiles(msg: Message): FileInfo[] {
