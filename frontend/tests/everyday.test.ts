@@ -7,7 +7,7 @@ import {
   applyUploaded,
   describeAttached,
   newAttachments,
-  tooLarge,
+  planUploads,
 } from '../src/lib/attachments'
 import { resolveWorkspacePath, rewriteWorkspaceLinks } from '../src/lib/links'
 import { describeEntry } from '../src/lib/entries'
@@ -54,18 +54,22 @@ describe('attachments', () => {
     const batch = newAttachments([{ name: 'a', size: 1 }])
     applyFailed(batch, 'too big')
     expect(batch[0]).toMatchObject({ state: 'failed', error: 'too big' })
-    expect(tooLarge([{ name: 'huge.bin', size: 3 * 1024 * 1024 }], 2)).toContain('huge.bin')
-    expect(
-      tooLarge(
-        [
-          { name: 'a', size: 1.5 * 1024 * 1024 },
-          { name: 'b', size: 1.5 * 1024 * 1024 },
-        ],
-        2,
-      ),
-    ).toContain('together')
-    expect(tooLarge([{ name: 'ok', size: 10 }], 2)).toBe('')
-    expect(tooLarge([{ name: 'ok', size: 10 }], undefined)).toBe('')
+    const MB = 1024 * 1024
+    const drop = [
+      { name: 'huge.bin', size: 3 * MB },
+      { name: 'a', size: 1.5 * MB },
+      { name: 'b', size: 1.5 * MB },
+      { name: 'c', size: 10 },
+    ]
+    const plan = planUploads(drop, 2)
+    // the oversized file is refused alone; the small ones still go, each request under 2 MB
+    expect(plan.refused.map((r) => r.file.name)).toEqual(['huge.bin'])
+    expect(plan.refused[0].reason).toContain('huge.bin')
+    expect(plan.batches.map((b) => b.map((f) => f.name))).toEqual([['a'], ['b', 'c']])
+    expect(planUploads([{ name: 'ok', size: 10 }], undefined)).toEqual({
+      refused: [],
+      batches: [[{ name: 'ok', size: 10 }]],
+    })
   })
 })
 

@@ -102,6 +102,31 @@ def test_an_upload_the_server_refuses_shows_why(
         expect(chip).to_contain_text("WORKSPACE_MAX_MB")
 
 
+def test_one_oversized_file_in_a_drop_keeps_the_small_ones(
+    fake_model: FakeModelServer, new_page: NewPage, tmp_path: Path
+) -> None:
+    small = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    for path in small:
+        path.write_text(f"{path.name}\n")
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 80_000)
+    with server_with(tmp_path, fake_model, UPLOAD_MAX_MB="0.05") as server:
+        page = new_page()
+        page.goto(server.url)
+        page.get_by_test_id("file-input").set_input_files([str(small[0]), str(big), str(small[1])])
+        chips = page.get_by_test_id("attachment")
+        expect(chips).to_have_count(3)
+        refused = chips.filter(has_text="big.bin")
+        expect(refused).to_have_attribute("data-state", "failed")
+        expect(refused).to_contain_text("upload limit")
+        for path in small:
+            expect(chips.filter(has_text=path.name)).to_have_attribute("data-state", "done")
+        cid = conversation_id(page)
+        for path in small:
+            assert workspace_file(tmp_path, cid, path.name).read_text() == f"{path.name}\n"
+        assert not list((tmp_path / "workspace").glob(f"*/Conversation_{cid}/big.bin"))
+
+
 def test_pick_and_check_the_model(
     fake_model: FakeModelServer, new_page: NewPage, tmp_path: Path
 ) -> None:

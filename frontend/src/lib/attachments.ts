@@ -52,15 +52,38 @@ export function applyFailed(batch: Attachment[], message: string): void {
   }
 }
 
-/** Files over the server's UPLOAD_MAX_MB are refused before sending anything. */
-export function tooLarge(files: { name: string; size: number }[], maxMb: number | undefined): string {
-  if (!maxMb) return ''
-  const total = files.reduce((n, f) => n + f.size, 0)
-  if (total <= maxMb * 1024 * 1024) return ''
-  const big = files.find((f) => f.size > maxMb * 1024 * 1024)
-  return big
-    ? `${big.name} is larger than the server's upload limit (${maxMb} MB).`
-    : `These files together are larger than the server's upload limit (${maxMb} MB); attach fewer at once.`
+/** How a drop of files is sent: a file over the server's UPLOAD_MAX_MB is refused alone (the
+ * others still go), and the rest go in requests that each stay under the limit. */
+export interface UploadPlan<F> {
+  refused: { file: F; reason: string }[]
+  batches: F[][]
+}
+
+export function planUploads<F extends { name: string; size: number }>(
+  files: F[],
+  maxMb: number | undefined,
+): UploadPlan<F> {
+  if (!maxMb) return { refused: [], batches: files.length ? [files] : [] }
+  const limit = maxMb * 1024 * 1024
+  const refused: { file: F; reason: string }[] = []
+  const batches: F[][] = []
+  let batch: F[] = []
+  let size = 0
+  for (const f of files) {
+    if (f.size > limit) {
+      refused.push({ file: f, reason: `${f.name} is larger than the server's upload limit (${maxMb} MB).` })
+      continue
+    }
+    if (batch.length && size + f.size > limit) {
+      batches.push(batch)
+      batch = []
+      size = 0
+    }
+    batch.push(f)
+    size += f.size
+  }
+  if (batch.length) batches.push(batch)
+  return { refused, batches }
 }
 
 /** A line the goal can carry so the person sees which files the run was given. */

@@ -6,7 +6,7 @@ import {
   applyProgress,
   applyUploaded,
   newAttachments,
-  tooLarge,
+  planUploads,
   type Attachment,
 } from '../lib/attachments'
 import {
@@ -417,28 +417,31 @@ export const useApp = defineStore('app', () => {
       error.value = 'Files can be attached when the run has ended.'
       return
     }
-    const limit = tooLarge(files, settings.value?.upload_max_mb)
-    if (limit) {
-      error.value = limit
-      return
+    const plan = planUploads(files, settings.value?.upload_max_mb)
+    for (const { file, reason } of plan.refused) {
+      const [chip] = newAttachments([file])
+      applyFailed([chip], reason)
+      attachments.value.push(chip)
     }
-    attachments.value.push(...newAttachments(files))
-    const batch = attachments.value.slice(-files.length)
-    try {
-      let id = currentId.value
-      if (!id) {
-        id = (await api.createConversation()).conversation_id
-        currentId.value = id
-        writeHash(id)
-        void loadConversations()
+    for (const part of plan.batches) {
+      attachments.value.push(...newAttachments(part))
+      const batch = attachments.value.slice(-part.length)
+      try {
+        let id = currentId.value
+        if (!id) {
+          id = (await api.createConversation()).conversation_id
+          currentId.value = id
+          writeHash(id)
+          void loadConversations()
+        }
+        const result = await uploadFiles(id, part, {
+          dir,
+          onProgress: (p) => applyProgress(batch, p.loaded, p.total),
+        })
+        applyUploaded(batch, result)
+      } catch (e) {
+        applyFailed(batch, e instanceof Error ? e.message : String(e))
       }
-      const result = await uploadFiles(id, files, {
-        dir,
-        onProgress: (p) => applyProgress(batch, p.loaded, p.total),
-      })
-      applyUploaded(batch, result)
-    } catch (e) {
-      applyFailed(batch, e instanceof Error ? e.message : String(e))
     }
   }
 
