@@ -59,9 +59,11 @@ def address_problem(ip: IPAddress) -> str | None:
         return "an unspecified address"
     if isinstance(ip, ipaddress.IPv4Address) and ip in CGNAT:
         return "a shared (CGNAT) address"
+    if ip.is_reserved:
+        return "a reserved address"
     if ip.is_private:
         return "a private address"
-    if ip.is_reserved or not ip.is_global:
+    if not ip.is_global:
         return "a reserved address"
     return None
 
