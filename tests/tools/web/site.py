@@ -50,6 +50,8 @@ class Site:
         self.huge_sent = 0
         self.release = threading.Event()
         self.redirect_to: dict[str, str] = {}
+        # what the script-built page asks for besides itself (the network policy's test)
+        self.spa_fetch = "http://169.254.169.254/latest/meta-data"
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -101,8 +103,8 @@ class Site:
             "const p = 'This article is built by a script. '.repeat(12);"
             "document.getElementById('root').innerHTML = '<article><h1>Built</h1><p>' + p + "
             f"'{self.script_nonce}</p><p>' + p + '</p></article>';"
-            "fetch('http://169.254.169.254/latest/meta-data').catch(() => {});"
-            "</script></body></html>"
+            f"fetch('{self.spa_fetch}').catch(() => {{}});"
+            f"</script><img src='{self.spa_fetch}/pixel.png'></body></html>"
         )
 
     def answer(self, h: BaseHTTPRequestHandler) -> None:
