@@ -14,7 +14,7 @@ from typing import Any
 from backend.actions import messages
 from backend.actions.jsoncalls import RawAction, native_calls
 from backend.actions.model import (
-    ACTIONS,
+    KNOWN_ACTIONS,
     MAX_REPLY_CHARS,
     Action,
     FormatError,
@@ -120,7 +120,7 @@ def _parse(
 
 def _path_of(raw: RawAction) -> str:
     for name, value, _ in raw.params:
-        if canonical_param(ACTIONS.get(raw.name), name) == "path":
+        if canonical_param(KNOWN_ACTIONS.get(raw.name), name) == "path":
             return value.strip()
     return ""
 
@@ -133,7 +133,7 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             messages.unknown_action(raw.name),
             user=f"a reply asked for an unknown action `{raw.name}`",
         )
-    spec = ACTIONS[raw.name]
+    spec = KNOWN_ACTIONS[raw.name]
     allowed = (*spec.required, *spec.optional)
     params: dict[str, str] = {}
     warnings = list(raw.warnings)

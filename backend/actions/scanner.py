@@ -21,15 +21,15 @@ from backend.actions.jsoncalls import (
     decode_at,
     from_mapping,
 )
-from backend.actions.model import ACTION_ALIASES, ACTIONS, PARAM_ALIASES, ActionSpec
+from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
 from backend.actions.values import parse_cdata_run
 
 # ---------------------------------------------------------------------------- names
 
 # action names accepted as XML tags: ours and the underscored aliases
-TAG_ACTIONS: dict[str, str] = {name: name for name in ACTIONS}
+TAG_ACTIONS: dict[str, str] = {name: name for name in KNOWN_ACTIONS}
 TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
-_ALL_ACTION_NAMES = sorted({*ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
+_ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
 _WRAPPERS = ("function", "invoke", "tool_call", "tool_calls", "actions", "function_calls")
 
 
@@ -37,7 +37,7 @@ _WRAPPERS = ("function", "invoke", "tool_call", "tool_calls", "actions", "functi
 def _param_names(spec: ActionSpec | None) -> tuple[str, ...]:
     """Tag names that open a param of this action (ours and aliases)."""
     if spec is None:
-        own = {p for s in ACTIONS.values() for p in (*s.required, *s.optional)}
+        own = {p for s in KNOWN_ACTIONS.values() for p in (*s.required, *s.optional)}
     else:
         own = {*spec.required, *spec.optional}
     names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
@@ -444,7 +444,9 @@ class Scanner:
                 pos = om.end()
                 while pos < self.n and text[pos] in " \t\r\n":
                     pos += 1
-                if pos >= self.n or not self._param_opener_at(pos, ACTIONS.get(TAG_ACTIONS[low])):
+                if pos >= self.n or not self._param_opener_at(
+                    pos, KNOWN_ACTIONS.get(TAG_ACTIONS[low])
+                ):
                     self.mentions.append(name)
                     return om.end()
             if om:
@@ -599,7 +601,7 @@ class Scanner:
     ) -> int:
         text, n = self.text, self.n
         canon = canonical_action(written, loose=loose)
-        spec = ACTIONS.get(canon) if canon else None
+        spec = KNOWN_ACTIONS.get(canon) if canon else None
         action = RawAction(
             name=canon or written, known=spec is not None, fenced=fenced, start=start
         )

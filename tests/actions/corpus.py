@@ -380,8 +380,9 @@ CASES: list[Case] = [
     Case(
         "qwen-unknown-function",
         "Qwen calls a tool we do not have",
-        "<tool_call><function=web_search><parameter=query>x</parameter></function></tool_call>",
-        Err("Unknown action `web_search`"),
+        "<tool_call><function=generate_image><parameter=prompt>x</parameter></function>"
+        "</tool_call>",
+        Err("Unknown action `generate_image`"),
     ),
     Case(
         "qwen-alias-function",
@@ -485,8 +486,8 @@ CASES: list[Case] = [
     Case(
         "json-unknown-tool",
         "JSON call to a tool we do not have",
-        '{"name": "browse", "arguments": {"url": "http://x"}}',
-        Err("Unknown action `browse`"),
+        '{"name": "send_email", "arguments": {"to": "x@example.org"}}',
+        Err("Unknown action `send_email`"),
     ),
     Case(
         "json-in-prose-not-a-call",
