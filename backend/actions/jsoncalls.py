@@ -28,6 +28,8 @@ class RawAction:
     closed: bool = False
     truncated: str | None = None  # the raw param left open at the end of the reply
     error: str | None = None  # a model-facing message (e.g. unreadable arguments)
+    # params index -> the indentation of the line its opener starts (pretty-printed XML)
+    indents: dict[int, str] = field(default_factory=dict)
     start: int = -1  # where the action starts and ends in the reply (when known)
     end: int = -1
 

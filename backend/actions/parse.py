@@ -137,7 +137,7 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
     allowed = (*spec.required, *spec.optional)
     params: dict[str, str] = {}
     warnings = list(raw.warnings)
-    for written, value, needs_cleaning in raw.params:
+    for index, (written, value, needs_cleaning) in enumerate(raw.params):
         name = canonical_param(spec, written)
         if name not in allowed:
             warnings.append(
@@ -151,7 +151,10 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
                 user=f"`{spec.name}` gave `{name}` more than once",
             )
         if needs_cleaning:
-            value = clean_raw(value) if name in spec.raw else clean_plain(value)
+            if name in spec.raw:
+                value = clean_raw(value, raw.indents.get(index, ""))
+            else:
+                value = clean_plain(value)
         if name in _PATHS:
             value = trim_path(value)
         if name in (*_PATHS, "command") and "\x00" in value:
