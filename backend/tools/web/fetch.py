@@ -250,7 +250,9 @@ class WebFetch:
         try:
             shown = await render.render(resp.url, self.policy, self.config, screenshot_dir)
         except render.RenderUnavailable as exc:
-            return plain, [f"the page seems to need scripts, but it was not rendered ({exc})"]
+            if self.config.render == "auto":
+                return plain, [f"the page seems to need scripts, but it was not rendered ({exc})"]
+            return plain, [f"the page was not rendered ({exc})"]
         page = await asyncio.to_thread(extract.from_html, shown.html, shown.url)
         page.title = page.title or shown.title or plain.title
         data.update(url=shown.url, rendered=True)

@@ -100,3 +100,11 @@ async def test_never_does_not_render(site: Site) -> None:
     assert result.ok
     assert result.data["rendered"] is False
     assert "not rendered" not in result.content
+
+
+async def test_always_without_chromium_falls_back_and_says_so(site: Site, tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-chromium")
+    result = await fetcher(site, "always", chromium=missing)(site.url + "/")
+    assert result.ok
+    assert f"the page was not rendered (no Chromium at {missing}" in result.content
+    assert site.nonce in result.data["markdown"]
