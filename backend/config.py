@@ -164,7 +164,8 @@ class Settings(BaseSettings):
     search_max: int = Field(default=8, ge=1, le=50)  # results given to the model at most
     # web_fetch (a page's main content as Markdown): offered unless 0
     web_fetch: bool = True
-    web_timeout: float = Field(default=20.0, gt=0)  # seconds for the whole fetch, redirects included
+    # seconds for a whole fetch (redirects and rendering included) and for a search
+    web_timeout: float = Field(default=20.0, gt=0)
     web_max_bytes: int = Field(default=5_000_000, gt=0)  # body bytes read at most
     # render pages with headless Chromium (Playwright): auto (when the page needs scripts and
     # Chromium is there), never, always

@@ -56,6 +56,7 @@ class Site:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave at once (keep-alive)
 
             def log_message(self, *args: Any) -> None:
                 pass
