@@ -2,7 +2,7 @@
 
 ``mode`` picks the answer: good, slow (holds until released), 429, garbage (not JSON),
 shapeless (JSON without results), error (HTTP 500), empty (no results), junk_links
-(results without http(s) links). Every request is recorded.
+(results without http(s) links), huge (a 5 MB answer). Every request is recorded.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ class FakeSearch:
             return self._send(handler, 500, b"<html>upstream broke</html>", ctype="text/html")
         if mode == "garbage":
             return self._send(handler, 200, b"<html>\x00\xff not json", ctype="text/html")
+        if mode == "huge":
+            return self._send(handler, 200, b'{"results": ["' + b"x" * 5_000_000 + b'"]}')
         if mode == "shapeless":
             return self._send(handler, 200, b'{"unexpected": [1, 2]}')
         hits = [] if mode == "empty" else HITS

@@ -43,6 +43,7 @@ async def test_searxng_results_come_back_capped_to_search_max(fake: FakeSearch) 
         ("garbage", "SearXNG answered something that is not JSON"),
         ("shapeless", "SearXNG answered JSON without a list of search results"),
         ("junk_links", "answered results without usable links"),
+        ("huge", "SearXNG answered more than 4000000 bytes"),
     ],
 )
 async def test_provider_faults_are_failure_results_in_plain_words(

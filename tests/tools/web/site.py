@@ -139,6 +139,13 @@ class Site:
         if path == "/doc.pdf":
             pdf = pdf_with_text(f"PDF nonce {self.nonce}", "Nonce Report")
             return self.send(h, 200, pdf, "application/pdf")
+        if path == "/untyped":  # no Content-Type: HTML found by its first bytes
+            body = f"<!doctype html><html><head><title>Untyped</title></head><body><p>{self.nonce}"
+            return self.send(h, 200, body.encode(), ctype="")
+        if path == "/latin1.txt":
+            return self.send(
+                h, 200, "caf\u00e9 cr\u00e8me".encode("latin-1"), "text/plain; charset=iso-8859-1"
+            )
         if path == "/notes.txt":
             return self.send(h, 200, f"plain notes {self.nonce}\n".encode(), "text/plain")
         return self.send(h, 404, b"<html><title>Not Found</title>no such page</html>", "text/html")
@@ -162,7 +169,8 @@ class Site:
         headers: dict[str, str] | None = None,
     ) -> None:
         h.send_response(status)
-        h.send_header("Content-Type", ctype)
+        if ctype:
+            h.send_header("Content-Type", ctype)
         h.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
             h.send_header(k, v)

@@ -101,6 +101,19 @@ async def test_plain_text_comes_back_as_is(site: Site) -> None:
     assert result.data["markdown"] == f"plain notes {site.nonce}"
 
 
+async def test_a_page_without_content_type_is_read_by_its_first_bytes(site: Site) -> None:
+    result = await fetcher(site)(site.url + "/untyped")
+    assert result.ok, result.content
+    assert result.data["kind"] == "html"
+    assert result.data["title"] == "Untyped"
+
+
+async def test_the_declared_charset_is_used(site: Site) -> None:
+    result = await fetcher(site)(site.url + "/latin1.txt")
+    assert result.ok
+    assert result.data["markdown"] == "caf\u00e9 cr\u00e8me"
+
+
 async def test_an_http_error_is_a_failure_with_its_status(site: Site) -> None:
     result = await fetcher(site)(site.url + "/missing")
     assert result.status == "failure"
