@@ -35,41 +35,54 @@ async def test_searxng_results_come_back_capped_to_search_max(fake: FakeSearch) 
     assert req["query"] == {"q": ["planact nonce search"], "format": ["json"]}
 
 
+LABELS = {"searxng": "SearXNG", "tavily": "Tavily", "brave": "Brave"}
+
+
+def provider(name: str, fake: FakeSearch | str, **kw: object) -> WebSearch:
+    url = fake if isinstance(fake, str) else fake.url
+    key = None if name == "searxng" else "key"
+    return WebSearch(SearchConfig(provider=name, url=url, api_key=key, **kw))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["searxng", "tavily", "brave"])
 @pytest.mark.parametrize(
     ("mode", "words"),
     [
-        ("429", "rate limited (HTTP 429) (it asks to retry after 7 s)"),
-        ("error", "SearXNG answered HTTP 500"),
-        ("garbage", "SearXNG answered something that is not JSON"),
-        ("shapeless", "SearXNG answered JSON without a list of search results"),
-        ("junk_links", "answered results without usable links"),
-        ("huge", "SearXNG answered more than 4000000 bytes"),
+        ("429", "{label} refused the search: rate limited (HTTP 429) (it asks to retry after 7 s)"),
+        ("error", "{label} answered HTTP 500"),
+        ("garbage", "{label} answered something that is not JSON"),
+        ("shapeless", "{label} answered JSON without a list of search results"),
+        ("junk_links", "{label} answered results without usable links"),
+        ("huge", "{label} answered more than 4000000 bytes"),
     ],
 )
 async def test_provider_faults_are_failure_results_in_plain_words(
-    fake: FakeSearch, mode: str, words: str
+    fake: FakeSearch, name: str, mode: str, words: str
 ) -> None:
     fake.mode = mode
-    result = await searxng(fake)("anything")
+    result = await provider(name, fake)("anything")
     assert result.status == "failure"
     assert result.content.startswith("Web search failed: ")
-    assert words in result.content
+    assert words.format(label=LABELS[name]) in result.content
     assert result.data["results"] == []
+    assert len(fake.requests) == 1
 
 
-async def test_a_slow_provider_is_a_timeout_failure(fake: FakeSearch) -> None:
+@pytest.mark.parametrize("name", ["searxng", "tavily", "brave"])
+async def test_a_slow_provider_is_a_timeout_failure(fake: FakeSearch, name: str) -> None:
     fake.mode = "slow"
-    result = await searxng(fake, timeout=0.3)("anything")
+    result = await provider(name, fake, timeout=0.3)("anything")
     assert result.status == "failure"
-    assert "did not answer" in result.content
+    assert f"{LABELS[name]} did not answer" in result.content
 
 
-async def test_a_provider_that_is_down_is_a_failure(fake: FakeSearch) -> None:
+@pytest.mark.parametrize("name", ["searxng", "tavily", "brave"])
+async def test_a_provider_that_is_down_is_a_failure(fake: FakeSearch, name: str) -> None:
     url = fake.url
     fake.stop()
-    result = await WebSearch(SearchConfig(provider="searxng", url=url))("anything")
+    result = await provider(name, url)("anything")
     assert result.status == "failure"
-    assert "SearXNG could not be reached" in result.content
+    assert f"{LABELS[name]} could not be reached" in result.content
 
 
 async def test_no_results_is_a_success_that_says_so(fake: FakeSearch) -> None:
@@ -111,14 +124,6 @@ async def test_brave_sends_its_subscription_token(fake: FakeSearch) -> None:
     assert req["path"] == "/res/v1/web/search"
     assert req["headers"]["x-subscription-token"] == "bk"
     assert req["query"] == {"q": ["brave query"], "count": ["4"]}
-
-
-@pytest.mark.parametrize("provider", ["tavily", "brave"])
-async def test_keyed_providers_rate_limits_are_failures(fake: FakeSearch, provider: str) -> None:
-    fake.mode = "429"
-    result = await WebSearch(SearchConfig(provider=provider, url=fake.url, api_key="k"))("q")
-    assert result.status == "failure"
-    assert "rate limited" in result.content
 
 
 async def test_ddgs_failing_backends_become_a_failure_result(
