@@ -101,6 +101,17 @@ async def render(
     if problem:
         raise RenderUnavailable(problem)
     from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return await _render(url, policy, config, screenshot_dir)
+    except PlaywrightError as exc:  # Chromium died or refused mid-way
+        raise RenderUnavailable(f"Chromium failed: {exc.message[:200]}") from exc
+
+
+async def _render(
+    url: str, policy: NetworkPolicy, config: FetchConfig, screenshot_dir: Path | None
+) -> Rendered:
+    from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw, guarded_client(policy, config.timeout) as client:
