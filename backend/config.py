@@ -153,3 +153,30 @@ class Settings(BaseSettings):
     @property
     def auth_enabled(self) -> bool:
         return bool(self.user_tokens())
+
+    # ---- tools beyond the sandbox: web search and web pages (docs/tools.md) -------------
+    # web_search provider: searxng (SEARCH_URL), ddgs (keyless), tavily or brave (SEARCH_API_KEY);
+    # unset: web_search is not offered to the model
+    search_provider: Literal["searxng", "ddgs", "tavily", "brave"] | None = None
+    # searxng: its base URL (required); tavily/brave: overrides their public API base URL
+    search_url: str | None = None
+    search_api_key: str | None = None
+    search_max: int = Field(default=8, ge=1, le=50)  # results given to the model at most
+    # web_fetch (a page's main content as Markdown): offered unless 0
+    web_fetch: bool = True
+    # seconds for a whole fetch (redirects and rendering included) and for a search
+    web_timeout: float = Field(default=20.0, gt=0)
+    web_max_bytes: int = Field(default=5_000_000, gt=0)  # body bytes read at most
+    # render pages with headless Chromium (Playwright): auto (when the page needs scripts and
+    # Chromium is there), never, always
+    web_render: Literal["auto", "never", "always"] = "auto"
+    # hosts (or host:port) web_fetch may reach even on loopback/private addresses, comma-separated
+    web_allow_hosts: str = ""
+
+    @field_validator("search_provider", mode="before")
+    @classmethod
+    def _empty_search_provider(cls, value: object) -> object:
+        # SEARCH_PROVIDER= (empty, as .env files write it) means no provider
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value.strip().lower() if isinstance(value, str) else value

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backend.actions import messages
-from backend.actions.model import ACTION_ALIASES, ACTIONS
+from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS
 
 NAME_KEYS = ("name", "tool", "tool_name", "action")
 ARG_KEYS = ("arguments", "parameters", "args", "input", "params", "action_input")
@@ -28,16 +28,18 @@ class RawAction:
     closed: bool = False
     truncated: str | None = None  # the raw param left open at the end of the reply
     error: str | None = None  # a model-facing message (e.g. unreadable arguments)
+    # params index -> the indentation of the line its opener starts (pretty-printed XML)
+    indents: dict[int, str] = field(default_factory=dict)
     start: int = -1  # where the action starts and ends in the reply (when known)
     end: int = -1
 
 
 def canonical_action(name: str, *, loose: bool = True) -> str | None:
     key = name.strip()
-    if key in ACTIONS:
+    if key in KNOWN_ACTIONS:
         return key
     low = key.lower()
-    if low in ACTIONS:
+    if low in KNOWN_ACTIONS:
         return low
     alias = ACTION_ALIASES.get(low)
     if alias and (loose or "_" in low):

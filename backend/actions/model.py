@@ -70,6 +70,50 @@ ACTIONS: dict[str, ActionSpec] = {
     )
 }
 
+# Actions that are not sandbox actions (backend/tools): parsed in every dialect like the
+# ones above, but offered to the model only where the server configures them (CONTRACT 11),
+# so they are kept out of ACTIONS, which the prompts list.
+TOOL_ACTIONS: dict[str, ActionSpec] = {
+    spec.name: spec
+    for spec in (
+        ActionSpec(
+            name="web_search",
+            description="Search the web; returns titles, links and snippets.",
+            required=("query",),
+            example="<web_search><query>python 3.13 release notes</query></web_search>",
+        ),
+        ActionSpec(
+            name="web_fetch",
+            description="Read a web page (or a PDF) as Markdown, with its title and links.",
+            required=("url",),
+            example="<web_fetch><url>https://docs.python.org/3/whatsnew/</url></web_fetch>",
+        ),
+        ActionSpec(
+            name="mcp_tool",
+            description=(
+                "Call a tool of an MCP server by its name `server__tool`, with its arguments "
+                "as a JSON object."
+            ),
+            required=("name", "arguments"),
+            raw=("arguments",),
+            example=(
+                '<mcp_tool><name>files__search</name><arguments>{"pattern": "TODO"}'
+                "</arguments></mcp_tool>"
+            ),
+        ),
+        ActionSpec(
+            name="ask_user",
+            description="Ask the person a question and wait for the answer.",
+            required=("question",),
+            raw=("question",),
+            example="<ask_user><question>Which database should I use?</question></ask_user>",
+        ),
+    )
+}
+
+# every action the parser reads: the sandbox ones and the tools
+KNOWN_ACTIONS: dict[str, ActionSpec] = {**ACTIONS, **TOOL_ACTIONS}
+
 # Parameter names models use for ours.
 PARAM_ALIASES: dict[str, str] = {
     "file_path": "path",
@@ -94,7 +138,7 @@ class Action:
 
     @property
     def spec(self) -> ActionSpec:
-        return ACTIONS[self.type]
+        return KNOWN_ACTIONS[self.type]
 
 
 # A reply longer than this is refused with a FormatError before it is scanned.
@@ -137,6 +181,17 @@ PARAM_ALIASES.update(
         "new_text": "new_str",
         "new": "new_str",
         "replace": "new_str",
+        # the tools' parameters
+        "q": "query",
+        "search_query": "query",
+        "search_term": "query",
+        "link": "url",
+        "href": "url",
+        "uri": "url",
+        "tool": "name",
+        "args": "arguments",
+        "input": "arguments",
+        "prompt": "question",
     }
 )
 
@@ -158,4 +213,18 @@ ACTION_ALIASES: dict[str, str] = {
     "str_replace": "edit_file",
     "replace_in_file": "edit_file",
     "edit": "edit_file",
+    # the tools
+    "search": "web_search",
+    "websearch": "web_search",
+    "search_web": "web_search",
+    "google_search": "web_search",
+    "fetch": "web_fetch",
+    "fetch_url": "web_fetch",
+    "browse": "web_fetch",
+    "open_url": "web_fetch",
+    "read_url": "web_fetch",
+    "use_mcp_tool": "mcp_tool",
+    "call_mcp_tool": "mcp_tool",
+    "ask_followup_question": "ask_user",
+    "ask_human": "ask_user",
 }

@@ -14,7 +14,7 @@ from typing import Any
 from backend.actions import messages
 from backend.actions.jsoncalls import RawAction, native_calls
 from backend.actions.model import (
-    ACTIONS,
+    KNOWN_ACTIONS,
     MAX_REPLY_CHARS,
     Action,
     FormatError,
@@ -120,7 +120,7 @@ def _parse(
 
 def _path_of(raw: RawAction) -> str:
     for name, value, _ in raw.params:
-        if canonical_param(ACTIONS.get(raw.name), name) == "path":
+        if canonical_param(KNOWN_ACTIONS.get(raw.name), name) == "path":
             return value.strip()
     return ""
 
@@ -133,11 +133,11 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             messages.unknown_action(raw.name),
             user=f"a reply asked for an unknown action `{raw.name}`",
         )
-    spec = ACTIONS[raw.name]
+    spec = KNOWN_ACTIONS[raw.name]
     allowed = (*spec.required, *spec.optional)
     params: dict[str, str] = {}
     warnings = list(raw.warnings)
-    for written, value, needs_cleaning in raw.params:
+    for index, (written, value, needs_cleaning) in enumerate(raw.params):
         name = canonical_param(spec, written)
         if name not in allowed:
             warnings.append(
@@ -151,7 +151,10 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
                 user=f"`{spec.name}` gave `{name}` more than once",
             )
         if needs_cleaning:
-            value = clean_raw(value) if name in spec.raw else clean_plain(value)
+            if name in spec.raw:
+                value = clean_raw(value, raw.indents.get(index, ""))
+            else:
+                value = clean_plain(value)
         if name in _PATHS:
             value = trim_path(value)
         if name in (*_PATHS, "command") and "\x00" in value:

@@ -21,23 +21,32 @@ from backend.actions.jsoncalls import (
     decode_at,
     from_mapping,
 )
-from backend.actions.model import ACTION_ALIASES, ACTIONS, PARAM_ALIASES, ActionSpec
+from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
 from backend.actions.values import parse_cdata_run
 
 # ---------------------------------------------------------------------------- names
 
 # action names accepted as XML tags: ours and the underscored aliases
-TAG_ACTIONS: dict[str, str] = {name: name for name in ACTIONS}
+TAG_ACTIONS: dict[str, str] = {name: name for name in KNOWN_ACTIONS}
 TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
-_ALL_ACTION_NAMES = sorted({*ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
-_WRAPPERS = ("function", "invoke", "tool_call", "tool_calls", "actions", "function_calls")
+_ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
+# `parameters`: Anthropic's legacy `<invoke><tool_name>…</tool_name><parameters>…` wrapper
+_WRAPPERS = (
+    "function",
+    "invoke",
+    "tool_call",
+    "tool_calls",
+    "actions",
+    "function_calls",
+    "parameters",
+)
 
 
 @lru_cache(maxsize=32)
 def _param_names(spec: ActionSpec | None) -> tuple[str, ...]:
     """Tag names that open a param of this action (ours and aliases)."""
     if spec is None:
-        own = {p for s in ACTIONS.values() for p in (*s.required, *s.optional)}
+        own = {p for s in KNOWN_ACTIONS.values() for p in (*s.required, *s.optional)}
     else:
         own = {*spec.required, *spec.optional}
     names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
@@ -87,13 +96,25 @@ _FUNCTION_OPEN = re.compile(
     re.I,
 )
 _INVOKE_OPEN = re.compile(
-    r"""<(?:[\w.-]+:)?invoke\s+name\s*=\s*["']([^"']+)["'][^<>]*>""",
+    r"""<(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s+name\s*=\s*["']([^"']+)["'][^<>]*>""",
+    re.I,
+)
+# Anthropic's legacy tool use (Claude 2.1 era prompts, still written by models trained on
+# them): `<function_calls><invoke><tool_name>NAME</tool_name><parameters><p>v</p>…`
+_LEGACY_INVOKE_OPEN = re.compile(
+    r"<(?:[\w.-]+:)?invoke\s*>\s*<tool_name>\s*([\w.-]+)\s*</tool_name>\s*(?:<parameters>)?",
+    re.I,
+)
+# Qwen3's malformed parameter openers: the `>` dropped after the name (`<parameter=path\n…`)
+# or the value written into the opener (`<parameter=command=str_replace</parameter>`)
+_PARAM_MALFORMED_OPEN = re.compile(
+    r"<(?:[\w.-]+:)?parameter=\s*([A-Za-z_][\w.-]*)(?:=|[ \t]*(?=\r?\n))",
     re.I,
 )
 # `<parameter=NAME>`, `<parameter name="NAME">` and the malformed variants models write:
 # `name=NAME` unquoted, `<param …>`, `<argument …>`, `<arg …>` (group 1 is the tag word)
 _PARAM_STYLE_OPEN = re.compile(
-    r"""<(?:[\w.-]+:)?(parameter|param|argument|arg)"""
+    r"""<(?:[\w.-]+:|\uff5cDSML\uff5c)?(parameter|param|argument|arg)"""
     r"""(?:=\s*["']?([^\s"'<>]+)["']?"""
     r"""|\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))[^<>]*)\s*>""",
     re.I,
@@ -106,8 +127,12 @@ _ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
 # what may follow the real end of a parameter body (after whitespace)
 _NAMES = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
 _FOLLOW_ANY = (
-    r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:)?(?:" + _NAMES + "|" + "|".join(_WRAPPERS) + r")(?=[\s=/>])"
-    r"|</?(?:[\w.-]+:)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
+    r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:"
+    + _NAMES
+    + "|"
+    + "|".join(_WRAPPERS)
+    + r")(?=[\s=/>])"
+    r"|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
 )
 # GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
 _GLM_OPEN = re.compile(
@@ -121,6 +146,7 @@ _ARG_KEY = re.compile(r"<arg_key>\s*([^<>]+?)\s*</arg_key>\s*<arg_value>")
 # `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`; gpt-oss (harmony)
 # `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}`.
 _DS_BAR = "\uff5c"  # DeepSeek's fullwidth vertical line
+_DSML = f"<{_DS_BAR}DSML{_DS_BAR}"  # DeepSeek V3.2's tag prefix
 _DEEPSEEK_CALL = re.compile(
     f"<{_DS_BAR}tool\u2581call\u2581begin{_DS_BAR}>"
     + r"[ \t]*([\w.-]+)[ \t]*"
@@ -143,7 +169,8 @@ _MISTRAL_CALL = re.compile(
 _JSON_FENCE = re.compile(r"\s*(?:```|~~~)[\w-]*[ \t]*\r?\n")
 
 _NEW_ACTION = re.compile(
-    r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:)?invoke\s)", re.I
+    r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s)",
+    re.I,
 )
 
 
@@ -164,6 +191,14 @@ def _cdata_spans(text: str) -> list[tuple[int, int]]:
         else:
             pos = text.find(_CDATA, pos + 1)
     return spans
+
+
+def _line_indent(text: str, i: int) -> str:
+    """The spaces/tabs before `i` when they are all that precedes it on its line."""
+    k = i
+    while k > 0 and text[k - 1] in " \t":
+        k -= 1
+    return text[k:i] if k == 0 or text[k - 1] == "\n" else ""
 
 
 def _at_line_start(text: str, i: int) -> bool:
@@ -314,6 +349,9 @@ class _Dialect:
     tags: str  # regex: `<` or `</` (group 1) and the tag name, for balancing
 
 
+_INVOKE = _Dialect("invoke", r"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke(?=[\s>])")
+
+
 class Scanner:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -429,13 +467,12 @@ class Scanner:
         elif local == "tool_call":
             gm = _GLM_OPEN.match(text, i)
             if gm:
-                d = _Dialect("glm", r"<(/?)(?:[\w.-]+:)?tool_call(?=[\s>])")
+                d = _Dialect("glm", r"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?tool_call(?=[\s>])")
                 return self._action(gm.group(2), i, gm.end(), d, fenced, {}, loose=True)
         elif local == "invoke":
-            im = _INVOKE_OPEN.match(text, i)
+            im = _INVOKE_OPEN.match(text, i) or _LEGACY_INVOKE_OPEN.match(text, i)
             if im:
-                d = _Dialect("invoke", r"<(/?)(?:[\w.-]+:)?invoke(?=[\s>])")
-                return self._action(im.group(1), i, im.end(), d, fenced, {}, loose=True)
+                return self._action(im.group(1), i, im.end(), _INVOKE, fenced, {}, loose=True)
         elif low in TAG_ACTIONS:
             om = _tag_open(name).match(text, i)
             if om and not om.group(1) and not om.group(2) and self._no_close_after(name, i):
@@ -444,7 +481,9 @@ class Scanner:
                 pos = om.end()
                 while pos < self.n and text[pos] in " \t\r\n":
                     pos += 1
-                if pos >= self.n or not self._param_opener_at(pos, ACTIONS.get(TAG_ACTIONS[low])):
+                if pos >= self.n or not self._param_opener_at(
+                    pos, KNOWN_ACTIONS.get(TAG_ACTIONS[low])
+                ):
                     self.mentions.append(name)
                     return om.end()
             if om:
@@ -501,6 +540,15 @@ class Scanner:
 
     def _vendor(self, i: int, fenced: bool) -> int:
         text = self.text
+        if text.startswith(_DSML, i):
+            # DeepSeek V3.2 (DSML, the bars are U+FF5C): `<|DSML|invoke name="…">` +
+            # `<|DSML|parameter name="…" string="true">…</|DSML|parameter>`: the
+            # invoke/parameter dialect with a prefix (`(?:[\w.-]+:|\uff5cDSML\uff5c)?`
+            # in the regexes is that prefix or a namespace like `minimax:`)
+            im = _INVOKE_OPEN.match(text, i)
+            if im is not None:
+                return self._action(im.group(1), i, im.end(), _INVOKE, fenced, {}, loose=True)
+            return i + 1
         m = _DEEPSEEK_CALL.match(text, i)
         if m is not None:
             return self._named_json(m.group(2) or m.group(1), i, m.end(), fenced)
@@ -599,7 +647,7 @@ class Scanner:
     ) -> int:
         text, n = self.text, self.n
         canon = canonical_action(written, loose=loose)
-        spec = ACTIONS.get(canon) if canon else None
+        spec = KNOWN_ACTIONS.get(canon) if canon else None
         action = RawAction(
             name=canon or written, known=spec is not None, fenced=fenced, start=start
         )
@@ -696,7 +744,18 @@ class Scanner:
                 return j  # the close tag is missing; a new action starts here
             am = _ARG_KEY.match(text, j)
             pm = None if am else _PARAM_STYLE_OPEN.match(text, j)
-            if am:
+            mm = None if am or pm else _PARAM_MALFORMED_OPEN.match(text, j)
+            if mm:
+                written = mm.group(1)
+                tags = r"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?parameter(?=[\s=>])"
+                key = "parameter:parameter"
+                selfclosing = False
+                vstart = mm.end()
+                action.warnings.append(
+                    f"<parameter={written} had no `>` after the name; write "
+                    f"<parameter={written}>value</parameter>"
+                )
+            elif am:
                 written = am.group(1)
                 tags = r"<(/?)arg_value(?=[\s>])"
                 key = "arg_value"
@@ -705,7 +764,7 @@ class Scanner:
             elif pm:
                 written = next((g for g in pm.group(2, 3, 4, 5) if g is not None), "")
                 word = re.escape(pm.group(1))
-                tags = rf"<(/?)(?:[\w.-]+:)?{word}(?=[\s=>])"
+                tags = rf"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?{word}(?=[\s=>])"
                 key = "parameter:" + pm.group(1)
                 selfclosing = False
                 vstart = pm.end()
@@ -735,6 +794,9 @@ class Scanner:
             )
             if value is None:
                 return self.n
+            indent = _line_indent(text, j)
+            if indent:
+                action.indents[len(action.params)] = indent
             action.params.append((written, value, True))
         return region_end
 
@@ -802,17 +864,19 @@ class Scanner:
     def _next_param_line(self, lo: int, hi: int, spec: ActionSpec | None) -> int | None:
         """For a body with no closer at all (Qwen's missing `</parameter>`): the next
         parameter opener at the start of a line ends it."""
-        m = re.compile(r"\n(?=<(?:[\w.-]+:)?parameter[=\s])").search(self.text, lo, hi)
+        m = re.compile(r"\n(?=<(?:[\w.-]+:|\uff5cDSML\uff5c)?parameter[=\s])").search(
+            self.text, lo, hi
+        )
         return m.start() + 1 if m else None
 
 
 _WRAPPER_GAP = re.compile(
-    r"(?:\s|</?(?:[\w.-]+:)?(?:tool_call|tool_calls|function_calls|actions)\s*>)*\Z"
+    r"(?:\s|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:tool_call|tool_calls|function_calls|actions)\s*>)*\Z"
 )
 
 
 _WRAPPER_OPEN_AT_END = re.compile(
-    r"<(?:[\w.-]+:)?(?:tool_call|tool_calls|function_calls|actions)\s*>\Z"
+    r"<(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:tool_call|tool_calls|function_calls|actions)\s*>\Z"
 )
 
 

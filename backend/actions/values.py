@@ -83,35 +83,48 @@ def _drop_leading_newline(value: str) -> str:
     return value
 
 
-def clean_raw(value: str) -> str:
-    """A raw param (file content, command, message)."""
+def clean_raw(value: str, opener_indent: str = "") -> str:
+    """A raw param (file content, command, message). ``opener_indent``: the indentation of
+    the line its opening tag starts (pretty-printed XML), when the tag starts its line."""
     inside = unwrap_cdata(value)
     if inside is not None:
         return _drop_leading_newline(inside)  # `<![CDATA[\n#!/bin/sh…` keeps the shebang first
+    on_own_lines = value.startswith(("\n", "\r\n"))
     value = _drop_leading_newline(value)
     m = _TRAILING_INDENT.search(value)
     if m:
         indent = m.group()[1:]
         value = dedent_by(value[: m.start() + 1], indent)
+    elif opener_indent and on_own_lines:
+        # `  <content>\n    text…</content>`: the whole block sits under its indented tag
+        value = dedent_by(value, opener_indent)
     return decode_entities(value)
 
 
 def dedent_by(value: str, indent: str) -> str:
     """Content pretty-printed with the XML's indentation: when every non-blank line starts
-    with the closing tag's indentation, that indentation is taken off every line."""
+    with ``indent`` (the tags' indentation), the indentation all of them share (that much
+    or more) is taken off every line, as a block: relative indentation is kept."""
     lines = value.split("\n")
-    if not any(line.strip() for line in lines):
+    filled = [line for line in lines if line.strip()]
+    if not filled or any(not line.startswith(indent) for line in filled):
         return value
-    for line in lines:
-        if line.strip() and not line.startswith(indent):
-            return value
+    common = _shared_prefix([line[: len(line) - len(line.lstrip(" \t"))] for line in filled])
     out = []
     for line in lines:
-        if line.startswith(indent):
-            out.append(line[len(indent) :])
+        if line.startswith(common):
+            out.append(line[len(common) :])
         else:  # a blank line with less whitespace
             out.append(line.lstrip(" \t") if not line.strip() else line)
     return "\n".join(out)
+
+
+def _shared_prefix(texts: list[str]) -> str:
+    first, last = min(texts), max(texts)
+    k = 0
+    while k < len(first) and first[k] == last[k]:
+        k += 1
+    return first[:k]
 
 
 def clean_plain(value: str) -> str:

@@ -61,6 +61,25 @@ DS_ALL_BEGIN = f"<{DS}tool\u2581calls\u2581begin{DS}>"
 DS_ALL_END = f"<{DS}tool\u2581calls\u2581end{DS}>"
 
 
+def S(query: str) -> tuple[str, dict[str, str]]:
+    return ("web_search", {"query": query})
+
+
+def U(url: str) -> tuple[str, dict[str, str]]:
+    return ("web_fetch", {"url": url})
+
+
+def M(name: str, arguments: str) -> tuple[str, dict[str, str]]:
+    return ("mcp_tool", {"name": name, "arguments": arguments})
+
+
+def A(question: str) -> tuple[str, dict[str, str]]:
+    return ("ask_user", {"question": question})
+
+
+DSML = f"{DS}DSML{DS}"  # DeepSeek V3.2's tag prefix (U+FF5C bars): <|DSML|invoke …>
+
+
 ATOM = """<?xml version="1.0" encoding="utf-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom">
   <title>Example</title>
@@ -380,8 +399,9 @@ CASES: list[Case] = [
     Case(
         "qwen-unknown-function",
         "Qwen calls a tool we do not have",
-        "<tool_call><function=web_search><parameter=query>x</parameter></function></tool_call>",
-        Err("Unknown action `web_search`"),
+        "<tool_call><function=generate_image><parameter=prompt>x</parameter></function>"
+        "</tool_call>",
+        Err("Unknown action `generate_image`"),
     ),
     Case(
         "qwen-alias-function",
@@ -485,8 +505,8 @@ CASES: list[Case] = [
     Case(
         "json-unknown-tool",
         "JSON call to a tool we do not have",
-        '{"name": "browse", "arguments": {"url": "http://x"}}',
-        Err("Unknown action `browse`"),
+        '{"name": "send_email", "arguments": {"to": "x@example.org"}}',
+        Err("Unknown action `send_email`"),
     ),
     Case(
         "json-in-prose-not-a-call",
@@ -991,5 +1011,164 @@ CASES: list[Case] = [
         "GLM-4.6/4.7 put the first <arg_key> right after the name",
         "<tool_call>read_file<arg_key>path</arg_key><arg_value>a.txt</arg_value></tool_call>",
         [R("a.txt")],
+    ),
+    # ------------------------------------------------------------ the tools' actions
+    Case(
+        "tools-xml-tags",
+        "the four tool actions as plain XML tags, raw `&` in a URL kept",
+        "<web_search><query>planact release notes</query></web_search>\n"
+        "<web_fetch><url>https://example.org/a?b=1&c=2</url></web_fetch>\n"
+        '<mcp_tool><name>calc__add</name><arguments>{"a": 1, "b": 2}</arguments></mcp_tool>\n'
+        "<ask_user><question>Which database, SQLite or PostgreSQL?</question></ask_user>",
+        [
+            S("planact release notes"),
+            U("https://example.org/a?b=1&c=2"),
+            M("calc__add", '{"a": 1, "b": 2}'),
+            A("Which database, SQLite or PostgreSQL?"),
+        ],
+    ),
+    Case(
+        "tools-qwen-function",
+        "Qwen3-Coder calls web_search",
+        "<tool_call>\n<function=web_search>\n<parameter=query>\nplanact nonce\n</parameter>\n"
+        "</function>\n</tool_call>",
+        [S("planact nonce")],
+    ),
+    Case(
+        "tools-invoke",
+        "function_calls/invoke with web_fetch",
+        '<function_calls>\n<invoke name="web_fetch">\n<parameter name="url">'
+        "https://example.org/</parameter>\n</invoke>\n</function_calls>",
+        [U("https://example.org/")],
+    ),
+    Case(
+        "tools-json-mcp",
+        "a JSON call whose arguments hold a JSON object: kept as JSON text",
+        '{"name": "mcp_tool", "arguments": {"name": "calc__add", "arguments": {"a": 1}}}',
+        [M("calc__add", '{\n  "a": 1\n}')],
+    ),
+    Case(
+        "tools-aliases",
+        "other agents' names: Cline's ask_followup_question, search with q, fetch with link",
+        '{"name": "ask_followup_question", "arguments": {"question": "Go on?"}}\n'
+        '{"name": "search", "arguments": {"q": "x"}}\n'
+        '{"name": "fetch_url", "arguments": {"link": "https://a.example"}}',
+        [A("Go on?"), S("x"), U("https://a.example")],
+    ),
+    Case(
+        "tools-glm",
+        "GLM arg_key/arg_value with web_search",
+        "<tool_call>web_search\n<arg_key>query</arg_key>\n<arg_value>x y</arg_value>\n</tool_call>",
+        [S("x y")],
+    ),
+    Case(
+        "tools-kimi",
+        "Kimi K2 markers with web_fetch",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.web_fetch:0"
+        '<|tool_call_argument_begin|>{"url": "https://a.example"}<|tool_call_end|>'
+        "<|tool_calls_section_end|>",
+        [U("https://a.example")],
+    ),
+    Case(
+        "tools-deepseek-v31",
+        "DeepSeek V3.1 markers with ask_user",
+        f'{DS_ALL_BEGIN}{DS_BEGIN}ask_user{DS_SEP}{{"question": "ok?"}}{DS_END}{DS_ALL_END}',
+        [A("ok?")],
+    ),
+    Case(
+        "tools-mcp-missing-arguments",
+        "mcp_tool without its arguments: the model is told what it takes",
+        "<mcp_tool><name>calc__add</name></mcp_tool>",
+        Err("`mcp_tool` is missing required parameter(s): arguments"),
+    ),
+    # ------------------------------------------------------------ DeepSeek V3.2 DSML
+    Case(
+        "deepseek-v32-dsml",
+        "DeepSeek V3.2: DSML function_calls, invoke and parameter with full-width bars",
+        f"<{DSML}function_calls>\n"
+        f'<{DSML}invoke name="web_search">\n'
+        f'<{DSML}parameter name="query" string="true">planact nonce</{DSML}parameter>\n'
+        f"</{DSML}invoke>\n"
+        f'<{DSML}invoke name="write_code">\n'
+        f'<{DSML}parameter name="path" string="true">a.py</{DSML}parameter>\n'
+        f'<{DSML}parameter name="content" string="true">if a < b:\n    x = "</{DSML}p>"\n'
+        f"</{DSML}parameter>\n"
+        f"</{DSML}invoke>\n"
+        f"</{DSML}function_calls>",
+        [S("planact nonce"), W("a.py", 'if a < b:\n    x = "</' + DSML + 'p>"\n')],
+    ),
+    Case(
+        "deepseek-v32-dsml-json-value",
+        'DSML with string="false": the value is JSON, kept as its text',
+        f"Let me call the tool.\n\n<{DSML}function_calls>\n"
+        f'<{DSML}invoke name="mcp_tool">\n'
+        f'<{DSML}parameter name="name" string="true">calc__add</{DSML}parameter>\n'
+        f'<{DSML}parameter name="arguments" string="false">{{"a": 1, "b": 2}}'
+        f"</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}function_calls>",
+        [M("calc__add", '{"a": 1, "b": 2}')],
+    ),
+    # ------------------------------------------------------------ Anthropic's legacy tool use
+    Case(
+        "anthropic-legacy-invoke",
+        "Claude 2.1-era prompts: <invoke><tool_name>NAME</tool_name><parameters><p>v</p>",
+        "<function_calls>\n<invoke>\n<tool_name>write_code</tool_name>\n<parameters>\n"
+        "<path>src/app.py</path>\n<content>\nprint('</parameters>')\n</content>\n"
+        "</parameters>\n</invoke>\n<invoke>\n<tool_name>terminal_run</tool_name>\n"
+        "<parameters>\n<command>python3 src/app.py</command>\n</parameters>\n</invoke>\n"
+        "</function_calls>",
+        [W("src/app.py", "print('</parameters>')\n"), T("python3 src/app.py")],
+    ),
+    Case(
+        "anthropic-legacy-invoke-tool",
+        "legacy invoke with one of the tools and an alias name",
+        "<function_calls><invoke><tool_name>search_web</tool_name><parameters>"
+        "<query>planact</query></parameters></invoke></function_calls>",
+        [S("planact")],
+    ),
+    # ------------------------------------------------------------ Qwen3 malformed parameters
+    Case(
+        "qwen3-parameter-without-gt",
+        "Qwen3 drops the `>` after the parameter name: the value starts on the next line",
+        "<tool_call>\n<function=write_code>\n<parameter=path\nsrc/a.py\n</parameter>\n"
+        "<parameter=content\nx = 1\n</parameter>\n</function>\n</tool_call>",
+        [W("src/a.py", "x = 1\n")],
+        warnings=("<parameter=path had no `>`",),
+    ),
+    Case(
+        "qwen3-value-in-parameter-opener",
+        "Qwen3 writes the value into the opener: <parameter=command=str_replace</parameter>",
+        "<function=edit_file>\n<parameter=path=src/a.py</parameter>\n"
+        "<parameter=old_str>\nA = 1\n</parameter>\n<parameter=new_str>\nA = 2\n</parameter>\n"
+        "</function>",
+        [E("src/a.py", "A = 1\n", "A = 2\n")],
+        warnings=("<parameter=path had no `>`",),
+    ),
+    # ------------------------------------------------------------ pretty-printed XML
+    Case(
+        "dedent-block-deeper-than-close-tag",
+        "the whole content indented one level deeper than its tags: dedented as a block",
+        "<write_code>\n  <path>pkg/util.py</path>\n  <content>\n    def add(a, b):\n"
+        "        return a + b\n\n    class C:\n        pass\n  </content>\n</write_code>",
+        [W("pkg/util.py", "def add(a, b):\n    return a + b\n\nclass C:\n    pass\n")],
+    ),
+    Case(
+        "dedent-block-close-tag-after-last-line",
+        "indented tags, content on its own lines, the close tag right after the last line",
+        "<write_code>\n    <path>a.py</path>\n    <content>\n      if x:\n          y()</content>\n"
+        "</write_code>",
+        [W("a.py", "if x:\n    y()")],
+    ),
+    Case(
+        "dedent-not-when-the-tag-is-not-indented",
+        "tags at the margin: content indented as a whole is the file's own indentation",
+        "<write_code>\n<path>a.py</path>\n<content>\n    x = 1\n    y = 2\n</content>\n"
+        "</write_code>",
+        [W("a.py", "    x = 1\n    y = 2\n")],
+    ),
+    Case(
+        "dedent-not-when-a-line-is-left-of-the-tag",
+        "a line left of the indented opener: nothing is taken off",
+        "<write_code>\n  <path>a.py</path>\n  <content>\n    x = 1\ny = 2</content>\n</write_code>",
+        [W("a.py", "    x = 1\ny = 2")],
     ),
 ]

@@ -74,8 +74,8 @@ def test_native_calls_win_over_text() -> None:
 
 
 def test_native_unknown_and_nameless() -> None:
-    with pytest.raises(FormatError, match="Unknown action `search`"):
-        parse_actions("", tool_calls=[{"function": {"name": "search", "arguments": "{}"}}])
+    with pytest.raises(FormatError, match="Unknown action `send_email`"):
+        parse_actions("", tool_calls=[{"function": {"name": "send_email", "arguments": "{}"}}])
     with pytest.raises(FormatError, match="no function name"):
         parse_actions("", tool_calls=[{"function": {"arguments": "{}"}}])
 
