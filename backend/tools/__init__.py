@@ -1,0 +1,1 @@
+"""Actions that are not sandbox actions: web search, web pages, MCP servers."""
