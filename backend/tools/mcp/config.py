@@ -55,7 +55,9 @@ def load_servers(path: Path | str | None) -> dict[str, ServerSpec]:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise McpConfigError(f"MCP_SERVERS_FILE {p}: cannot read it ({exc.strerror or exc}).")
+        raise McpConfigError(
+            f"MCP_SERVERS_FILE {p}: cannot read it ({exc.strerror or exc})."
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

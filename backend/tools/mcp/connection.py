@@ -84,7 +84,7 @@ class Connection:
     def alive(self) -> bool:
         return self._ready.is_set() and not self._eof.is_set() and not self._done.is_set()
 
-    async def start(self, timeout: float) -> None:
+    async def start(self, timeout: float) -> None:  # noqa: ASYNC109 (a start deadline)
         """Start the server, initialize the session and list its tools, or raise
         StartFailed (leaving nothing running)."""
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.spec.name}")
@@ -98,7 +98,10 @@ class Connection:
             raise StartFailed(self.error or "stopped while starting")
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], timeout: float
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,  # noqa: ASYNC109
     ) -> types.CallToolResult:
         if self.session is None:
             raise RuntimeError("not started")

@@ -150,7 +150,7 @@ class McpManager:
         self,
         name: str,
         arguments_json: str | dict[str, Any] | None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (sent to the server too)
         *,
         files_dir: Path | None = None,
     ) -> McpResult:
@@ -159,8 +159,7 @@ class McpManager:
         server, sep, tool = name.partition("__")
         if not sep or not server or not tool:
             return failure(
-                f"MCP tool name {name!r} must be server__tool (for example "
-                f"{self._example()}).",
+                f"MCP tool name {name!r} must be server__tool (for example {self._example()}).",
                 name,
             )
         srv = self._servers.get(server)
@@ -312,5 +311,5 @@ def _arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | 
         value = raw
     if not isinstance(value, dict):
         shown = cap_text(json.dumps(value), 200)
-        return {}, f"must be a JSON object like {{\"a\": 1}}, not {shown}."
+        return {}, f'must be a JSON object like {{"a": 1}}, not {shown}.'
     return value, None

@@ -38,9 +38,7 @@ def failure(message: str, name: str = "") -> McpResult:
     return McpResult("failure", cap_text(message), [{"type": "text", "text": message}], name)
 
 
-def convert(
-    result: types.CallToolResult, name: str, files_dir: Path | None = None
-) -> McpResult:
+def convert(result: types.CallToolResult, name: str, files_dir: Path | None = None) -> McpResult:
     """CallToolResult -> McpResult. Images and binary resources are written to files_dir
     when given (the part then names the file), else kept inline as base64 up to a size."""
     texts: list[str] = []

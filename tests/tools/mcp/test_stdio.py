@@ -77,7 +77,10 @@ async def test_unknown_names_are_failures_naming_what_exists(make_manager: Make)
 async def test_a_hanging_call_times_out_and_the_server_stays_usable(make_manager: Make) -> None:
     manager = make_manager({"calc": stdio("tools_server.py")})
     result = await manager.call("calc__hang", "{}", timeout=0.5)
-    assert (result.status, result.content) == ("failure", "MCP tool calc__hang timed out after 0.5 s.")
+    assert (result.status, result.content) == (
+        "failure",
+        "MCP tool calc__hang timed out after 0.5 s.",
+    )
     assert (await manager.call("calc__add", '{"a": 1, "b": 1}')).content == "2.0"
 
 
@@ -116,9 +119,7 @@ async def test_stderr_lines_are_kept(make_manager: Make) -> None:
 
 
 async def test_a_server_that_exits_at_start_is_failed_with_its_reason(make_manager: Make) -> None:
-    manager = make_manager(
-        {"calc": stdio("tools_server.py"), "broken": stdio("exits_at_start.py")}
-    )
+    manager = make_manager({"calc": stdio("tools_server.py"), "broken": stdio("exits_at_start.py")})
     listing = await manager.tools_for(None)
     assert {t.server for t in listing.tools} == {"calc"}
     (fault,) = listing.failures

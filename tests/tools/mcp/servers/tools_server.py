@@ -1,7 +1,7 @@
 """A real MCP server (the SDK's MCPServer) for the tests.
 
-    python tools_server.py            # stdio
-    python tools_server.py http PORT  # streamable HTTP on 127.0.0.1:PORT/mcp
+python tools_server.py            # stdio
+python tools_server.py http PORT  # streamable HTTP on 127.0.0.1:PORT/mcp
 """
 
 from __future__ import annotations
