@@ -107,6 +107,12 @@ class Connection:
             raise RuntimeError("not started")
         return await self.session.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
+    async def ended(self, timeout: float) -> None:  # noqa: ASYNC109 (bounded wait)
+        """Wait (at most timeout) for a connection that went away to finish winding down,
+        so that `error` holds the transport's reason."""
+        with anyio.move_on_after(timeout):
+            await self._done.wait()
+
     async def aclose(self) -> None:
         """Stop the server and wait until its process is gone (bounded by the SDK)."""
         self._stopping = True
@@ -133,7 +139,8 @@ class Connection:
                         finally:
                             tg.cancel_scope.cancel()
         except Exception as exc:
-            self.error = describe(exc)
+            if self.error in (None, CLOSED):  # the transport's own reason says more
+                self.error = describe(exc)
             log.debug("MCP server %s: %s", self.spec.name, self.error, exc_info=True)
         finally:
             self.session = None

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from backend.runtime.base import cap_text
 from backend.tools.mcp.config import HttpServer, ServerSpec, load_servers
 from backend.tools.mcp.connection import (
+    CLOSED,
     STDERR_LINES,
     Connection,
     StartFailed,
@@ -39,6 +40,7 @@ from backend.tools.mcp.results import McpResult, convert, failure
 
 RESTART_LIMIT = 5  # failed starts in a row before a server is given up
 BACKOFF_MAX = 60.0
+ENDED_WAIT = 2.0  # seconds to learn why a connection that went away ended
 CALL_GRACE = 5.0  # beyond the call timeout, for the SDK to give up on its own first
 
 
@@ -189,6 +191,8 @@ class McpManager:
                 name,
             )
         except Exception as exc:
+            if not conn.alive:
+                await conn.ended(ENDED_WAIT)
             return failure(self._call_error(srv, conn, name, exc, limit), name)
         try:
             return convert(result, name, files_dir)
@@ -202,10 +206,11 @@ class McpManager:
         if code == types.REQUEST_TIMEOUT:
             return f"MCP tool {name} timed out after {limit:g} s."
         if code == types.CONNECTION_CLOSED or not conn.alive:
+            why = f" ({conn.error})" if conn.error and conn.error != CLOSED else ""
             tail = f" Its last stderr line: {srv.stderr[-1]}" if srv.stderr else ""
             return (
-                f"MCP server {srv.name!r} stopped during the call to {name}; it is started "
-                f"again on next use.{tail}"
+                f"MCP server {srv.name!r} stopped during the call to {name}{why}; it is "
+                f"started again on next use.{tail}"
             )
         return f"MCP tool {name} failed: {describe(exc)}"
 
@@ -244,7 +249,7 @@ class McpManager:
                 srv.retry_at = self._clock() + min(delay, BACKOFF_MAX)
                 srv.error = str(exc)
                 tail = f" Its last stderr line: {srv.stderr[-1]}" if srv.stderr else ""
-                return f"MCP server {srv.name!r} could not start: {exc}.{tail}"
+                return f"MCP server {self._label(srv)} could not start: {exc}.{tail}"
             finally:
                 srv.starting = False
             srv.conn, srv.error, srv.failed_starts = conn, None, 0
@@ -290,6 +295,10 @@ class McpManager:
         for srv in self._servers.values():
             srv.conn = None
         await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
+
+    def _label(self, srv: _Server) -> str:
+        where = f" at {srv.spec.url}" if isinstance(srv.spec, HttpServer) else ""
+        return f"{srv.name!r}{where}"
 
     def _unknown_server(self, name: str) -> str:
         configured = ", ".join(self.names) or "none (set MCP_SERVERS_FILE)"

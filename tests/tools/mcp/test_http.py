@@ -36,7 +36,9 @@ async def test_an_unreachable_server_is_failed_with_its_error(make_manager: Make
     url = f"http://127.0.0.1:{free_port()}/mcp"
     manager = make_manager({"gone": {"url": url}})
     listing = await manager.tools_for(None)
-    assert "MCP server 'gone' could not start" in listing.failures[0].content
+    assert f"MCP server 'gone' at {url} could not start: ConnectError" in (
+        listing.failures[0].content
+    )
     state = manager.states()[0]
     assert state["state"] == "failed" and state["error"]
 
@@ -48,7 +50,9 @@ async def test_a_killed_http_server_is_reconnected_when_it_is_back(
     first = int((await manager.call("web__pid", "{}")).content)
     http_server.kill()
     down = await manager.call("web__add", '{"a": 1, "b": 1}')
-    assert down.status == "failure" and "'web'" in down.content
+    assert down.status == "failure"
+    assert "MCP server 'web' stopped during the call to web__add (ConnectError" in down.content
+    assert manager.states()[0]["state"] == "failed"
     http_server.start()
     second = int((await manager.call("web__pid", "{}")).content)
     assert second != first

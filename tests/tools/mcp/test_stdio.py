@@ -139,7 +139,10 @@ async def test_a_server_that_hangs_at_start_times_out_and_is_killed(
 ) -> None:
     pidfile = tmp_path / "pid"
     manager = make_manager({"stuck": stdio("hangs_at_start.py", str(pidfile))}, start_timeout=1)
-    result = await manager.call("stuck__x", "{}")
+    call = asyncio.create_task(manager.call("stuck__x", "{}"))
+    await await_until(lambda: manager.states()[0]["state"] == "starting", "the start")
+    assert manager.states()[0]["tools"] == [] and "error" not in manager.states()[0]
+    result = await call
     assert result.status == "failure"
     assert "'stuck' could not start: did not answer within 1 s" in result.content
     assert "hanging at start" in result.content  # its last stderr line
@@ -210,3 +213,14 @@ async def test_aclose_stops_every_server_process(make_manager: Make) -> None:
     after = await manager.call("one__add", "{}")
     assert after.status == "failure" and "closed" in after.content
     assert sys.executable  # the servers ran on this interpreter
+
+
+async def test_concurrent_first_uses_start_the_server_once(make_manager: Make) -> None:
+    manager = make_manager({"calc": stdio("tools_server.py")})
+    results = await asyncio.gather(
+        manager.tools_for(["calc"]),
+        manager.call("calc__add", '{"a": 1, "b": 2}'),
+        manager.call("calc__pid", "{}"),
+    )
+    assert results[1].content == "3.0"
+    assert manager._servers["calc"].starts == 1
