@@ -224,3 +224,27 @@ async def test_concurrent_first_uses_start_the_server_once(make_manager: Make) -
     )
     assert results[1].content == "3.0"
     assert manager._servers["calc"].starts == 1
+
+
+async def test_resources_come_back_as_parts(make_manager: Make, tmp_path: Path) -> None:
+    manager = make_manager({"calc": stdio("tools_server.py")})
+    result = await manager.call("calc__report", "{}", files_dir=tmp_path)
+    assert result.status == "success"
+    text, note, blob, link = result.parts
+    assert text == {"type": "text", "text": "see the attachments"}
+    assert note == {
+        "type": "resource",
+        "uri": "mem://notes.txt",
+        "mime_type": None,
+        "text": "a note",
+    }
+    assert blob["type"] == "resource" and blob["uri"] == "mem://logo.png"
+    assert Path(blob["filepath"]).read_bytes().startswith(b"\x89PNG")
+    assert link == {
+        "type": "resource_link",
+        "uri": "https://example.org/doc",
+        "name": "doc",
+        "mime_type": None,
+    }
+    assert result.content.splitlines()[:2] == ["see the attachments", "a note"]
+    assert "[resource link https://example.org/doc (doc)]" in result.content

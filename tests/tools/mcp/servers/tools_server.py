@@ -13,6 +13,14 @@ import sys
 import anyio
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import (
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 
 # a 1x1 PNG
 PNG = base64.b64decode(
@@ -65,6 +73,21 @@ def say(text: str) -> str:
     """Prints text to stderr and returns it."""
     print(f"say: {text}", file=sys.stderr, flush=True)
     return text
+
+
+@server.tool()
+def report() -> list[ContentBlock]:
+    """Returns text, a text resource, a binary resource and a resource link."""
+    return [
+        TextContent(text="see the attachments"),
+        EmbeddedResource(resource=TextResourceContents(uri="mem://notes.txt", text="a note")),
+        EmbeddedResource(
+            resource=BlobResourceContents(
+                uri="mem://logo.png", mime_type="image/png", blob=base64.b64encode(PNG).decode()
+            )
+        ),
+        ResourceLink(uri="https://example.org/doc", name="doc"),
+    ]
 
 
 if __name__ == "__main__":
