@@ -240,19 +240,28 @@ class McpManager:
                     f"in {wait:.0f} s."
                 )
             conn = Connection(srv.spec, srv.stderr)
-            srv.starting, srv.starts = True, srv.starts + 1
+            # held in srv.conn while it starts, so that aclose() stops it too
+            srv.conn, srv.starting, srv.starts = conn, True, srv.starts + 1
             try:
                 await conn.start(self.start_timeout)
             except StartFailed as exc:
+                srv.conn = None
+                if self._closed:
+                    return f"MCP server {srv.name!r}: the MCP manager is closed."
                 srv.failed_starts += 1
                 delay = self.restart_backoff * 2 ** (srv.failed_starts - 1)
                 srv.retry_at = self._clock() + min(delay, BACKOFF_MAX)
                 srv.error = str(exc)
                 tail = f" Its last stderr line: {srv.stderr[-1]}" if srv.stderr else ""
                 return f"MCP server {self._label(srv)} could not start: {exc}.{tail}"
+            except BaseException:  # the caller gave up (a stopped run): leave nothing running
+                srv.conn = None
+                with anyio.CancelScope(shield=True):
+                    await conn.aclose()
+                raise
             finally:
                 srv.starting = False
-            srv.conn, srv.error, srv.failed_starts = conn, None, 0
+            srv.error, srv.failed_starts = None, 0
             return conn
 
     # -- what the person sees --------------------------------------------------------------

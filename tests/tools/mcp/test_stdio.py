@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from backend.runtime.base import OUTPUT_CAP
 from backend.tools.mcp import McpManager
 from tests.procs import alive
@@ -248,3 +250,29 @@ async def test_resources_come_back_as_parts(make_manager: Make, tmp_path: Path) 
     }
     assert result.content.splitlines()[:2] == ["see the attachments", "a note"]
     assert "[resource link https://example.org/doc (doc)]" in result.content
+
+
+async def test_a_caller_that_gives_up_during_the_start_leaves_nothing_running(
+    make_manager: Make, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    manager = make_manager({"stuck": stdio("hangs_at_start.py", str(pidfile))})
+    call = asyncio.create_task(manager.call("stuck__x", "{}"))
+    await await_until(lambda: pidfile.exists() and pidfile.read_text() != "", "the process")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert not alive(int(pidfile.read_text()))
+
+
+async def test_aclose_during_a_start_leaves_nothing_running(
+    make_manager: Make, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    manager = make_manager({"stuck": stdio("hangs_at_start.py", str(pidfile))})
+    call = asyncio.create_task(manager.call("stuck__x", "{}"))
+    await await_until(lambda: pidfile.exists() and pidfile.read_text() != "", "the process")
+    await manager.aclose()
+    assert not alive(int(pidfile.read_text()))
+    result = await call
+    assert result.status == "failure" and "closed" in result.content
