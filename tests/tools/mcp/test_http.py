@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
+
 from backend.runtime.base import OUTPUT_CAP
 from backend.tools.mcp import McpManager
 from tests.tools.mcp.conftest import HttpServerProcess, free_port
@@ -53,7 +55,7 @@ async def test_a_killed_http_server_is_reconnected_when_it_is_back(
     assert down.status == "failure"
     assert "MCP server 'web' stopped during the call to web__add (ConnectError" in down.content
     assert manager.states()[0]["state"] == "failed"
-    http_server.start()
+    await anyio.to_thread.run_sync(http_server.start)  # off the loop: it waits for the port
     second = int((await manager.call("web__pid", "{}")).content)
     assert second != first
     assert (await manager.call("web__add", '{"a": 1, "b": 1}')).content == "2.0"
