@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from backend.agent.routing import Specialist
-from backend.api import agent, conversations, files, retry, uploads  # issue 13
+from backend.api import agent, conversations, files, mcp, retry, uploads  # issue 13
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
@@ -31,6 +31,7 @@ from backend.runs import RunManager
 from backend.runs.executor import make_executor, require_postgres
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
+from backend.tools.mcp import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ def create_app(
         settings, store, llm, kind="serve", specialists=specialists, runtimes=runtimes
     )
     manager.executor = make_executor(settings, manager)
+    mcp_servers = McpManager.from_settings(settings)  # a bad MCP_SERVERS_FILE stops start-up
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -104,6 +106,7 @@ def create_app(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
             await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
+            await mcp_servers.aclose()
             if own_llm is not None:
                 await own_llm.aclose()
             await store.close()
@@ -116,6 +119,7 @@ def create_app(
         *uploads.routes,  # issue 13
         *settings_api.routes,  # issue 13
         *retry.routes,  # issue 13
+        *mcp.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Mount("/lemonai", app=create_lemonai_app(Services(settings, manager, store))),
     ]
@@ -141,6 +145,7 @@ def create_app(
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager
+    app.state.mcp = mcp_servers
     app.state.runtimes_available = (
         ["local", "docker"] if settings.runtime == "docker" else ["local"]
     )

@@ -180,3 +180,11 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value.strip().lower() if isinstance(value, str) else value
+
+    # -- MCP servers (backend/tools/mcp, docs/tools.md) -----------------------------------
+    # a JSON file {"mcpServers": {"name": {"command", "args"?, "env"?} | {"url", "headers"?}}}
+    mcp_servers_file: Path | None = None
+    mcp_call_timeout: float = Field(default=60.0, gt=0)  # seconds one tool call may take
+    mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
+    # seconds before a server that failed to start is tried again (doubling, at most 60)
+    mcp_restart_backoff: float = Field(default=1.0, ge=0)

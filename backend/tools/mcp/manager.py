@@ -1,0 +1,333 @@
+"""McpManager: the configured MCP servers, started lazily, reused, restarted when they die.
+
+    manager = McpManager.from_settings(settings)
+    listing = await manager.tools_for(["files"])      # starts "files" if needed
+    result = await manager.call("files__read", '{"path": "a.txt"}')
+    manager.states()                                  # for GET /api/mcp/servers
+    await manager.aclose()                            # stops every server process
+
+Every fault is a failure McpResult in plain words naming the server; nothing raises to
+the caller. A server that cannot start is retried on a later use, after a back-off that
+doubles (MCP_RESTART_BACKOFF, at most BACKOFF_MAX), and given up after RESTART_LIMIT
+failed starts in a row. A server that dies after starting is started again on next use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from pydantic import ValidationError
+
+from backend.runtime.base import cap_text
+from backend.tools.mcp.config import HttpServer, ServerSpec, load_servers
+from backend.tools.mcp.connection import (
+    CLOSED,
+    STDERR_LINES,
+    Connection,
+    StartFailed,
+    describe,
+)
+from backend.tools.mcp.results import McpResult, convert, failure
+
+RESTART_LIMIT = 5  # failed starts in a row before a server is given up
+BACKOFF_MAX = 60.0
+ENDED_WAIT = 2.0  # seconds to learn why a connection that went away ended
+CALL_GRACE = 5.0  # beyond the call timeout, for the SDK to give up on its own first
+
+
+@dataclass(frozen=True)
+class McpTool:
+    name: str  # server__tool, as the model calls it
+    server: str
+    tool: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+@dataclass
+class ToolListing:
+    tools: list[McpTool] = field(default_factory=list)
+    failures: list[McpResult] = field(default_factory=list)  # servers that did not start
+
+
+@dataclass
+class _Server:
+    spec: ServerSpec
+    stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
+    conn: Connection | None = None
+    starting: bool = False
+    error: str | None = None
+    failed_starts: int = 0
+    retry_at: float = 0.0
+    starts: int = 0  # processes (or sessions) started so far
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class McpManager:
+    def __init__(
+        self,
+        servers: dict[str, ServerSpec],
+        *,
+        call_timeout: float = 60.0,
+        start_timeout: float = 30.0,
+        restart_backoff: float = 1.0,
+        restart_limit: int = RESTART_LIMIT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._servers = {name: _Server(spec) for name, spec in servers.items()}
+        self.call_timeout = call_timeout
+        self.start_timeout = start_timeout
+        self.restart_backoff = restart_backoff
+        self.restart_limit = restart_limit
+        self._clock = clock
+        self._closed = False
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> McpManager:
+        """Raises McpConfigError when MCP_SERVERS_FILE is unusable."""
+        return cls(
+            load_servers(settings.mcp_servers_file),
+            call_timeout=settings.mcp_call_timeout,
+            start_timeout=settings.mcp_start_timeout,
+            restart_backoff=settings.mcp_restart_backoff,
+        )
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._servers)
+
+    # -- what the model is offered ---------------------------------------------------------
+
+    async def tools_for(self, servers: list[str] | None = None) -> ToolListing:
+        """The tools of the given servers (all when None), starting them as needed; a
+        server that is unknown or cannot start is a failure naming it."""
+        listing = ToolListing()
+        wanted: list[_Server] = []
+        for name in self.names if servers is None else servers:
+            srv = self._servers.get(name)
+            if srv is None:
+                listing.failures.append(failure(self._unknown_server(name)))
+            elif srv not in wanted:
+                wanted.append(srv)
+        got = await asyncio.gather(*(self._ensure(srv) for srv in wanted))
+        for srv, conn in zip(wanted, got, strict=True):
+            if isinstance(conn, str):
+                listing.failures.append(failure(conn))
+                continue
+            for tool in conn.tools:
+                listing.tools.append(
+                    McpTool(
+                        f"{srv.name}__{tool.name}",
+                        srv.name,
+                        tool.name,
+                        tool.description or tool.title or "",
+                        tool.input_schema,
+                    )
+                )
+        return listing
+
+    # -- one call --------------------------------------------------------------------------
+
+    async def call(
+        self,
+        name: str,
+        arguments_json: str | dict[str, Any] | None,
+        timeout: float | None = None,  # noqa: ASYNC109 (sent to the server too)
+        *,
+        files_dir: Path | None = None,
+    ) -> McpResult:
+        """Call `server__tool` with a JSON object of arguments. Images and binary
+        resources go to files_dir when given."""
+        server, sep, tool = name.partition("__")
+        if not sep or not server or not tool:
+            return failure(
+                f"MCP tool name {name!r} must be server__tool (for example {self._example()}).",
+                name,
+            )
+        srv = self._servers.get(server)
+        if srv is None:
+            return failure(self._unknown_server(server), name)
+        arguments, problem = _arguments(arguments_json)
+        if problem:
+            return failure(f"Arguments for {name}: {problem}", name)
+        conn = await self._ensure(srv)
+        if isinstance(conn, str):
+            return failure(conn, name)
+        if not any(t.name == tool for t in conn.tools):
+            offered = ", ".join(f"{server}__{t.name}" for t in conn.tools) or "none"
+            return failure(
+                f"MCP server {server!r} has no tool {tool!r}; its tools: {offered}.", name
+            )
+        limit = self.call_timeout if timeout is None else timeout
+        try:
+            with anyio.fail_after(limit + CALL_GRACE):
+                result = await conn.call(tool, arguments, limit)
+        except TimeoutError:
+            return failure(f"MCP tool {name} timed out after {limit:g} s.", name)
+        except ValidationError as exc:
+            return failure(
+                f"MCP tool {name}: the server's answer is not a valid tool result "
+                f"({exc.error_count()} problem(s)).",
+                name,
+            )
+        except Exception as exc:
+            if not conn.alive:
+                await conn.ended(ENDED_WAIT)
+            return failure(self._call_error(srv, conn, name, exc, limit), name)
+        try:
+            return convert(result, name, files_dir)
+        except OSError as exc:
+            return failure(f"MCP tool {name}: cannot save its files: {exc}", name)
+
+    def _call_error(
+        self, srv: _Server, conn: Connection, name: str, exc: Exception, limit: float
+    ) -> str:
+        code = getattr(exc, "code", None)
+        if code == types.REQUEST_TIMEOUT:
+            return f"MCP tool {name} timed out after {limit:g} s."
+        if code == types.CONNECTION_CLOSED or not conn.alive:
+            why = f" ({conn.error})" if conn.error and conn.error != CLOSED else ""
+            tail = f" Its last stderr line: {srv.stderr[-1]}" if srv.stderr else ""
+            return (
+                f"MCP server {srv.name!r} stopped during the call to {name}{why}; it is "
+                f"started again on next use.{tail}"
+            )
+        return f"MCP tool {name} failed: {describe(exc)}"
+
+    # -- starting and restarting -----------------------------------------------------------
+
+    async def _ensure(self, srv: _Server) -> Connection | str:
+        """A live connection to the server, or why there is none."""
+        async with srv.lock:
+            if self._closed:
+                return f"MCP server {srv.name!r}: the MCP manager is closed."
+            conn = srv.conn
+            if conn is not None and conn.alive:
+                return conn
+            if conn is not None:  # it died since its last use
+                srv.error = conn.error
+                srv.conn = None
+                await conn.aclose()
+            if srv.failed_starts >= self.restart_limit:
+                return (
+                    f"MCP server {srv.name!r} could not start ({srv.error}); given up after "
+                    f"{srv.failed_starts} attempts: fix it and restart planact."
+                )
+            wait = srv.retry_at - self._clock()
+            if wait > 0:
+                return (
+                    f"MCP server {srv.name!r} could not start ({srv.error}); next attempt "
+                    f"in {wait:.0f} s."
+                )
+            conn = Connection(srv.spec, srv.stderr)
+            # held in srv.conn while it starts, so that aclose() stops it too
+            srv.conn, srv.starting, srv.starts = conn, True, srv.starts + 1
+            try:
+                await conn.start(self.start_timeout)
+            except StartFailed as exc:
+                srv.conn = None
+                if self._closed:
+                    return f"MCP server {srv.name!r}: the MCP manager is closed."
+                srv.failed_starts += 1
+                delay = self.restart_backoff * 2 ** (srv.failed_starts - 1)
+                srv.retry_at = self._clock() + min(delay, BACKOFF_MAX)
+                srv.error = str(exc)
+                tail = f" Its last stderr line: {srv.stderr[-1]}" if srv.stderr else ""
+                return f"MCP server {self._label(srv)} could not start: {exc}.{tail}"
+            except BaseException:  # the caller gave up (a stopped run): leave nothing running
+                srv.conn = None
+                with anyio.CancelScope(shield=True):
+                    await conn.aclose()
+                raise
+            finally:
+                srv.starting = False
+            srv.error, srv.failed_starts = None, 0
+            return conn
+
+    # -- what the person sees --------------------------------------------------------------
+
+    def states(self) -> list[dict[str, Any]]:
+        """[{"name", "state", "tools", "error"?, "stderr"?}] in configuration order."""
+        out: list[dict[str, Any]] = []
+        for srv in self._servers.values():
+            conn = srv.conn
+            entry: dict[str, Any] = {"name": srv.name, "state": "failed", "tools": []}
+            if srv.starting:
+                entry["state"] = "starting"
+            elif conn is not None and conn.alive:
+                entry["state"] = "ready"
+                entry["tools"] = [
+                    {"name": t.name, "description": t.description or ""} for t in conn.tools
+                ]
+            if entry["state"] == "failed":
+                entry["error"] = (
+                    (conn.error if conn is not None else None)
+                    or srv.error
+                    or ("closed" if self._closed else "not started yet")
+                )
+            if not isinstance(srv.spec, HttpServer):
+                entry["stderr"] = list(srv.stderr)
+            out.append(entry)
+        return out
+
+    def started(self) -> list[str]:
+        return [s.name for s in self._servers.values() if s.starts]
+
+    async def start_all(self) -> None:
+        """Start every server not yet started (GET /api/mcp/servers does this)."""
+        await self.tools_for([s.name for s in self._servers.values() if not s.starts])
+
+    async def aclose(self) -> None:
+        """Stop every server; their processes are gone when this returns."""
+        self._closed = True
+        conns = [s.conn for s in self._servers.values() if s.conn is not None]
+        for srv in self._servers.values():
+            srv.conn = None
+        await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
+
+    def _label(self, srv: _Server) -> str:
+        where = f" at {srv.spec.url}" if isinstance(srv.spec, HttpServer) else ""
+        return f"{srv.name!r}{where}"
+
+    def _unknown_server(self, name: str) -> str:
+        configured = ", ".join(self.names) or "none (set MCP_SERVERS_FILE)"
+        return f"Unknown MCP server {name!r}; configured: {configured}."
+
+    def _example(self) -> str:
+        return f"{self.names[0]}__toolname" if self.names else "files__read"
+
+
+def _arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return {}, f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."
+    else:
+        value = raw
+    if not isinstance(value, dict):
+        shown = cap_text(json.dumps(value), 200)
+        return {}, f'must be a JSON object like {{"a": 1}}, not {shown}.'
+    return value, None

@@ -1,0 +1,122 @@
+"""A tool call's outcome: plain text for the model (capped like command output) and
+structured parts for the stream (text, images, resources)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import mimetypes
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from backend.runtime.base import OUTPUT_CAP, cap_text
+
+INLINE_DATA_MAX = 2 * 2**20  # base64 characters of an image kept in a part without a file
+
+
+@dataclass
+class McpResult:
+    status: str  # "success" | "failure"
+    content: str  # what the model reads
+    parts: list[dict[str, Any]] = field(default_factory=list)  # what the stream shows
+    name: str = ""  # server__tool as called
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "success"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "content": self.content, "parts": self.parts}
+
+
+def failure(message: str, name: str = "") -> McpResult:
+    return McpResult("failure", cap_text(message), [{"type": "text", "text": message}], name)
+
+
+def convert(result: types.CallToolResult, name: str, files_dir: Path | None = None) -> McpResult:
+    """CallToolResult -> McpResult. Images and binary resources are written to files_dir
+    when given (the part then names the file), else kept inline as base64 up to a size."""
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            texts.append(block.text)
+            parts.append({"type": "text", "text": cap_text(block.text)})
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            part = _binary(block.type, block.data, block.mime_type, name, files_dir)
+            parts.append(part)
+            texts.append(_note(part))
+        elif isinstance(block, types.EmbeddedResource):
+            res = block.resource
+            if isinstance(res, types.TextResourceContents):
+                texts.append(res.text)
+                parts.append(
+                    {
+                        "type": "resource",
+                        "uri": str(res.uri),
+                        "mime_type": res.mime_type,
+                        "text": cap_text(res.text),
+                    }
+                )
+            else:
+                part = _binary("resource", res.blob, res.mime_type, name, files_dir)
+                part["uri"] = str(res.uri)
+                parts.append(part)
+                texts.append(_note(part))
+        elif isinstance(block, types.ResourceLink):
+            part = {
+                "type": "resource_link",
+                "uri": str(block.uri),
+                "name": block.name,
+                "mime_type": block.mime_type,
+            }
+            parts.append(part)
+            texts.append(f"[resource link {block.uri} ({block.name})]")
+    if not texts and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+        texts.append(text)
+        parts.append({"type": "text", "text": cap_text(text)})
+    body = "\n".join(texts)
+    if result.is_error:
+        content = f"The tool {name} reported an error: {body or '(no message)'}"
+        return McpResult("failure", cap_text(content, OUTPUT_CAP), parts, name)
+    return McpResult("success", cap_text(body or "(the tool returned nothing)"), parts, name)
+
+
+def _binary(
+    kind: str, data: str, mime_type: str | None, name: str, files_dir: Path | None
+) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": kind, "mime_type": mime_type}
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        part["error"] = "the server sent data that is not base64"
+        return part
+    part["size"] = len(raw)
+    if files_dir is not None:
+        ext = mimetypes.guess_extension(mime_type or "") or ".bin"
+        path = files_dir / f"mcp_{name}_{secrets.token_hex(4)}{ext}"
+        files_dir.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(raw)
+        part["filepath"] = str(path)
+    elif len(data) <= INLINE_DATA_MAX:
+        part["data"] = data
+    else:
+        part["error"] = f"too large to keep inline ({len(raw)} bytes)"
+    return part
+
+
+def _note(part: dict[str, Any]) -> str:
+    what = f"[{part['type']} {part.get('mime_type') or 'unknown type'}"
+    if "size" in part:
+        what += f", {part['size']} bytes"
+    if "filepath" in part:
+        what += f", saved as {part['filepath']}"
+    if "error" in part:
+        what += f": {part['error']}"
+    return what + "]"
