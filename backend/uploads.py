@@ -5,7 +5,9 @@ that writes an upload into the workspace (``save_upload``), and the budget lock 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
+import logging
 import os
 import stat
 import unicodedata
@@ -25,6 +27,7 @@ MAX_NAME = 255
 MAX_PATH = 1024
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class UploadError(Exception):
@@ -139,14 +142,35 @@ async def _process_lock(key: str) -> AsyncIterator[None]:
 
 
 def with_budget_lock(folder: Path, fn: Callable[[], T]) -> T:
-    """Run ``fn`` holding ``folder``'s budget lock (blocking; ``folder`` is created)."""
+    """Run ``fn`` holding ``folder``'s budget lock (blocking; ``folder`` is created). Where
+    the file system cannot lock a folder (NFS refuses an exclusive flock on a descriptor
+    not open for writing) ``fn`` runs with the per-process lock only, said once in the log."""
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+        except OSError as exc:
+            if exc.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            _warn_unlocked(folder, exc)
         return fn()
     finally:
         os.close(fd)
+
+
+_warned: set[int] = set()
+
+
+def _warn_unlocked(folder: Path, exc: OSError) -> None:
+    if exc.errno not in _warned:
+        _warned.add(exc.errno or 0)
+        log.warning(
+            "cannot lock %s across processes (%s): uploads to one workspace from several "
+            "processes may pass WORKSPACE_MAX_MB together",
+            folder,
+            exc.strerror,
+        )
 
 
 async def budget_locked(folder: Path, fn: Callable[[], T]) -> T:

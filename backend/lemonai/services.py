@@ -7,7 +7,6 @@ upload service, per-run models) is one edit here and nowhere else in ``backend/l
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -285,9 +284,7 @@ def _stage_one(root: Path, name: str, source: BinaryIO) -> Staged:
         with open(folder / name, "xb") as out:
             shutil.copyfileobj(source, out)
             size = out.tell()
-    except BaseException as exc:
-        shutil.rmtree(folder, ignore_errors=True)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENAMETOOLONG, errno.EILSEQ):
-            raise UploadError(400, f"{name!r} cannot be used as a file name here.") from exc
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # no folder left by a failed write
         raise
     return Staged(file_id, name, size)

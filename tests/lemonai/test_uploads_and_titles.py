@@ -1,5 +1,5 @@
-"""Names through the LemonAI adapter: upload names cut by bytes (never a 500 or a leftover
-folder), unusable names a JSON 400, and the title rule planact's own API applies."""
+"""The LemonAI adapter's uploads and titles: names cut by bytes (never a 500 or a leftover
+folder), unusable names and bodies a JSON 400, and the title rule planact's own API applies."""
 
 from __future__ import annotations
 
@@ -120,3 +120,16 @@ def test_a_conversation_created_from_a_message_gets_a_clean_title(settings: Sett
         title = client.get(f"/lemonai/api/conversation/{cid}").json()["data"]["title"]
         assert title == "make [31mred text"
         assert clean_title(title) == title
+
+
+def test_a_body_that_is_not_a_readable_form_is_a_json_400(settings: Settings) -> None:
+    with lemon_client(settings, ScriptedLLM([])) as client:
+        resp = client.post(
+            "/lemonai/api/file/upload",
+            content=b"--nope\r\nnot a part",
+            headers={"content-type": "multipart/form-data"},  # no boundary
+        )
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["code"] == 400 and resp.json()["data"] is None
+        staging = staging_of(settings)
+        assert not staging.exists() or not any(staging.iterdir())
