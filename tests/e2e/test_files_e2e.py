@@ -287,3 +287,44 @@ def test_concurrent_lemonai_uploads_never_pass_the_staging_budget(
     staging = tmp_path / "workspace" / "user_1" / ".lemonai-uploads"
     assert _usage(staging) == 3 * PIECE <= BUDGET
     assert len(list(staging.iterdir())) == 3  # no folder left by a refused upload
+
+
+def test_lemonai_attachments_and_uploads_at_once_never_pass_the_workspace_budget(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """LemonAI moves staged files into the workspace when a run names them: the same budget
+    lock as planact's uploads, so the two together cannot pass it, and a file named by two
+    runs at once is attached once (the other answer is a JSON 404 or 409, never a 500)."""
+    fake_model.script(*[{"stage": "auto_reply", "content": "Got it."}] * 4)
+    with running_server(tmp_path, fake_model.base_url, WORKSPACE_MAX_MB="3") as server:
+        with server.client() as c:
+            staged = c.post(
+                "/lemonai/api/file/upload",
+                files=[("files", (f"s{i}.bin", b"s" * PIECE, "x/y")) for i in range(3)],
+            )
+            assert staged.status_code == 200, staged.text
+            ids = [f["id"] for f in staged.json()["data"]]
+            cid = c.post("/lemonai/api/conversation", json={"content": "q"}).json()["data"][
+                "conversation_id"
+            ]
+        run = {"question": "hi", "conversation_id": cid, "fileIds": ids, "mode": "chat"}
+        posts: list[tuple[str, dict[str, Any]]] = [
+            (f"{server.url}/lemonai/api/agent/run", {"json": run}) for _ in range(3)
+        ] + [
+            (
+                f"{server.url}/api/conversations/{cid}/files",
+                {"files": [("file", (f"u{i}.bin", b"u" * PIECE, "x/y"))]},
+            )
+            for i in range(8)
+        ]
+        answers = _concurrent_posts(posts)
+        for resp in answers:
+            assert resp.status_code < 500, resp.text
+            assert resp.status_code in (200, 201, 404, 409, 413), resp.text
+        runs = [r.status_code for r in answers[:3]]
+        assert runs.count(200) <= 1, runs
+        workspace = tmp_path / "workspace" / "user_1" / f"Conversation_{cid}"
+        assert _usage(workspace) <= BUDGET
+        for rid in {r.headers.get("x-run-id") for r in answers[:3]} - {None}:
+            _, end = follow(server, str(rid))  # a started run ends
+            assert end is not None
