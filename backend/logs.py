@@ -1,8 +1,12 @@
-"""Logging set-up for `planact serve` and `planact run`: our lines, not the libraries'."""
+"""Logging set-up for `planact serve` and `planact run`: our lines, not the libraries', and
+never a secret a URL carried (``?access_token=`` of links and EventSource)."""
 
 from __future__ import annotations
 
+import copy
 import logging
+import re
+from typing import Any
 
 # libraries whose INFO lines repeat what we log ourselves (litellm logs each call several
 # times, Alembic each migration step, httpx each request)
@@ -19,6 +23,50 @@ NOISY = (
 )
 
 
+# a query parameter that carries a credential: ?access_token=, &node_token=, ?api_key= …
+QUERY_SECRET = re.compile(
+    r"([?&;](?:[a-z0-9_.-]*token|api[_-]?key|key|password|passwd|secret|signature|sig)=)"
+    r"[^&;#\s\"']*",
+    re.IGNORECASE,
+)
+REDACTED = "[redacted]"
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every credential query parameter replaced."""
+    return QUERY_SECRET.sub(r"\1" + REDACTED, text) if "=" in text else text
+
+
+def _redact_arg(value: Any) -> Any:
+    return redact(value) if isinstance(value, str) else value
+
+
+class RedactQuerySecrets(logging.Filter):
+    """A handler filter: the record's message and arguments without credentials, so that
+    every line the handler writes is clean (uvicorn's access line passes the path with its
+    query string as an argument)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact_arg(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: _redact_arg(v) for k, v in record.args.items()}
+        return True
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's own logging set-up (its access and error lines), every handler redacting."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["redact_query_secrets"] = {"()": RedactQuerySecrets}
+    for handler in config.get("handlers", {}).values():
+        handler.setdefault("filters", []).append("redact_query_secrets")
+    return config
+
+
 def configure_logging(level_name: str | None, *, quiet: bool = False) -> int:
     """Root logging at LOG_LEVEL (default INFO, or WARNING when ``quiet``); library loggers
     at WARNING unless LOG_LEVEL=DEBUG brings them back. Returns the level."""
@@ -27,7 +75,11 @@ def configure_logging(level_name: str | None, *, quiet: bool = False) -> int:
     if not isinstance(level, int):
         level = logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger().setLevel(level)
+    root = logging.getLogger()
+    root.setLevel(level)
+    for handler in root.handlers:
+        if not any(isinstance(f, RedactQuerySecrets) for f in handler.filters):
+            handler.addFilter(RedactQuerySecrets())
     lib_level = logging.DEBUG if level <= logging.DEBUG else logging.WARNING
     for lib in NOISY:
         logging.getLogger(lib).setLevel(lib_level)

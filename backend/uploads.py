@@ -1,14 +1,23 @@
-"""Input files a person gives a conversation: name checks, size limits, and the one function
-that writes an upload into the workspace (``save_upload``)."""
+"""Input files a person gives a conversation: name checks, size limits, the one function
+that writes an upload into the workspace (``save_upload``), and the budget lock that makes
+"check the room, then write" one step (``budget_locked``)."""
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import fcntl
+import logging
 import os
 import stat
 import unicodedata
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
+
+import anyio
 
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
@@ -16,6 +25,9 @@ from backend.runtime.paths import PathEscapeError
 MB = 1024 * 1024
 MAX_NAME = 255
 MAX_PATH = 1024
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class UploadError(Exception):
@@ -58,6 +70,18 @@ def _parts(raw: str, what: str) -> list[str]:
     return parts
 
 
+def cut_name(name: str, limit: int = MAX_NAME) -> str:
+    """``name`` cut to at most ``limit`` bytes of UTF-8, never inside a character, keeping a
+    short extension ("…long name.csv")."""
+    if len(name.encode()) <= limit:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    suffix = dot + ext if stem and len(ext.encode()) <= 16 else ""
+    stem = name[: len(name) - len(suffix)]
+    room = limit - len(suffix.encode())
+    return stem.encode()[:room].decode("utf-8", "ignore") + suffix
+
+
 def upload_path(directory: str, filename: str) -> str:
     """The workspace-relative path for an uploaded file named ``filename`` in the optional
     folder ``directory``. Raises UploadError(400) for names that could leave the workspace
@@ -90,6 +114,70 @@ def check_workspace_room(workspace: Path, incoming: dict[str, int], limits: Uplo
             f"{limits.workspace_max_bytes / MB:g} MB (WORKSPACE_MAX_MB). Delete files or "
             "start a new conversation.",
         )
+
+
+# -- the budget lock -----------------------------------------------------------------------
+# Checking the room and writing must be one step, or concurrent uploads each see the room
+# free and together pass it. The lock is an exclusive flock(2) on the folder the budget is
+# about (a conversation workspace, a person's staging area): it holds across every process
+# of the host that shares the volume (scaled set-up: several `planact serve`) and leaves no
+# file behind. Within one process an asyncio lock per folder queues the waiters first, so
+# that many uploads to one folder wait on the event loop, not in worker threads.
+_process_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+
+@asynccontextmanager
+async def _process_lock(key: str) -> AsyncIterator[None]:
+    lock, users = _process_locks.get(key, (asyncio.Lock(), 0))
+    _process_locks[key] = (lock, users + 1)
+    try:
+        async with lock:
+            yield
+    finally:
+        lock, users = _process_locks[key]
+        if users == 1:
+            del _process_locks[key]
+        else:
+            _process_locks[key] = (lock, users - 1)
+
+
+def with_budget_lock(folder: Path, fn: Callable[[], T]) -> T:
+    """Run ``fn`` holding ``folder``'s budget lock (blocking; ``folder`` is created). Where
+    the file system cannot lock a folder (NFS refuses an exclusive flock on a descriptor
+    not open for writing) ``fn`` runs with the per-process lock only, said once in the log."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+        except OSError as exc:
+            if exc.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            _warn_unlocked(folder, exc)
+        return fn()
+    finally:
+        os.close(fd)
+
+
+_warned: set[int] = set()
+
+
+def _warn_unlocked(folder: Path, exc: OSError) -> None:
+    if exc.errno not in _warned:
+        _warned.add(exc.errno or 0)
+        log.warning(
+            "cannot lock %s across processes (%s): uploads to one workspace from several "
+            "processes may pass WORKSPACE_MAX_MB together",
+            folder,
+            exc.strerror,
+        )
+
+
+async def budget_locked(folder: Path, fn: Callable[[], T]) -> T:
+    """Run ``fn`` (blocking file work: measure the room, then write) in a worker thread
+    while holding ``folder``'s budget lock, across processes; ``folder`` is created."""
+    async with _process_lock(str(folder)):
+        return await anyio.to_thread.run_sync(with_budget_lock, folder, fn)
 
 
 def save_upload(workspace: Path, relpath: str, source: BinaryIO) -> int:

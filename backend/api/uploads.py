@@ -1,43 +1,41 @@
 """POST /api/conversations (an empty conversation) and POST /api/conversations/{id}/files
-(input files, multipart)."""
+(input files, multipart); ``upload_form``, the body reader every upload route shares."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from backend.api import names
 from backend.api.common import conversation_or_404, manager, read_json, store, user_id
 from backend.api.errors import ApiError
 from backend.uploads import (
     MB,
     UploadError,
     UploadLimits,
+    budget_locked,
     check_workspace_room,
     save_upload,
     upload_path,
 )
 from backend.workspace import file_entry
 
-TITLE_LIMIT = 200
 MAX_FILES = 100
 
 
 def clean_title(raw: Any) -> str:
-    if not isinstance(raw, str):
-        raise ApiError(400, "'title' must be a string.")
-    title = " ".join(raw.split())
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in title):
-        raise ApiError(400, "'title' may not contain control characters.")
-    if len(title) > TITLE_LIMIT:
-        raise ApiError(400, f"'title' is longer than {TITLE_LIMIT} characters.")
-    return title
+    """The shared title rule (backend/api/names.py) with its refusal as a JSON 400."""
+    try:
+        return names.clean_title(raw)
+    except names.TitleError as exc:
+        raise ApiError(400, str(exc)) from exc
 
 
 async def create_conversation(request: Request) -> Response:
@@ -56,17 +54,50 @@ class _TooLarge(MultiPartException):
     """Raised inside the parser (which then closes its temporary files)."""
 
 
-async def _limited(request: Request, limit: int) -> AsyncGenerator[bytes, None]:
+async def _counted(request: Request, limit: int) -> AsyncGenerator[bytes, None]:
+    """The body as it arrives, cut off as soon as it passes ``limit`` bytes: a chunked body
+    (no Content-Length) is counted like any other, and nothing past the limit is read."""
     seen = 0
     async for chunk in request.stream():
         seen += len(chunk)
         if seen > limit:
-            raise _TooLarge(_too_large(limit))
+            raise _TooLarge(too_large(limit))
         yield chunk
 
 
-def _too_large(limit: int) -> str:
+def too_large(limit: int) -> str:
     return f"The upload is larger than {limit / MB:g} MB (UPLOAD_MAX_MB)."
+
+
+@asynccontextmanager
+async def upload_form(
+    request: Request, limit: int, *, max_files: int, max_fields: int = 20
+) -> AsyncIterator[FormData]:
+    """The multipart form of an upload request, read with at most ``limit`` bytes of body
+    (UPLOAD_MAX_MB) whatever the transfer encoding; its spooled files are closed (so
+    removed) on leaving, whatever happens. Raises UploadError: 413 over the limit, 400 a
+    body that is not a readable multipart form."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise UploadError(413, too_large(limit))
+    parser = MultiPartParser(
+        request.headers, _counted(request, limit), max_files=max_files, max_fields=max_fields
+    )
+    try:
+        try:
+            form = await parser.parse()
+        except _TooLarge as exc:
+            raise UploadError(413, exc.message) from exc
+        except MultiPartException as exc:
+            raise UploadError(400, f"The upload could not be read: {exc.message}") from exc
+        try:
+            yield form
+        finally:
+            await form.close()
+    finally:
+        # a part cut off by the end of the body never reaches the form: close its file too
+        for spooled in getattr(parser, "_files_to_close_on_error", []):
+            spooled.close()
 
 
 async def upload_files(request: Request) -> Response:
@@ -78,46 +109,20 @@ async def upload_files(request: Request) -> Response:
     if not ctype.lower().startswith("multipart/form-data"):
         raise ApiError(415, "Upload files as multipart/form-data (one or more 'file' fields).")
     limits = _limits(request)
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.upload_max_bytes:
-        raise ApiError(413, _too_large(limits.upload_max_bytes))
-    parser = MultiPartParser(
-        request.headers,
-        _limited(request, limits.upload_max_bytes),
-        max_files=MAX_FILES,
-        max_fields=20,
-    )
     try:
-        form = await parser.parse()
-    except _TooLarge as exc:
-        _close_spooled(parser)
-        raise ApiError(413, exc.message) from exc
-    except MultiPartException as exc:
-        _close_spooled(parser)
-        raise ApiError(400, f"The upload could not be read: {exc.message}") from exc
-    except BaseException:
-        _close_spooled(parser)
-        raise
-    try:
-        # again, now that the body is in: a run may have started while it was being sent
-        if await store(request).running_run_of(cid) is not None:
-            raise ApiError(
-                409,
-                "A run started while the files were being sent: upload them again when it "
-                "has ended.",
-            )
-        written = await _save_form(request, cid, form, limits)
-    finally:
-        await form.close()
-        _close_spooled(parser)
+        async with upload_form(request, limits.upload_max_bytes, max_files=MAX_FILES) as form:
+            # again, now that the body is in: a run may have started while it was being sent
+            if await store(request).running_run_of(cid) is not None:
+                raise ApiError(
+                    409,
+                    "A run started while the files were being sent: upload them again when "
+                    "it has ended.",
+                )
+            written = await _save_form(request, cid, form, limits)
+    except UploadError as exc:
+        raise ApiError(exc.status, exc.message) from exc
     await store(request).record_uploads(cid, written)
     return JSONResponse([file_entry(cid, rel, size) for rel, size in written], 201)
-
-
-def _close_spooled(parser: MultiPartParser) -> None:
-    # a part cut off by the end of the body never reaches the form: close its file too
-    for spooled in getattr(parser, "_files_to_close_on_error", []):
-        spooled.close()
 
 
 async def _save_form(
@@ -138,15 +143,13 @@ async def _save_form(
         plan[rel] = up
     sizes = {rel: up.size or 0 for rel, up in plan.items()}
     workspace = manager(request).workspace(user_id(request), cid)
-    written: list[tuple[str, int]] = []
-    try:
-        await anyio.to_thread.run_sync(check_workspace_room, workspace, sizes, limits)
-        for rel, up in plan.items():
-            size = await anyio.to_thread.run_sync(save_upload, workspace, rel, up.file)
-            written.append((rel, size))
-    except UploadError as exc:
-        raise ApiError(exc.status, exc.message) from exc
-    return written
+
+    def check_and_write() -> list[tuple[str, int]]:
+        check_workspace_room(workspace, sizes, limits)
+        return [(rel, save_upload(workspace, rel, up.file)) for rel, up in plan.items()]
+
+    # under the workspace's budget lock: concurrent uploads cannot each find the room free
+    return await budget_locked(workspace, check_and_write)
 
 
 def _name(directory: str, filename: str) -> str:

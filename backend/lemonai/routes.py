@@ -19,6 +19,8 @@ from starlette.routing import Route
 from backend.api.common import read_json as api_read_json
 from backend.api.errors import ApiError
 from backend.api.files import file_response
+from backend.api.names import TitleError, clean_title, title_from_text
+from backend.api.uploads import upload_form
 from backend.lemonai.auth import STATE_KEY, LemonAuth
 from backend.lemonai.envelope import LemonError, http_error_handler, lemon_error_handler, ok
 from backend.lemonai.services import (
@@ -117,7 +119,7 @@ async def list_conversations(request: Request) -> Response:
 async def create_conversation(request: Request) -> Response:
     body = await read_json(request)
     content = string_field(body, "content") or ""
-    title = " ".join(content.split())[:80] or "New conversation"
+    title = title_from_text(content, 80) or "New conversation"
     cid = await services(request).create_conversation(user(request), title)
     return ok(conversation(await conversation_or_404(request, cid), AGENT_ID))
 
@@ -131,9 +133,15 @@ async def update_conversation(request: Request) -> Response:
     cid = request.path_params["cid"]
     body = await read_json(request)
     await conversation_or_404(request, cid)
-    title = string_field(body, "title")
-    if title and title.strip():  # "" asks for an automatic title: the goal already is one
-        await services(request).rename_conversation(user(request), cid, title.strip()[:200])
+    raw = body.get("title")
+    if isinstance(raw, str) and not raw.strip():
+        raw = None  # "" asks for an automatic title: the goal already is one
+    if raw is not None:
+        try:
+            title = clean_title(raw)  # the rule planact's own rename applies
+        except TitleError as exc:
+            raise LemonError(400, str(exc)) from exc
+        await services(request).rename_conversation(user(request), cid, title)
     return ok(conversation(await conversation_or_404(request, cid), AGENT_ID))
 
 
@@ -316,53 +324,33 @@ def _locate(path: str, user_root: Path, cid: str | None) -> tuple[str, str]:
 
 async def upload(request: Request) -> Response:
     svc = services(request)
-    limit = svc.upload_limit()
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024:
-        raise LemonError(413, f"Upload is larger than {limit // (1024 * 1024)} MB.")
     if "multipart/form-data" not in request.headers.get("content-type", ""):
         raise LemonError(415, "Send files as multipart/form-data in 'files' fields.")
     try:
-        form = await request.form(max_files=20, max_fields=20)
-    except (HTTPException, ValueError) as exc:
-        raise LemonError(400, f"Bad multipart body: {exc}") from exc
-    try:
-        return ok(await _stage_all(request, svc, form.getlist("files") + form.getlist("file")))
-    finally:
-        await form.close()
-
-
-async def _stage_all(request: Request, svc: Services, items: list[Any]) -> list[dict[str, Any]]:
-    limit = svc.upload_limit()
-    files = [f for f in items if isinstance(f, UploadFile)]
-    if not files:
-        raise LemonError(400, "No file: send one or more 'files' fields.")
-    for item in files:  # refuse before keeping any
-        if (item.size or 0) > limit:
-            raise LemonError(413, f"{item.filename!r} is larger than {limit // (1024 * 1024)} MB.")
-    out: list[dict[str, Any]] = []
-    try:
-        await svc.check_staging_room(user(request), sum(item.size or 0 for item in files))
-        for item in files:
-            data = await item.read(limit + 1)
-            if len(data) > limit:
-                raise LemonError(
-                    413, f"{item.filename!r} is larger than {limit // (1024 * 1024)} MB."
-                )
-            staged = await svc.stage_upload(user(request), item.filename or "", data)
-            out.append(
-                {
-                    "id": staged.id,
-                    "name": staged.name,
-                    "filename": staged.name,
-                    "filesize": staged.size,
-                    "url": f"upload/{staged.name}",
-                    "workspace_dir": "upload",
-                }
+        # the body is counted as it arrives (chunked or not) and cut off past UPLOAD_MAX_MB
+        async with upload_form(request, svc.upload_limit(), max_files=20) as form:
+            items = form.getlist("files") + form.getlist("file")
+            files = [f for f in items if isinstance(f, UploadFile)]
+            if not files:
+                raise LemonError(400, "No file: send one or more 'files' fields.")
+            staged = await svc.stage_uploads(
+                user(request), [(f.filename or "", f.file) for f in files]
             )
     except UploadError as exc:
         raise LemonError(exc.status, exc.message) from exc
-    return out
+    return ok(
+        [
+            {
+                "id": s.id,
+                "name": s.name,
+                "filename": s.name,
+                "filesize": s.size,
+                "url": f"upload/{s.name}",
+                "workspace_dir": "upload",
+            }
+            for s in staged
+        ]
+    )
 
 
 # -- settings and the features planact does not have --------------------------------------

@@ -16,15 +16,23 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import anyio
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from backend.api.sse import run_events
 from backend.messages.message import Message
-from backend.runtime.paths import PathEscapeError, resolve_in_workspace
+from backend.runtime.paths import PathEscapeError
 from backend.store.repo import ConflictError, NotFoundError
-from backend.uploads import MB, UploadError, UploadLimits, check_workspace_room, save_upload
+from backend.uploads import (
+    MB,
+    UploadError,
+    UploadLimits,
+    budget_locked,
+    check_workspace_room,
+    cut_name,
+    save_upload,
+    upload_path,
+    with_budget_lock,
+)
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -164,34 +172,37 @@ class Services:
     def upload_limit(self) -> int:
         return int(self.settings.upload_max_mb * 1024 * 1024)
 
-    async def check_staging_room(self, user_id: str, incoming: int) -> None:
-        """Raise UploadError(413) when the person's unsent uploads and ``incoming`` bytes
-        would hold more than one workspace (WORKSPACE_MAX_MB); drop the stale ones first."""
+    async def stage_uploads(self, user_id: str, files: list[tuple[str, BinaryIO]]) -> list[Staged]:
+        """Stage ``(filename, source)`` files, all or none: under the person's staging lock
+        (backend/uploads.py, across processes), drop the stale unsent uploads, refuse with
+        UploadError(413) when the unsent ones and these would hold more than one workspace
+        (WORKSPACE_MAX_MB), then write. UploadError(400) for a name that cannot be used."""
         root = self.user_root(user_id) / STAGING_DIR
         room = int(self.settings.workspace_max_mb * MB)
-        held = await anyio.to_thread.run_sync(sweep_staged, root, time.time() - STAGED_MAX_AGE)
-        if held + incoming > room:
-            raise UploadError(
-                413,
-                f"Uploads not yet sent with a message hold {held / MB:.1f} MB; "
-                f"{incoming / MB:.1f} MB more would pass the limit of {room / MB:g} MB "
-                "(WORKSPACE_MAX_MB). Send them with a message first (unsent uploads are "
-                "dropped after a day).",
-            )
+        named = [(staged_name(filename), source) for filename, source in files]
 
-    async def stage_upload(self, user_id: str, filename: str, data: bytes) -> Staged:
-        name = safe_name(filename)
-        file_id = secrets.token_hex(16)
-        staging = self.user_root(user_id) / STAGING_DIR / file_id
-        await self.check_staging_room(user_id, len(data))
+        def stage() -> list[Staged]:
+            held = sweep_staged(root, time.time() - STAGED_MAX_AGE)
+            incoming = sum(source.seek(0, os.SEEK_END) for _name, source in named)
+            if held + incoming > room:
+                raise UploadError(
+                    413,
+                    f"Uploads not yet sent with a message hold {held / MB:.1f} MB; "
+                    f"{incoming / MB:.1f} MB more would pass the limit of {room / MB:g} MB "
+                    "(WORKSPACE_MAX_MB). Send them with a message first (unsent uploads are "
+                    "dropped after a day).",
+                )
+            staged: list[Staged] = []
+            try:
+                for name, source in named:
+                    staged.append(_stage_one(root, name, source))
+            except BaseException:
+                for done in staged:
+                    shutil.rmtree(root / done.id, ignore_errors=True)
+                raise
+            return staged
 
-        def write() -> None:
-            staging.mkdir(parents=True, exist_ok=True)
-            target = resolve_in_workspace(staging, name)
-            target.write_bytes(data)
-
-        await anyio.to_thread.run_sync(write)
-        return Staged(file_id, name, len(data))
+        return await budget_locked(root, stage)
 
     async def attach_uploads(self, user_id: str, cid: str, file_ids: list[str]) -> list[str]:
         """Move staged files into the conversation workspace through planact's upload
@@ -200,6 +211,10 @@ class Services:
         workspace = self.workspace(user_id, cid)
         root = self.user_root(user_id) / STAGING_DIR
         limits = UploadLimits.from_mb(self.settings.upload_max_mb, self.settings.workspace_max_mb)
+
+        def move_locked() -> list[tuple[str, int]]:
+            # staging lock, then the workspace's: the order every upload path takes
+            return with_budget_lock(workspace, move)
 
         def move() -> list[tuple[str, int]]:
             found: list[tuple[Path, str]] = []
@@ -223,7 +238,7 @@ class Services:
                 shutil.rmtree(folder, ignore_errors=True)
             return moved
 
-        moved = await anyio.to_thread.run_sync(move)
+        moved = await budget_locked(root, move_locked)
         await self.store.record_uploads(cid, moved)
         return [rel for rel, _size in moved]
 
@@ -251,8 +266,25 @@ def sweep_staged(root: Path, cutoff: float) -> int:
     return held
 
 
-def safe_name(filename: str) -> str:
-    """A plain file name: no folders, no control characters, never empty."""
-    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
-    base = "".join(ch for ch in base if ch.isprintable()).strip().lstrip(".")
-    return base[:200] or "upload.bin"
+def staged_name(filename: str) -> str:
+    """The name a LemonAI upload is kept under: its last path part, without leading dots,
+    cut to 255 bytes of UTF-8 (never inside a character; a short extension kept), or
+    "upload.bin" when nothing is left. UploadError(400) for a name planact's own uploads
+    refuse (control or format characters)."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1].strip().lstrip(".")
+    return upload_path("", cut_name(base) or "upload.bin")
+
+
+def _stage_one(root: Path, name: str, source: BinaryIO) -> Staged:
+    file_id = secrets.token_hex(16)
+    folder = root / file_id
+    folder.mkdir(parents=True)
+    try:
+        source.seek(0)
+        with open(folder / name, "xb") as out:
+            shutil.copyfileobj(source, out)
+            size = out.tell()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # no folder left by a failed write
+        raise
+    return Staged(file_id, name, size)

@@ -9,6 +9,7 @@ import resource
 from starlette.applications import Starlette
 
 from backend.config import Settings
+from backend.logs import uvicorn_log_config
 from backend.serve.protocol import EdgeLimits, protocol_class
 
 log = logging.getLogger(__name__)
@@ -53,4 +54,5 @@ def serve(app: Starlette, settings: Settings) -> None:
         settings,
         http=protocol_class(limits),
         backlog=max(2048, limits.max_connections),
+        log_config=uvicorn_log_config(),  # its access lines without ?access_token=
     )

@@ -78,3 +78,31 @@ def test_pytest_summarises_skips_in_one_line_before_the_result(tmp_path: Path) -
     assert "SKIPPED" not in proc.stdout
     assert lines[-2] == "31 skipped: 30 x no Docker engine; 1 x no Chromium (-rs lists them)"
     assert lines[-1].startswith("1 passed, 31 skipped")
+
+
+def test_query_tokens_never_reach_the_log(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """Links and EventSource carry the token as ?access_token=: uvicorn's access line wrote
+    it out in full, for anyone who reads the log."""
+    good, wrong = "alice-secret-0123456789", "guessed-9876543210"
+    env = server_env(tmp_path, fake_model.base_url, AUTH_TOKEN=good)
+    del env["LOG_LEVEL"]  # the default a person gets: access lines included
+    server = Server(tmp_path, env).start()
+    try:
+        with server.client() as c:
+            listed = c.get("/api/conversations", params={"access_token": good, "q": "x"})
+            assert listed.status_code == 200
+            refused = c.get(f"/api/conversations?access_token={wrong}")
+            assert refused.status_code == 401
+            lemon = c.get(f"/lemonai/api/conversation?node_token={wrong}&api_key={wrong}")
+            assert lemon.status_code == 401
+        wait_for(
+            lambda: server.log.read_text().count("/api/conversation") >= 3, what="access lines"
+        )
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert good not in log and wrong not in log, log[-3000:]
+    access = [line for line in log.splitlines() if "GET /api/conversations?" in line]
+    assert len(access) == 2, log[-3000:]
+    assert "access_token=[redacted]" in access[0] and "q=x" in access[0]
+    assert " 401" in access[1]
