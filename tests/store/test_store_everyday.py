@@ -1,4 +1,4 @@
-"""Store parts of issue 13 on SQLite and PostgreSQL: search, rename, default titles, uploads."""
+"""Conversations on SQLite and PostgreSQL: search, rename, default titles, uploads."""
 
 from __future__ import annotations
 
