@@ -111,7 +111,7 @@ class SqlConversations(StoreBase):
 
         return await self._run(fn)
 
-    # -- titles and uploads ----------------------------------------------------------------
+    # -- titles and uploads ---------------------------------------------------------------
     async def rename_conversation(self, user_id: str, cid: str, title: str) -> bool:
         def fn(c: Connection) -> bool:
             done = c.execute(
