@@ -23,6 +23,7 @@ class ActionType(StrEnum):
     WEB_SEARCH = "web_search"
     WEB_FETCH = "web_fetch"
     MCP_TOOL = "mcp_tool"
+    ASK_USER = "ask_user"  # the model asks the person (CONTRACT section 10)
 
 
 class MessageKind(StrEnum):
@@ -63,6 +64,7 @@ ACTION_KINDS: dict[ActionType, MessageKind] = {
     ActionType.WEB_SEARCH: MessageKind.SEARCH,
     ActionType.WEB_FETCH: MessageKind.BROWSER,
     ActionType.MCP_TOOL: MessageKind.MCP_TOOL,
+    ActionType.ASK_USER: MessageKind.ASK_USER,
 }
 
 # Actions that write a file of the workspace (their messages name it in meta.filepath).

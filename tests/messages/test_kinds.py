@@ -24,6 +24,7 @@ def test_every_action_has_the_stream_kind_the_contract_names() -> None:
     assert ACTION_KINDS[ActionType.WEB_SEARCH] == MessageKind.SEARCH
     assert ACTION_KINDS[ActionType.WEB_FETCH] == MessageKind.BROWSER
     assert ACTION_KINDS[ActionType.MCP_TOOL] == MessageKind.MCP_TOOL
+    assert ACTION_KINDS[ActionType.ASK_USER] == MessageKind.ASK_USER
     for action in ActionType:
         if action not in (ActionType.WEB_SEARCH, ActionType.WEB_FETCH):
             assert ACTION_KINDS[action].value == action.value
@@ -31,7 +32,7 @@ def test_every_action_has_the_stream_kind_the_contract_names() -> None:
 
 def test_the_action_table_and_its_aliases_only_name_defined_actions() -> None:
     assert set(ACTIONS) <= set(ActionType)
-    assert set(ACTION_ALIASES.values()) <= set(ACTIONS)
+    assert set(ACTION_ALIASES.values()) <= set(ActionType)
     assert set(FILE_ACTIONS) <= set(ACTIONS)
 
 

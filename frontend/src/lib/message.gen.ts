@@ -44,6 +44,7 @@ export type ActionType =
   | 'web_search'
   | 'web_fetch'
   | 'mcp_tool'
+  | 'ask_user'
 
 export interface Message {
   role: MessageRole
@@ -111,4 +112,5 @@ export const ActionType = {
   WEB_SEARCH: 'web_search',
   WEB_FETCH: 'web_fetch',
   MCP_TOOL: 'mcp_tool',
+  ASK_USER: 'ask_user',
 } as const
