@@ -124,10 +124,10 @@ describe('reducer', () => {
     const plan = [{ id: 1, title: 'A', description: '', status: 'pending' }]
     const view = buildView([
       msg('plan', '', { meta: { json: plan } }),
-      msg('task', '', { status: 'running', meta: { task_id: '1', json: [{ ...plan[0], status: 'running' }] } }),
-      msg('write_code', 'x', { meta: { task_id: '1', filepath: 'a.txt' } }),
+      msg('task', '', { status: 'running', meta: { task_id: 1, json: [{ ...plan[0], status: 'running' }] } }),
+      msg('write_code', 'x', { meta: { task_id: 1, filepath: 'a.txt' } }),
       msg('plan', '', { meta: { json: plan } }),
-      msg('task', '', { status: 'failure', meta: { task_id: '1', json: [{ ...plan[0], status: 'failed' }] } }),
+      msg('task', '', { status: 'failure', meta: { task_id: 1, json: [{ ...plan[0], status: 'failed' }] } }),
     ])
     const t = view.turns[0].tasks!
     expect(t).toHaveLength(1)
