@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from backend.cli_files import check_input_files, upload_inputs
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
+from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 
 
@@ -160,14 +161,14 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
     output was already printed live, so a successful one shows only its first line."""
     kind = msg.meta.action_type
     text = msg.content.strip()
-    if kind == "plan":
+    if kind == MessageKind.PLAN:
         titles = "; ".join(t.get("title", "") for t in msg.meta.json_)
         return f"[plan] {titles}"
-    if kind == "finish_summery":
+    if kind == MessageKind.FINISH_SUMMERY:
         files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
         return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
-    if msg.status == "failure" or kind in ("error", "stop"):
+    if msg.status == "failure" or kind in RUN_END_KINDS:
         return f"[{kind} {mark}] {_indent(text)}"  # whole, even after its live output
     if output_shown:
         text = text.split("\n", 1)[0] + " (output above)"

@@ -30,3 +30,24 @@ frontend-dev: frontend/node_modules/.package-lock.json
 RUN_PREREQS += frontend/dist/index.html
 TEST_PREREQS += frontend/dist/index.html
 EXTRA_TESTS += frontend-test
+
+# The message model's TypeScript types are generated from the Python model: its JSON Schema
+# (backend/messages/schema.py), then json-schema-to-typescript (scripts/gen-types.mjs). Both
+# files are committed (the Docker build has no Python); tests/messages/test_wire_types.py
+# fails when they differ from what the model gives.
+MESSAGE_SCHEMA := frontend/src/lib/message.schema.json
+MESSAGE_TYPES := frontend/src/lib/message.gen.ts
+MESSAGE_MODEL := backend/messages/message.py backend/messages/kinds.py backend/messages/schema.py
+
+.PHONY: frontend-types
+
+$(MESSAGE_SCHEMA): $(MESSAGE_MODEL) | .venv/.synced
+	$(UV) run python -m backend.messages.schema > $@.tmp && mv $@.tmp $@
+
+$(MESSAGE_TYPES): $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
+	cd frontend && $(NPM) run gen:types
+
+frontend-types: $(MESSAGE_TYPES)
+
+# the build uses the generated types: regenerate them first when the model changed
+frontend/dist/index.html: $(MESSAGE_TYPES)

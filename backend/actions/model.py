@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from backend.messages.kinds import ActionType
+
 
 @dataclass(frozen=True)
 class ActionSpec:
@@ -20,14 +22,14 @@ ACTIONS: dict[str, ActionSpec] = {
     spec.name: spec
     for spec in (
         ActionSpec(
-            name="write_code",
+            name=ActionType.WRITE_CODE,
             description="Create or overwrite a text file in the workspace with the exact content.",
             required=("path", "content"),
             raw=("content",),
             example="<write_code><path>src/app.py</path><content>\nprint('hi')\n</content></write_code>",
         ),
         ActionSpec(
-            name="edit_file",
+            name=ActionType.EDIT_FILE,
             description=(
                 "Replace one exact occurrence of old_str in an existing file with new_str "
                 "(old_str must match the file exactly, whitespace included, and occur once; "
@@ -41,7 +43,7 @@ ACTIONS: dict[str, ActionSpec] = {
             ),
         ),
         ActionSpec(
-            name="terminal_run",
+            name=ActionType.TERMINAL_RUN,
             description=(
                 "Run a shell command in the workspace (or in cwd, relative to it). "
                 "Returns the exit code, stdout and stderr. Long-running servers are killed "
@@ -55,13 +57,13 @@ ACTIONS: dict[str, ActionSpec] = {
             ),
         ),
         ActionSpec(
-            name="read_file",
+            name=ActionType.READ_FILE,
             description="Read a text file from the workspace.",
             required=("path",),
             example="<read_file><path>src/app.py</path></read_file>",
         ),
         ActionSpec(
-            name="finish",
+            name=ActionType.FINISH,
             description="End the current task with a short note of what was done.",
             required=("message",),
             raw=("message",),

@@ -28,6 +28,7 @@ from backend.actions.values import (
     strip_wrapping_fence,
     trim_path,
 )
+from backend.messages.kinds import ActionType
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             )
     if "cwd" in params and not params["cwd"].strip():
         del params["cwd"]
-    if spec.name == "write_code":
+    if spec.name == ActionType.WRITE_CODE:
         inside = strip_wrapping_fence(params["content"], params["path"])
         if inside is not None:
             params["content"] = inside

@@ -16,6 +16,7 @@ from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
 from backend.agent.transcript import STUCK_REPEATS, Outcome, Transcript, Turn, describe
 from backend.llm.base import Completion
+from backend.messages.kinds import FILE_ACTIONS, ActionType, MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import ActionResult, cap_text
 from backend.workspace import scan
@@ -29,7 +30,6 @@ OBSERVATION_CAP = 12_000
 # replies longer than this are parsed on a worker thread, so the event loop never waits
 THREAD_PARSE_CHARS = 20_000
 # actions whose successful result changes the file in `result.filepath`
-FILE_ACTIONS = ("write_code", "edit_file")
 
 
 async def run_task(
@@ -73,11 +73,13 @@ async def run_task(
             "thinking",
             transcript.messages(),
             specialist=True,
-            on_delta=ctx.live.prose(narration, "thinking"),
+            on_delta=ctx.live.prose(narration, MessageKind.THINKING),
         )
         thoughts, parsed = await read_reply(completion)
         for thought in thoughts:
-            await ctx.publish(Message.build("thinking", scrub(thought), task_id=task["id"]))
+            await ctx.publish(
+                Message.build(MessageKind.THINKING, scrub(thought), task_id=task["id"])
+            )
         if words := prose_of(completion.text):
             await ctx.publish(narration_message(scrub(words), task["id"], narration))
         if isinstance(parsed, FormatError):
@@ -172,9 +174,9 @@ async def run_actions(
             continue
         for warning in action.warnings:
             turn.outcomes.append(Outcome(label, "warning", warning))
-        if action.type == "finish":
+        if action.type == ActionType.FINISH:
             note = scrub(action.params.get("message", "").strip()) or "Done."
-            await ctx.publish(Message.build("finish", note, task_id=task["id"]))
+            await ctx.publish(Message.build(MessageKind.FINISH, note, task_id=task["id"]))
             return note
         uid = uuid.uuid4().hex
         path = action.params.get("path", "")
@@ -189,7 +191,7 @@ async def run_actions(
                 meta_content=label,
             )
         )
-        on_output = ctx.live.command_output(uid) if action.type == "terminal_run" else None
+        on_output = ctx.live.command_output(uid) if action.type == ActionType.TERMINAL_RUN else None
         try:
             result: ActionResult = await ctx.runtime.execute(action, ctx.workspace, on_output)
         except Exception as exc:  # a runtime bug: the action fails, its message is closed
@@ -223,7 +225,7 @@ async def run_actions(
 
 
 def _label(action: Action) -> str:
-    if action.type == "terminal_run":
+    if action.type == ActionType.TERMINAL_RUN:
         return scrub(f"terminal_run: {action.params.get('command', '')[:200]}")
     if "path" in action.params:
         return scrub(f"{action.type} {action.params['path']}")
@@ -235,12 +237,12 @@ def _running_text(action: Action) -> str:
 
 
 def _running(action: Action) -> str:
-    if action.type == "terminal_run":
+    if action.type == ActionType.TERMINAL_RUN:
         return action.params.get("command", "")
-    if action.type == "write_code":
+    if action.type == ActionType.WRITE_CODE:
         return f"Writing {action.params.get('path', '')}"
-    if action.type == "edit_file":
+    if action.type == ActionType.EDIT_FILE:
         return f"Editing {action.params.get('path', '')}"
-    if action.type == "read_file":
+    if action.type == ActionType.READ_FILE:
         return f"Reading {action.params.get('path', '')}"
     return action.type

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from backend.agent.budget import Budget
 from backend.agent.live import DeltaSink, Live
 from backend.llm.base import LLM, Completion, DeltaCallback, LLMError
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths
 
@@ -139,7 +140,7 @@ class RunContext:
         cancelled_early = await _drain_deltas(self.live)
         stored, cancelled = await _store_through_cancellation(self.store, msg)
         cancelled = cancelled or cancelled_early
-        if msg.meta.action_type == "task":  # tasks pair by task id
+        if msg.meta.action_type == MessageKind.TASK:  # tasks pair by task id
             if msg.status == "running":
                 self.open_tasks.add(str(msg.meta.task_id))
             else:

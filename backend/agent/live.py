@@ -20,6 +20,7 @@ from typing import Any
 from backend.actions.values import scrub
 from backend.agent.narration import ACTION_LINE_STARTS, ProseCut
 from backend.messages.deltas import Coalescer
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 
 OUTPUT_KEEP = 16_000  # characters of live output kept per stream for a stopped command
@@ -171,7 +172,7 @@ class Live:
         kept = self._output.setdefault(uuid, {})
         kept.setdefault(stream, _Kept()).feed(text)
         if self.deltas is not None:
-            self.deltas.add(uuid, "terminal_run", text, stream)
+            self.deltas.add(uuid, MessageKind.TERMINAL_RUN, text, stream)
 
     def close(self) -> None:
         if self.deltas is not None:

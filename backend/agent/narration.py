@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 
 PROSE_CAP = 4000  # characters of narration at most (the rest of a long reply is not words)
@@ -120,6 +121,6 @@ NARRATION = "narration"  # Message.type of a `thinking` message holding the agen
 def narration_message(words: str, task_id: str | None, uuid: str) -> Message:
     """The agent's words between its actions: a `thinking` message of type `narration`
     (reasoning from ``<think>`` stays a plain `thinking` message)."""
-    msg = Message.build("thinking", words, task_id=task_id, uuid=uuid)
+    msg = Message.build(MessageKind.THINKING, words, task_id=task_id, uuid=uuid)
     msg.type = NARRATION
     return msg

@@ -21,6 +21,7 @@ from backend.agent.runlog import logged_run
 from backend.agent.summary import summarize
 from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.workspace import scan
 
@@ -38,7 +39,10 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
     try:
         await ctx.publish(
             Message.build(
-                "question", ctx.goal, role="user", json=[{"budget": limits(ctx.settings)}]
+                MessageKind.QUESTION,
+                ctx.goal,
+                role="user",
+                json=[{"budget": limits(ctx.settings)}],
             )
         )
         # a conversation made empty (to upload files first) is named by its first goal
@@ -53,10 +57,12 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
         prose, tasks = await plan(ctx, reply)
         tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
         await ctx.publish(
-            Message.build("auto_reply", scrub(first_answer(prose, tasks)), uuid=reply)
+            Message.build(MessageKind.AUTO_REPLY, scrub(first_answer(prose, tasks)), uuid=reply)
         )
         await ctx.store.save_tasks(ctx.run_id, ctx.conversation_id, tasks)
-        await ctx.publish(Message.build("plan", _plan_text(tasks), json=[dict(t) for t in tasks]))
+        await ctx.publish(
+            Message.build(MessageKind.PLAN, _plan_text(tasks), json=[dict(t) for t in tasks])
+        )
         for task in tasks:
             await _set_task(ctx, task, "running")
             try:
@@ -93,9 +99,14 @@ async def answer_directly(ctx: RunContext) -> None:
     ]
     reply = uuid.uuid4().hex  # the answer streams live as this message
     completion = await ctx.call_model(
-        "auto_reply", messages, specialist=True, on_delta=ctx.live.model_text(reply, "auto_reply")
+        "auto_reply",
+        messages,
+        specialist=True,
+        on_delta=ctx.live.model_text(reply, MessageKind.AUTO_REPLY),
     )
-    await ctx.publish(Message.build("auto_reply", scrub(completion.text.strip()), uuid=reply))
+    await ctx.publish(
+        Message.build(MessageKind.AUTO_REPLY, scrub(completion.text.strip()), uuid=reply)
+    )
 
 
 async def _end_early(
@@ -130,9 +141,9 @@ async def _end_early(
         if task["id"] in ctx.open_tasks:  # published `running`, not closed yet
             await _set_task(ctx, task, "failed", "stopped" if stopped else reason)
     if stopped:
-        await ctx.publish(Message.build("stop", "The run was stopped.", status="failure"))
+        await ctx.publish(Message.build(MessageKind.STOP, "The run was stopped.", status="failure"))
     else:
-        await ctx.publish(Message.build("error", reason, status="failure"))
+        await ctx.publish(Message.build(MessageKind.ERROR, reason, status="failure"))
     # a failed or stopped run still offers the files it made
     await summarize(ctx, tasks, notes, "stopped" if stopped else "failed", reason)
     return "stopped" if stopped else "failed"
@@ -143,7 +154,7 @@ async def _set_task(ctx: RunContext, task: dict[str, Any], status: str, result: 
     await ctx.store.update_task(task["id"], status, result)
     await ctx.publish(
         Message.build(
-            "task",
+            MessageKind.TASK,
             task["title"],
             status="running"
             if status == "running"

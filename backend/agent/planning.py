@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from backend.agent.context import RunContext
 
 from backend.agent.titles import goal_title, title_from_plan
+from backend.messages.kinds import MessageKind
 
 PLAN_ATTEMPTS = 3
 MAX_TASKS = 12
@@ -37,7 +38,7 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
     ]
     last_error = ""
     for attempt in range(PLAN_ATTEMPTS):
-        live = ctx.live.prose(reply_uuid, "auto_reply", PLAN_LINE_STARTS)
+        live = ctx.live.prose(reply_uuid, MessageKind.AUTO_REPLY, PLAN_LINE_STARTS)
         completion = await ctx.call_model(
             "planning", messages, on_delta=live if reply_uuid and attempt == 0 else None
         )

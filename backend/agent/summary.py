@@ -12,6 +12,7 @@ from backend.actions.values import scrub
 from backend.agent.budget import BudgetExceeded
 from backend.agent.prompts import render
 from backend.llm.base import LLMError
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.workspace import file_entry, scan
 
@@ -43,7 +44,7 @@ async def summarize(
         content = await _model_summary(ctx, tasks, notes, files, summary)
     if not content:
         content = _plain_summary(tasks, notes, outcome, reason)
-    await ctx.publish(Message.build("finish_summery", content, json=files, uuid=summary))
+    await ctx.publish(Message.build(MessageKind.FINISH_SUMMERY, content, json=files, uuid=summary))
 
 
 async def _model_summary(
@@ -65,7 +66,7 @@ async def _model_summary(
                     "content": f"Goal: {ctx.goal}\n\nTasks and notes:\n{done}\n\nFiles:\n{names}",
                 },
             ],
-            on_delta=ctx.live.model_text(live_uuid, "summary") if live_uuid else None,
+            on_delta=ctx.live.model_text(live_uuid, MessageKind.SUMMARY) if live_uuid else None,
         )
     except (LLMError, BudgetExceeded) as exc:  # the work is done: a plain summary will do
         log.warning("summary call skipped: %s", exc)

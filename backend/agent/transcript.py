@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backend.actions.model import Action
+from backend.messages.kinds import ActionType
 
 KEEP_WHOLE = 2  # the last turns resent whole
 BRIEF_CHARS = 240  # of each older action result
@@ -73,7 +74,7 @@ class Turn:
         lines = []
         for o in self.outcomes:
             limit = ERROR_CHARS if keep_error and o.verdict == "FAILED" else BRIEF_CHARS
-            if o.label.startswith("read_file") and o.verdict == "ok" and not keep_error:
+            if o.label.startswith(ActionType.READ_FILE) and o.verdict == "ok" and not keep_error:
                 body = f"({len(o.content):,} characters read; read the file again to see them)"
             else:
                 body = _brief(o.content, limit)
@@ -124,16 +125,16 @@ class Transcript:
 def describe(action: Action) -> str:
     """One line saying what an action did."""
     p = action.params
-    if action.type == "write_code":
+    if action.type == ActionType.WRITE_CODE:
         content = p.get("content", "")
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         return f"write_code {p.get('path', '')} ({lines} lines)"
-    if action.type == "edit_file":
+    if action.type == ActionType.EDIT_FILE:
         return f"edit_file {p.get('path', '')} (replaced {_brief(p.get('old_str', ''), 60)!r})"
-    if action.type == "terminal_run":
+    if action.type == ActionType.TERMINAL_RUN:
         cwd = f" in {p['cwd']}" if p.get("cwd") else ""
         return f"terminal_run `{_brief(p.get('command', ''), 200)}`{cwd}"
-    if action.type == "read_file":
+    if action.type == ActionType.READ_FILE:
         return f"read_file {p.get('path', '')}"
     return action.type
 

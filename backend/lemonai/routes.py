@@ -31,6 +31,7 @@ from backend.lemonai.services import (
 )
 from backend.lemonai.stream import LemonStream, encode, message_token, mode_token
 from backend.lemonai.translate import conversation, lemon_mode, translate_all
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.runtime.paths import SANDBOX_ROOT
 
@@ -271,7 +272,7 @@ async def _tokens(
 
 def sse_error(exc: LemonError) -> Response:
     """A refused run, in the stream's own encoding so that the client shows it."""
-    msg = Message.build("error", exc.msg, status="failure").to_dict()
+    msg = Message.build(MessageKind.ERROR, exc.msg, status="failure").to_dict()
     frames = [encode(mode_token("agent")), encode(message_token(msg))]
     body = b"".join(frame.encode() for frame in frames)
     return Response(body, status_code=exc.status, media_type="text/event-stream")

@@ -10,9 +10,10 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from backend.lemonai.translate import MODE_MARKER, PathMapper, Translator, chat_end_token
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 
-HELD_IN_AUTO = ("question", "auto_reply")
+HELD_IN_AUTO = (MessageKind.QUESTION, MessageKind.AUTO_REPLY)
 
 
 def encode(token: str) -> ServerSentEvent:
@@ -57,7 +58,7 @@ class LemonStream:
 
     def delta(self, delta: dict[str, Any]) -> list[str]:
         """Live model text: a chat answer streams as it is written."""
-        if self.decided != "chat" or delta.get("action_type") != "auto_reply":
+        if self.decided != "chat" or delta.get("action_type") != MessageKind.AUTO_REPLY:
             return []
         text = str(delta.get("text", ""))
         self.sent_text += text
@@ -66,7 +67,7 @@ class LemonStream:
     def end(self) -> list[str]:
         if self.decided is None:
             held, self.held = self.held, []
-            if any(m.meta.action_type == "auto_reply" for m in held):
+            if any(m.meta.action_type == MessageKind.AUTO_REPLY for m in held):
                 self.decided = "chat"
                 out = self._open() + [t for m in held for t in self._chat(m)]
             else:
@@ -90,14 +91,14 @@ class LemonStream:
 
     def _chat(self, msg: Message) -> list[str]:
         kind = msg.meta.action_type
-        if kind == "question":
+        if kind == MessageKind.QUESTION:
             self.question_seq = msg.seq
-        elif kind == "auto_reply":
+        elif kind == MessageKind.AUTO_REPLY:
             self.answer_seq = msg.seq
             sent = self.sent_text.lstrip()
             rest = msg.content[len(sent) :] if msg.content.startswith(sent) else ""
             self.sent_text = msg.content
             return [rest] if rest else []
-        elif kind == "error":
+        elif kind == MessageKind.ERROR:
             return [f"\n\n{msg.content}"]
         return []

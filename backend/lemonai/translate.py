@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 
 # the client's work modes -> planact's run modes
@@ -21,8 +22,11 @@ OUT_END = "__lemon_out_end__"
 # planact task status -> what Planing.vue ticks
 TASK_STATUS = {"pending": "pending", "running": "running", "completed": "completed"}
 # action names LemonAI knows for the chip and the preview
-ACTION_ALIASES = {"edit_file": "write_code"}
-DROPPED = {"thinking"}  # LemonAI has no place for model reasoning
+ACTION_ALIASES = {MessageKind.EDIT_FILE: "write_code"}
+DROPPED = {MessageKind.THINKING}  # LemonAI has no place for model reasoning
+
+# kinds rendered as they are, not as an action chip
+NOT_ACTIONS = (MessageKind.QUESTION, MessageKind.AUTO_REPLY, MessageKind.FINISH, *RUN_END_KINDS)
 
 PathMapper = Callable[[str], str]
 
@@ -95,13 +99,13 @@ class Translator:
         kind = msg.meta.action_type
         if self._held is not None:
             held, self._held = self._held, None
-            if kind in ("error", "stop") and msg.content:
+            if kind in RUN_END_KINDS and msg.content:
                 held["meta"]["json"]["comments"] = msg.content
             out.append(held)
         if kind in DROPPED:
             return out
         item = self._translate(msg)
-        if kind == "task" and msg.status == "failure":
+        if kind == MessageKind.TASK and msg.status == "failure":
             self._held = item
         else:
             out.append(item)
@@ -119,10 +123,10 @@ class Translator:
         kind = meta["action_type"]
         if meta.get("filepath"):
             meta["filepath"] = self.to_abs(meta["filepath"])
-        if kind == "plan":
+        if kind == MessageKind.PLAN:
             data["content"] = ""
             meta["json"] = [_plan_task(t) for t in meta.get("json") or []]
-        elif kind == "task":
+        elif kind == MessageKind.TASK:
             task = dict((meta.get("json") or [{}])[0])
             planact_status = task.get("status", "")
             task.update(_plan_task(task))
@@ -131,11 +135,11 @@ class Translator:
             )
             task["comments"] = "The task failed." if msg.status == "failure" else ""
             meta["json"] = task
-        elif kind == "auto_reply" and msg.run_id in self.chat_runs:
+        elif kind == MessageKind.AUTO_REPLY and msg.run_id in self.chat_runs:
             meta["action_type"] = "chat"
-        elif kind == "finish_summery":
+        elif kind == MessageKind.FINISH_SUMMERY:
             meta["json"] = [self._file(f) for f in meta.get("json") or []]
-        elif kind not in ("question", "auto_reply", "finish", "error", "stop"):
+        elif kind not in NOT_ACTIONS:
             self._action(msg, data)
         return data
 
@@ -145,7 +149,7 @@ class Translator:
         meta["action_type"] = ACTION_ALIASES.get(kind, kind)
         if msg.status == "running":
             self._running.add(msg.uuid)
-            if kind != "terminal_run" and msg.meta.filepath:
+            if kind != MessageKind.TERMINAL_RUN and msg.meta.filepath:
                 data["content"] = msg.meta.filepath
         else:
             self._running.discard(msg.uuid)
@@ -175,9 +179,9 @@ def chat_run_ids(messages: list[Message]) -> frozenset[str]:
     replied: set[str] = set()
     planned: set[str] = set()
     for m in messages:
-        if m.meta.action_type == "auto_reply":
+        if m.meta.action_type == MessageKind.AUTO_REPLY:
             replied.add(m.run_id)
-        elif m.meta.action_type in ("plan", "task"):
+        elif m.meta.action_type in (MessageKind.PLAN, MessageKind.TASK):
             planned.add(m.run_id)
     return frozenset(replied - planned)
 

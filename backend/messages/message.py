@@ -16,14 +16,17 @@ Status = Literal["success", "failure", "running"]
 class Meta(BaseModel):
     pid: str = ""
     task_id: str | None = None
-    action_type: str = ""
+    action_type: str = Field(
+        "",
+        description="A MessageKind; readers pass over kinds they do not know (a newer writer).",
+    )
     filepath: str = ""
     url: str = ""
     json_: list[Any] = Field(default_factory=list, alias="json")
     content: str = ""
     is_active: bool = True
 
-    model_config = {"populate_by_name": True}
+    model_config = {"populate_by_name": True, "json_schema_serialization_defaults_required": True}
 
 
 class Message(BaseModel):
@@ -37,8 +40,12 @@ class Message(BaseModel):
     type: str = ""
     conversation_id: str = ""
     run_id: str = ""
-    seq: int = 0
+    seq: int = Field(
+        0, description="Strictly increasing within a conversation; 0 before it is stored."
+    )
     meta: Meta = Field(default_factory=Meta)
+
+    model_config = {"json_schema_serialization_defaults_required": True}
 
     @classmethod
     def build(

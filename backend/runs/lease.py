@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from backend.messages.kinds import FILE_ACTIONS, MessageKind
 from backend.messages.message import Message
 from backend.workspace import file_entry
 
@@ -225,15 +226,17 @@ async def close_run(manager: RunManager, run_id: str, status: str, reason: str) 
         await store.update_task(task["id"], "failed", "stopped" if stopped else reason)
         task["status"] = "failed"
         await publish(
-            Message.build("task", task["title"], status="failure", task_id=task["id"], json=[task])
+            Message.build(
+                MessageKind.TASK, task["title"], status="failure", task_id=task["id"], json=[task]
+            )
         )
     if stopped:
-        await publish(Message.build("stop", "The run was stopped.", status="failure"))
+        await publish(Message.build(MessageKind.STOP, "The run was stopped.", status="failure"))
     else:
-        await publish(Message.build("error", reason, status="failure"))
+        await publish(Message.build(MessageKind.ERROR, reason, status="failure"))
     files = await _files_of(manager, run)
     head = "The run was stopped." if stopped else f"The run failed. {reason}"
-    await publish(Message.build("finish_summery", head, json=files))
+    await publish(Message.build(MessageKind.FINISH_SUMMERY, head, json=files))
     ended = await store.end_run(run_id, status, reason, owner=manager.instance_id)
     manager.bus.notify(run_id)
     return ended
@@ -244,9 +247,7 @@ async def _files_of(manager: RunManager, run: dict[str, object]) -> list[dict[st
     store = manager.store
     rid, cid = str(run["run_id"]), str(run["conversation_id"])
     paths = {p for p, _ in await store.run_files(rid)}
-    for msg in await store.messages(
-        cid, run_id=rid, limit=100_000, action_types=("write_code", "edit_file")
-    ):
+    for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=FILE_ACTIONS):
         if msg.status == "success" and msg.meta.filepath:
             paths.add(msg.meta.filepath)
     workspace = manager.workspace(str(run["user_id"]), cid)

@@ -26,6 +26,7 @@ from backend.agent.pipeline import run_pipeline
 from backend.agent.routing import Specialist, load_specialists
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
+from backend.messages.kinds import MessageKind
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.guard import StopCheckedRuntime
 from backend.runs.lease import LeaseKeeper, close_run, new_instance_id
@@ -471,16 +472,18 @@ class RunManager:
     async def _history(self, cid: str, run_id: str) -> list[dict[str, str]]:
         """Earlier goals of the conversation with their answers, for follow-up goals."""
         msgs = await self.store.messages(
-            cid, limit=100_000, action_types=("question", "auto_reply", "finish_summery")
+            cid,
+            limit=100_000,
+            action_types=(MessageKind.QUESTION, MessageKind.AUTO_REPLY, MessageKind.FINISH_SUMMERY),
         )
         turns: list[dict[str, str]] = []
         for m in msgs:
             if m.run_id == run_id:
                 continue
             kind = m.meta.action_type
-            if kind == "question":
+            if kind == MessageKind.QUESTION:
                 turns.append({"goal": _clip(m.content), "answer": ""})
-            elif kind in ("auto_reply", "finish_summery") and turns:
+            elif kind in (MessageKind.AUTO_REPLY, MessageKind.FINISH_SUMMERY) and turns:
                 turns[-1]["answer"] = _clip(m.content)
         return turns[-HISTORY_TURNS:]
 

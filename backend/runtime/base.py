@@ -21,6 +21,7 @@ from typing import Protocol
 import anyio
 
 from backend.actions.model import Action
+from backend.messages.kinds import ActionType
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 
@@ -174,15 +175,15 @@ class BaseRuntime:
         try:
             workspace.mkdir(parents=True, exist_ok=True)
             await self._prepare(workspace)
-            if action.type == "write_code":
+            if action.type == ActionType.WRITE_CODE:
                 return await self._write_code(action, workspace)
-            if action.type == "edit_file":
+            if action.type == ActionType.EDIT_FILE:
                 return await self._edit_file(action, workspace)
-            if action.type == "read_file":
+            if action.type == ActionType.READ_FILE:
                 return await self._read_file(action, workspace)
-            if action.type == "terminal_run":
+            if action.type == ActionType.TERMINAL_RUN:
                 return await self._terminal_run(action, workspace, on_output)
-            if action.type == "finish":
+            if action.type == ActionType.FINISH:
                 return ActionResult("success", action.params.get("message", ""))
             return ActionResult("failure", f"Unknown action {action.type!r}.")
         except PathEscapeError as exc:

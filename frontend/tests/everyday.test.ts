@@ -22,10 +22,23 @@ function msg(action: string, content: string, status: Message['status'] = 'succe
     uuid: 'u',
     status,
     content,
+    comments: '',
+    memorized: '',
+    timestamp: 0,
+    type: '',
     conversation_id: 'c1',
     run_id: 'r1',
     seq: 1,
-    meta: { action_type: action },
+    meta: {
+      pid: '',
+      task_id: null,
+      action_type: action,
+      filepath: '',
+      url: '',
+      json: [],
+      content: '',
+      is_active: true,
+    },
   }
 }
 
@@ -111,7 +124,7 @@ describe('workspace links in Markdown', () => {
 describe('entry cards', () => {
   it('a 25-line file is 25 lines, not 26', () => {
     const text = Array.from({ length: 25 }, (_, i) => `row ${i}`).join('\n') + '\n'
-    const d = describeEntry({ ...msg('read_file', text), meta: { action_type: 'read_file' } })
+    const d = describeEntry(msg('read_file', text))
     expect(d.lines).toBe(25)
     expect(describeEntry(msg('read_file', 'one line')).lines).toBe(1)
   })

@@ -6,10 +6,13 @@ export function resetSeq(): void {
   seq = 0
 }
 
+/** Our writer sends string task ids; the reducer also copes with numbers (kept as given). */
+type FixtureMeta = Partial<Omit<Meta, 'task_id'>> & { task_id?: string | number | null }
+
 export function msg(
   actionType: string,
   content = '',
-  opts: Partial<Omit<Message, 'meta'>> & { meta?: Partial<Meta> } = {},
+  opts: Partial<Omit<Message, 'meta'>> & { meta?: FixtureMeta } = {},
 ): Message {
   seq += 1
   const { meta, ...rest } = opts
@@ -36,7 +39,7 @@ export function msg(
       content: '',
       is_active: true,
       ...meta,
-    },
+    } as Meta,
   }
 }
 

@@ -1,27 +1,12 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from backend.messages.message import Message
-from backend.store.repo import ConflictError, NotFoundError, Store
-from tests.pg import postgres_url, wipe
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/db.sqlite"
-    else:
-        url = postgres_url()
-        wipe(url)
-    s = Store(url)
-    s.migrate()
-    s.migrate()  # idempotent
-    yield s
-    await s.close()
+from backend.store.protocols import ConversationStore, StoreProtocol
+from backend.store.repo import ConflictError, NotFoundError
 
 
 def msg(cid: str, rid: str, kind: str = "x") -> Message:
@@ -30,7 +15,9 @@ def msg(cid: str, rid: str, kind: str = "x") -> Message:
     return m
 
 
-async def test_seq_strictly_increases_per_conversation_under_concurrency(store: Store) -> None:
+async def test_seq_strictly_increases_per_conversation_under_concurrency(
+    store: StoreProtocol,
+) -> None:
     a = await store.create_conversation("1", "a")
     b = await store.create_conversation("1", "b")
     ra = await store.start_run("1", a, "g", "auto", "local")
@@ -44,7 +31,7 @@ async def test_seq_strictly_increases_per_conversation_under_concurrency(store: 
     assert [m.seq for m in await store.messages(a, after=45)] == [46, 47, 48, 49, 50]
 
 
-async def test_one_active_run_per_conversation(store: Store) -> None:
+async def test_one_active_run_per_conversation(store: StoreProtocol) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     with pytest.raises(ConflictError):
@@ -56,7 +43,7 @@ async def test_one_active_run_per_conversation(store: Store) -> None:
         await store.start_run("2", cid, "g", "auto", "local")
 
 
-async def test_users_see_only_their_own(store: Store) -> None:
+async def test_users_see_only_their_own(store: ConversationStore) -> None:
     cid = await store.create_conversation("1", "mine")
     assert await store.get_conversation("2", cid) is None
     assert await store.list_conversations("2") == []
@@ -64,7 +51,7 @@ async def test_users_see_only_their_own(store: Store) -> None:
     assert (await store.get_conversation("1", cid))["title"] == "mine"  # type: ignore[index]
 
 
-async def test_usage_per_stage_and_total(store: Store) -> None:
+async def test_usage_per_stage_and_total(store: StoreProtocol) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     await store.record_usage(cid, rid, "planning", "m", 10, 5, 0.001)
@@ -82,7 +69,7 @@ async def test_usage_per_stage_and_total(store: Store) -> None:
     assert usage["total"]["cost"] == pytest.approx(0.001)
 
 
-async def test_delete_cascades(store: Store) -> None:
+async def test_delete_cascades(store: StoreProtocol) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     await store.append_message(msg(cid, rid))

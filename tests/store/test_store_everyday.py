@@ -1,29 +1,11 @@
-"""Store parts of issue 13 on SQLite and PostgreSQL: search, rename, default titles, uploads."""
+"""Conversations on SQLite and PostgreSQL: search, rename, default titles, uploads."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from backend.store.repo import Store
-from tests.pg import postgres_url, wipe
+from backend.store.protocols import ConversationStore, StoreProtocol
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/db.sqlite"
-    else:
-        url = postgres_url()
-        wipe(url)
-    s = Store(url)
-    s.migrate()
-    yield s
-    await s.close()
-
-
-async def test_search_by_title_and_goal_literally_and_per_user(store: Store) -> None:
+async def test_search_by_title_and_goal_literally_and_per_user(store: StoreProtocol) -> None:
     sales = await store.create_conversation("1", "Sales 100% Report")
     weather = await store.create_conversation("1", "Weather")
     other = await store.create_conversation("2", "Sales of another user")
@@ -43,7 +25,7 @@ async def test_search_by_title_and_goal_literally_and_per_user(store: Store) -> 
     assert await ids("sales", "2") == {other}
 
 
-async def test_rename_and_default_titles(store: Store) -> None:
+async def test_rename_and_default_titles(store: ConversationStore) -> None:
     cid = await store.create_conversation("1", "")
     assert await store.rename_conversation("2", cid, "not mine") is False
     assert await store.retitle_if_default(cid, ("",), "first goal") is True
@@ -54,7 +36,7 @@ async def test_rename_and_default_titles(store: Store) -> None:
     assert conv is not None and conv["title"] == "Chosen"
 
 
-async def test_uploads_are_remembered_until_a_run_changes_them(store: Store) -> None:
+async def test_uploads_are_remembered_until_a_run_changes_them(store: StoreProtocol) -> None:
     cid = await store.create_conversation("1", "")
     await store.record_uploads(cid, [("b.csv", 3), ("a/data.csv", 10)])
     assert await store.uploaded_files(cid) == ["a/data.csv", "b.csv"]

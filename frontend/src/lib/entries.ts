@@ -1,8 +1,18 @@
 // How one action / entry message is presented. Pure, so it is unit-tested.
 
+import { MessageKind } from './types'
 import type { Message } from './types'
 
-export type EntryKind = 'write_code' | 'read_file' | 'terminal_run' | 'thinking' | 'finish' | 'other'
+/** Kinds with a card of their own; any other entry is shown as 'other'. */
+const CARD_KINDS = [
+  MessageKind.WRITE_CODE,
+  MessageKind.READ_FILE,
+  MessageKind.TERMINAL_RUN,
+  MessageKind.THINKING,
+  MessageKind.FINISH,
+] as const
+
+export type EntryKind = (typeof CARD_KINDS)[number] | 'other'
 
 export interface EntryDescription {
   kind: EntryKind
@@ -15,9 +25,9 @@ export interface EntryDescription {
 }
 
 const LABELS: Record<string, string> = {
-  write_code: 'Write',
-  read_file: 'Read',
-  terminal_run: 'Run',
+  [MessageKind.WRITE_CODE]: 'Write',
+  [MessageKind.READ_FILE]: 'Read',
+  [MessageKind.TERMINAL_RUN]: 'Run',
 }
 
 const LONG_LINES = 12
@@ -32,14 +42,11 @@ function splitCommand(text: string): { command: string; rest: string } | null {
 
 export function describeEntry(msg: Message): EntryDescription {
   const at = msg.meta?.action_type || ''
-  const kind: EntryKind =
-    at === 'write_code' || at === 'read_file' || at === 'terminal_run' || at === 'thinking' || at === 'finish'
-      ? at
-      : 'other'
+  const kind: EntryKind = CARD_KINDS.find((k) => k === at) ?? 'other'
   const filepath = msg.meta?.filepath || ''
   let command = ''
   let output = msg.content || ''
-  if (kind === 'terminal_run') {
+  if (kind === MessageKind.TERMINAL_RUN) {
     // the backend labels terminal actions "terminal_run: <command>" in meta.content
     const metaCmd = (msg.meta?.content || '').replace(/^terminal_run:\s*/, '').trim()
     if (msg.status === 'running') {
@@ -55,7 +62,7 @@ export function describeEntry(msg: Message): EntryDescription {
   } else if (kind === 'other' && msg.meta?.content && !output) {
     output = msg.meta.content
   }
-  if (kind === 'write_code' && msg.status === 'running') output = ''
+  if (kind === MessageKind.WRITE_CODE && msg.status === 'running') output = ''
   // a trailing newline ends the last line; it does not start another one
   const lines = output ? output.replace(/\n$/, '').split('\n').length : 0
   return {

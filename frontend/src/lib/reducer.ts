@@ -15,7 +15,8 @@
 // A reconnect or a reload shows the stored messages exactly as before.
 
 import type { Delta } from './sse'
-import type { EndEvent, FileInfo, Message, RunStatus } from './types'
+import { MessageKind } from './types'
+import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 
@@ -65,14 +66,14 @@ export interface LiveOutput {
 export const LIVE_OUTPUT_CAP = 64 * 1024
 
 /** Action types the reducer treats as structure rather than as task entries. */
-export const TURN_LEVEL = new Set([
-  'question',
-  'auto_reply',
-  'plan',
-  'task',
-  'finish_summery',
-  'error',
-  'stop',
+export const TURN_LEVEL = new Set<string>([
+  MessageKind.QUESTION,
+  MessageKind.AUTO_REPLY,
+  MessageKind.PLAN,
+  MessageKind.TASK,
+  MessageKind.FINISH_SUMMERY,
+  MessageKind.ERROR,
+  MessageKind.STOP,
 ])
 
 export function emptyView(): ConversationView {
@@ -206,15 +207,30 @@ function upsert(view: ConversationView, msg: Message): boolean {
 }
 
 function flags(turn: Turn, at: string): void {
-  if (at === 'finish_summery') turn.hasSummary = true
-  else if (at === 'error') turn.hasError = true
-  else if (at === 'stop') turn.hasStop = true
+  if (at === MessageKind.FINISH_SUMMERY) turn.hasSummary = true
+  else if (at === MessageKind.ERROR) turn.hasError = true
+  else if (at === MessageKind.STOP) turn.hasStop = true
+}
+
+/** A meta with every field the wire carries, for messages made here. */
+function metaOf(fields: Partial<Meta>): Meta {
+  return {
+    pid: '',
+    task_id: null,
+    action_type: '',
+    filepath: '',
+    url: '',
+    json: [],
+    content: '',
+    is_active: true,
+    ...fields,
+  }
 }
 
 /** Apply one message. Mutates and returns the view. */
 export function reduce(view: ConversationView, msg: Message): ConversationView {
   if (!msg || typeof msg !== 'object') return view
-  if (!msg.meta || typeof msg.meta !== 'object') msg = { ...msg, meta: { action_type: '' } }
+  if (!msg.meta || typeof msg.meta !== 'object') msg = { ...msg, meta: metaOf({}) }
   const seq = Number(msg.seq) || 0
   if (seq > 0) {
     if (seq <= view.lastSeq) return view
@@ -227,12 +243,12 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
   if (msg.status !== 'running') delete view.live[msg.uuid]
   dropMisplacedPlaceholder(view, msg, runId)
 
-  if (at === 'plan') {
+  if (at === MessageKind.PLAN) {
     applyPlan(turn, msg)
     view.index[msg.uuid] = { runId, taskId: null }
     return view
   }
-  if (at === 'task') {
+  if (at === MessageKind.TASK) {
     applyTask(turn, msg)
     return view
   }
@@ -302,13 +318,13 @@ function dropMisplacedPlaceholder(view: ConversationView, msg: Message, runId: s
 }
 
 /** Live model text is shown as the message it will become. */
-const LIVE_TYPES: Record<string, string> = { summary: 'finish_summery' }
+const LIVE_TYPES: Record<string, string> = { [MessageKind.SUMMARY]: MessageKind.FINISH_SUMMERY }
 
 /** Apply one live delta of the run ``runId``. Mutates and returns the view. */
 export function applyDelta(view: ConversationView, runId: string, delta: Delta): ConversationView {
   if (!delta || typeof delta.uuid !== 'string' || !delta.uuid || !delta.text) return view
   const existing = findMessage(view, delta.uuid)
-  if (delta.stream || delta.action_type === 'terminal_run') {
+  if (delta.stream || delta.action_type === MessageKind.TERMINAL_RUN) {
     if (existing && existing.status !== 'running') return view // the final message is in
     appendOutput(view, delta.uuid, delta.stream === 'stderr' ? 'stderr' : 'stdout', delta.text)
     return view
@@ -334,11 +350,14 @@ export function applyDelta(view: ConversationView, runId: string, delta: Delta):
     uuid: delta.uuid,
     status: 'running',
     content: delta.text,
-    type: at === 'thinking' ? 'narration' : '',
+    comments: '',
+    memorized: '',
+    timestamp: 0,
+    type: at === MessageKind.THINKING ? 'narration' : '',
     conversation_id: '',
     run_id: runId,
     seq: 0,
-    meta: { action_type: at, task_id: taskId },
+    meta: metaOf({ action_type: at, task_id: taskId }),
   }
   place(view, turn, msg, taskId)
   return view

@@ -1,32 +1,8 @@
 // Wire shapes from CONTRACT.md sections 2 and 3.
 
-export type MessageStatus = 'success' | 'failure' | 'running'
-
-export interface Meta {
-  pid?: string
-  task_id?: string | number | null
-  action_type: string
-  filepath?: string
-  url?: string
-  json?: unknown[]
-  content?: string
-  is_active?: boolean
-}
-
-export interface Message {
-  role: 'user' | 'assistant'
-  uuid: string
-  status: MessageStatus
-  content: string
-  comments?: string
-  memorized?: string
-  timestamp?: number
-  type?: string
-  conversation_id: string
-  run_id: string
-  seq: number
-  meta: Meta
-}
+// The message model is generated from the Python one (backend/messages/): see message.gen.ts.
+export type { Message, MessageRole, MessageStatus, Meta } from './message.gen'
+export { ActionType, MessageKind } from './message.gen'
 
 export type RunStatus = 'running' | 'completed' | 'failed' | 'stopped'
 

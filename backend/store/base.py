@@ -1,0 +1,108 @@
+"""The Store's plumbing: the engine, its one database thread, NOTIFY, ids and errors.
+
+All database work runs on one dedicated thread, so the event loop never blocks on it and
+writes are serialized (SQLite-friendly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TypeVar, cast
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    text,
+)
+from sqlalchemy.orm import Session, sessionmaker
+
+from backend.store.db import make_engine, upgrade
+from backend.store.tables import (
+    Conversation,
+    FileRow,
+    Instance,
+    MessageRow,
+    Run,
+    Task,
+    Usage,
+)
+
+T = TypeVar("T")
+
+CONVERSATIONS = cast(Table, Conversation.__table__)
+RUNS = cast(Table, Run.__table__)
+MESSAGES = cast(Table, MessageRow.__table__)
+TASKS = cast(Table, Task.__table__)
+USAGE = cast(Table, Usage.__table__)
+INSTANCES = cast(Table, Instance.__table__)
+FILES = cast(Table, FileRow.__table__)
+UPLOAD_RUN = "upload"
+
+ACTIVE = "running"
+
+# PostgreSQL NOTIFY channels, sent in the same transaction as the row they announce
+MESSAGE_CHANNEL = "planact_msg"  # payload: run id (a message was stored, or the run ended)
+# "stop:<run id>", or "forget:" + JSON [user id, conversation id, instance id that deleted it]
+CONTROL_CHANNEL = "planact_ctl"
+
+
+class ConflictError(Exception):
+    """A run is already active in this conversation."""
+
+
+class NotFoundError(Exception):
+    pass
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def iso(dt: datetime | None) -> str | None:
+    return dt.isoformat() + "Z" if dt else None
+
+
+class StoreBase:
+    """What every part of the Store shares: one engine, one database thread."""
+
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planact-db")
+        self.url = url
+        self.is_postgres = self.engine.dialect.name == "postgresql"
+
+    # -- plumbing -------------------------------------------------------------------------
+    async def _run(self, fn: Callable[[Session], T]) -> T:
+        def work() -> T:
+            with self._sessions() as session, session.begin():
+                return fn(session)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    async def _core(self, fn: Callable[[Connection], T]) -> T:
+        """Like _run, with a plain connection: the hot paths skip the ORM's overhead."""
+
+        def work() -> T:
+            with self.engine.begin() as conn:
+                return fn(conn)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    def migrate(self) -> None:
+        upgrade(self.engine)
+
+    def _notify(self, c: Connection | Session, channel: str, payload: str) -> None:
+        """NOTIFY inside the caller's transaction (PostgreSQL only): listeners hear of the
+        row exactly when it is committed, never before."""
+        if self.is_postgres:
+            c.execute(text("SELECT pg_notify(:ch, :p)"), {"ch": channel, "p": payload})
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.dispose)
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,120 @@
+"""The messages of a conversation, stored before they are sent and read back in order.
+
+``seq`` is taken with an atomic ``UPDATE … SET last_seq = last_seq + 1 RETURNING`` so it is
+strictly increasing per conversation on PostgreSQL too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.orm import aliased
+
+from backend.messages.kinds import MessageKind
+from backend.messages.message import Message
+from backend.store.base import (
+    ACTIVE,
+    CONVERSATIONS,
+    MESSAGE_CHANNEL,
+    MESSAGES,
+    StoreBase,
+)
+from backend.store.tables import utcnow
+
+
+class SqlMessages(StoreBase):
+    """Messages: stored before they are sent, read back by seq."""
+
+    # -- messages -------------------------------------------------------------------------
+    async def append_message(self, msg: Message) -> Message:
+        """Store a message, assigning its ``seq``. Returns the stored message."""
+
+        def fn(c: Connection) -> Message:
+            seq = c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == msg.conversation_id)
+                .values(last_seq=CONVERSATIONS.c.last_seq + 1, updated_at=utcnow())
+                .returning(CONVERSATIONS.c.last_seq)
+            ).scalar_one()
+            c.execute(
+                insert(MESSAGES),
+                [
+                    {
+                        "conversation_id": msg.conversation_id,
+                        "run_id": msg.run_id,
+                        "seq": seq,
+                        "uuid": msg.uuid,
+                        "role": msg.role,
+                        "status": msg.status,
+                        "action_type": msg.meta.action_type,
+                        "content": msg.content,
+                        "meta": msg.meta.model_dump(by_alias=True),
+                        "timestamp": msg.timestamp,
+                    }
+                ],
+            )
+            self._notify(c, MESSAGE_CHANNEL, msg.run_id)
+            return msg.model_copy(update={"seq": seq})
+
+        return await self._core(fn)
+
+    async def messages(
+        self,
+        cid: str,
+        *,
+        run_id: str | None = None,
+        after: int = 0,
+        limit: int = 500,
+        action_types: tuple[str, ...] | None = None,
+    ) -> list[Message]:
+        def fn(c: Connection) -> list[Message]:
+            m = MESSAGES.c
+            q = select(MESSAGES).where(m.conversation_id == cid, m.seq > after)
+            if run_id is not None:
+                q = q.where(m.run_id == run_id)
+            if action_types is not None:
+                q = q.where(m.action_type.in_([str(k) for k in action_types]))
+            rows = c.execute(q.order_by(m.seq).limit(limit)).all()
+            return [_message(r) for r in rows]
+
+        return await self._core(fn)
+
+    async def open_messages(self, run_id: str) -> list[Message]:
+        """The run's `running` action messages that have no final partner yet."""
+
+        def fn(c: Connection) -> list[Message]:
+            m = MESSAGES.c
+            later = aliased(MESSAGES)
+            closed = select(later.c.id).where(
+                later.c.run_id == run_id, later.c.uuid == m.uuid, later.c.status != ACTIVE
+            )
+            rows = c.execute(
+                select(MESSAGES)
+                .where(
+                    m.run_id == run_id,
+                    m.status == ACTIVE,
+                    m.action_type != MessageKind.TASK.value,
+                    ~closed.exists(),
+                )
+                .order_by(m.seq)
+            ).all()
+            return [_message(r) for r in rows]
+
+        return await self._core(fn)
+
+
+def _message(r: Any) -> Message:
+    return Message.model_validate(
+        {
+            "role": r.role,
+            "uuid": r.uuid,
+            "status": r.status,
+            "content": r.content,
+            "timestamp": r.timestamp,
+            "conversation_id": r.conversation_id,
+            "run_id": r.run_id,
+            "seq": r.seq,
+            "meta": r.meta,
+        }
+    )

@@ -1,0 +1,201 @@
+"""Runs and their tasks: start, read, end (one active run per conversation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from backend.store.base import (
+    ACTIVE,
+    CONVERSATIONS,
+    MESSAGE_CHANNEL,
+    RUNS,
+    TASKS,
+    ConflictError,
+    NotFoundError,
+    StoreBase,
+    iso,
+    new_id,
+)
+from backend.store.tables import Conversation, Run, Task, utcnow
+
+
+class SqlRuns(StoreBase):
+    """Runs and their tasks."""
+
+    # -- runs -----------------------------------------------------------------------------
+    async def start_run(
+        self,
+        user_id: str,
+        cid: str,
+        goal: str,
+        mode: str,
+        runtime: str,
+        owner: str | None = None,
+        model: str = "",
+    ) -> str:
+        """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
+        if one is active (the partial unique index decides across processes),
+        NotFoundError if no conversation."""
+        rid = new_id()
+
+        def fn(s: Session) -> str:
+            # take the conversation row's lock (PostgreSQL) before checking for a live run
+            conv = s.execute(
+                select(Conversation).where(Conversation.id == cid).with_for_update()
+            ).scalar_one_or_none()
+            if conv is None or conv.user_id != user_id:
+                raise NotFoundError(cid)
+            active = s.scalar(
+                select(func.count()).where(Run.conversation_id == cid, Run.status == ACTIVE)
+            )
+            if active:
+                raise ConflictError(cid)
+            s.add(
+                Run(
+                    id=rid,
+                    conversation_id=cid,
+                    goal=goal,
+                    mode=mode,
+                    runtime=runtime,
+                    owner=owner,
+                    stop_requested=False,
+                    model=model,
+                )
+            )
+            conv.status = ACTIVE
+            conv.updated_at = utcnow()
+            return rid
+
+        try:
+            return await self._run(fn)
+        except IntegrityError as exc:  # another process's run won the race
+            raise ConflictError(cid) from exc
+
+    async def get_run(self, run_id: str, user_id: str | None = None) -> dict[str, Any] | None:
+        def fn(s: Session) -> dict[str, Any] | None:
+            run = s.get(Run, run_id)
+            if run is None:
+                return None
+            if user_id is not None:
+                conv = s.get(Conversation, run.conversation_id)
+                if conv is None or conv.user_id != user_id:
+                    return None
+            return run_dict(run)
+
+        return await self._run(fn)
+
+    async def run_for_execution(self, run_id: str) -> dict[str, Any] | None:
+        """The run with its conversation's user id (what an executor needs to run it)."""
+
+        def fn(s: Session) -> dict[str, Any] | None:
+            run = s.get(Run, run_id)
+            if run is None:
+                return None
+            conv = s.get(Conversation, run.conversation_id)
+            if conv is None:
+                return None
+            return {**run_dict(run), "user_id": conv.user_id}
+
+        return await self._run(fn)
+
+    async def set_run_task_type(self, run_id: str, task_type: str) -> None:
+        def fn(c: Connection) -> None:
+            c.execute(update(RUNS).where(RUNS.c.id == run_id).values(task_type=task_type))
+
+        await self._core(fn)
+
+    async def end_run(
+        self, run_id: str, status: str, error: str = "", *, owner: str | None = None
+    ) -> bool:
+        """End a run that is still running (and, with ``owner``, still owned by it).
+        Returns False when it had already ended: an ended run never changes again."""
+
+        def fn(c: Connection) -> bool:
+            now = utcnow()
+            q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+            if owner is not None:
+                q = q.where(RUNS.c.owner == owner)
+            cid = c.execute(
+                q.values(status=status, error=error, ended_at=now).returning(RUNS.c.conversation_id)
+            ).scalar_one_or_none()
+            if cid is None:
+                return False
+            c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == cid)
+                .values(status=status, updated_at=now)
+            )
+            self._notify(c, MESSAGE_CHANNEL, run_id)
+            return True
+
+        return await self._core(fn)
+
+    async def running_tasks(self, run_id: str) -> list[dict[str, Any]]:
+        def fn(c: Connection) -> list[dict[str, Any]]:
+            t = TASKS.c
+            rows = c.execute(
+                select(t.id, t.title, t.description, t.requirement, t.status)
+                .where(t.run_id == run_id, t.status == ACTIVE)
+                .order_by(t.position)
+            ).all()
+            return [
+                {
+                    "id": r[0],
+                    "title": r[1],
+                    "description": r[2],
+                    "requirement": r[3],
+                    "status": r[4],
+                }
+                for r in rows
+            ]
+
+        return await self._core(fn)
+
+    # -- tasks -----------------------------------------------------------------------------
+    async def save_tasks(self, run_id: str, cid: str, tasks: list[dict[str, str]]) -> None:
+        def fn(s: Session) -> None:
+            for i, t in enumerate(tasks):
+                s.add(
+                    Task(
+                        id=t["id"],
+                        run_id=run_id,
+                        conversation_id=cid,
+                        position=i,
+                        title=t["title"],
+                        description=t.get("description", ""),
+                        requirement=t.get("requirement", ""),
+                        status=t.get("status", "pending"),
+                    )
+                )
+
+        await self._run(fn)
+
+    async def update_task(self, task_id: str, status: str, result: str = "") -> None:
+        def fn(c: Connection) -> None:
+            c.execute(
+                update(TASKS).where(TASKS.c.id == task_id).values(status=status, result=result)
+            )
+
+        await self._core(fn)
+
+
+def run_dict(r: Run) -> dict[str, Any]:
+    return {
+        "run_id": r.id,
+        "conversation_id": r.conversation_id,
+        "goal": r.goal,
+        "mode": r.mode,
+        "runtime": r.runtime,
+        "status": r.status,
+        "error": r.error,
+        "task_type": r.task_type,
+        "model": r.model,
+        "created_at": iso(r.created_at),
+        "ended_at": iso(r.ended_at),
+        "owner": r.owner,
+        "stop_requested": bool(r.stop_requested),
+    }
