@@ -42,10 +42,10 @@ MESSAGE_MODEL := backend/messages/message.py backend/messages/kinds.py backend/m
 .PHONY: frontend-types
 
 $(MESSAGE_SCHEMA): $(MESSAGE_MODEL) | .venv/.synced
-	$(UV) run python -m backend.messages.schema > $@.tmp && mv $@.tmp $@
+	@.venv/bin/python -m backend.messages.schema > $@.tmp && mv $@.tmp $@
 
 $(MESSAGE_TYPES): $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
-	cd frontend && $(NPM) run gen:types
+	@cd frontend && $(NPM) run --silent gen:types
 
 frontend-types: $(MESSAGE_TYPES)
 
