@@ -51,6 +51,7 @@ from backend.runtime.base import (
     CommandOutput,
     HeadTail,
     OutputCallback,
+    PromptNote,
     RuntimeUnavailable,
     hand_output,
 )
@@ -485,6 +486,17 @@ class _Agent:
 
 class DockerRuntime(BaseRuntime):
     name = "docker"
+    prompt_note = PromptNote(
+        planning="in a Docker sandbox", thinking="a Docker sandbox; the folder is /workspace"
+    )
+    always_available = False  # offered once an engine answers and the image exists
+    unavailable_note = (
+        "no Docker engine answers, or the sandbox image is missing: see docs/docker.md"
+    )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, owner: str | None = None) -> DockerRuntime:
+        return cls(settings, owner=owner)
 
     def __init__(
         self,
