@@ -180,6 +180,7 @@ class BaseRuntime:
     :mod:`backend.runtime.registry` (or :func:`~backend.runtime.registry.register` it)."""
 
     name = "base"
+    # the local runtime's words: a runtime whose commands run elsewhere says where
     prompt_note: ClassVar[PromptNote] = PromptNote(
         planning="on this machine", thinking="commands run in this folder"
     )
