@@ -29,6 +29,7 @@ from backend.llm.base import LLM
 from backend.llm.dispatch import DispatchLLM
 from backend.runs import RunManager
 from backend.runs.executor import make_executor, require_postgres
+from backend.runtime import registry as runtime_registry
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
 from backend.tools.mcp import McpManager
@@ -96,13 +97,13 @@ def create_app(
         await manager.open()  # lease, listener, executor; recovers runs of dead owners
         if manager.lease.recovered:
             log.warning("marked %d interrupted run(s) as failed", manager.lease.recovered)
-        checker = asyncio.create_task(_probe_docker(app, manager))
+        checker = asyncio.create_task(_probe_runtimes(app, manager))
         if own_llm is not None:
             own_llm.prewarm()  # litellm (seconds to import) in the background, if needed
         try:
             yield
         finally:
-            # let the probe finish (a ping) so that no half-made docker client leaks
+            # let the probe finish (a ping) so that no half-made engine client leaks
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
             await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
@@ -146,27 +147,36 @@ def create_app(
     app.state.store = store
     app.state.manager = manager
     app.state.mcp = mcp_servers
-    app.state.runtimes_available = (
-        ["local", "docker"] if settings.runtime == "docker" else ["local"]
-    )
+    # offered at once: the configured one and those that need nothing outside the server;
+    # the others once the probe at start-up found them working (_probe_runtimes)
+    app.state.runtimes_available = [
+        name
+        for name in runtime_registry.names()
+        if name == settings.runtime or runtime_registry.get(name).always_available
+    ]
     return app
 
 
-async def _probe_docker(app: Starlette, manager: RunManager) -> None:
-    """Offer the docker runtime when an engine answers and the sandbox image exists."""
-    try:
-        # constructing it imports the docker SDK: off the event loop
-        runtime = await anyio.to_thread.run_sync(manager.runtime, "docker")
-        await runtime.start()
-        available = getattr(runtime, "available", None)
-        ok = bool(await available()) if available is not None else True
-    except Exception as exc:  # no SDK, no engine: the local runtime only
-        # with RUNTIME=local that is expected: no advice to "set RUNTIME=local" (issue 13)
-        level = logging.DEBUG if app.state.settings.runtime == "local" else logging.WARNING
-        log.log(level, "docker runtime not available: %s", exc)
-        ok = False
-    if ok and "docker" not in app.state.runtimes_available:
-        app.state.runtimes_available = [*app.state.runtimes_available, "docker"]
+async def _probe_runtimes(app: Starlette, manager: RunManager) -> None:
+    """Offer each runtime that needs something outside the server (an engine, an image) once
+    it started and says it is available; in registry order."""
+    for name in runtime_registry.names():
+        if runtime_registry.get(name).always_available:
+            continue
+        try:
+            # constructing one may import its SDK (docker's): off the event loop
+            runtime = await anyio.to_thread.run_sync(manager.runtime, name)
+            await runtime.start()
+            ok = await runtime.available()
+        except Exception as exc:  # no SDK, no engine: not offered
+            # not the configured runtime: expected, no advice to change RUNTIME
+            level = logging.DEBUG if app.state.settings.runtime != name else logging.WARNING
+            log.log(level, "%s runtime not available: %s", name, exc)
+            ok = False
+        offered = app.state.runtimes_available
+        if ok and name not in offered:
+            order = runtime_registry.names()
+            app.state.runtimes_available = sorted([*offered, name], key=order.index)
 
 
 async def _no_ui(_request: Request) -> Response:

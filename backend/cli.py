@@ -17,6 +17,7 @@ from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
+from backend.runtime import registry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int)
     run = sub.add_parser("run", help="run one goal headless")
     run.add_argument("goal")
-    run.add_argument("--runtime", choices=["local", "docker"])
+    run.add_argument("--runtime", choices=registry.names())
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
     run.add_argument("--mode", choices=["auto", "agent", "chat"], default="auto")
     run.add_argument(

@@ -37,11 +37,7 @@ async def run_task(
 ) -> str:
     """Run one task to its `finish`; returns the finish note. Raises TaskFailed."""
     files = sorted(await anyio.to_thread.run_sync(scan, ctx.workspace))
-    workspace_note = (
-        "a Docker sandbox; the folder is /workspace"
-        if ctx.runtime.name == "docker"
-        else "commands run in this folder"
-    )
+    workspace_note = ctx.runtime.prompt_note.thinking
     transcript = Transcript(
         [
             {

@@ -25,7 +25,7 @@ MAX_TASKS = 12
 async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[str, Any]]]:
     """Returns (first answer for the user, tasks). Retries with the parse error fed back.
     The first attempt's prose streams live as the `auto_reply` ``reply_uuid``."""
-    runtime_note = "in a Docker sandbox" if ctx.runtime.name == "docker" else "on this machine"
+    runtime_note = ctx.runtime.prompt_note.planning
     ctx.inputs = await ctx.store.uploaded_files(ctx.conversation_id)
     messages: list[dict[str, Any]] = [
         {

@@ -11,11 +11,11 @@ from backend.api.errors import ApiError
 from backend.api.settings import pick_model
 from backend.api.sse import run_events, sse_response
 from backend.runs import ShuttingDown
+from backend.runtime import registry
 from backend.store.repo import ConflictError, NotFoundError
 
 GOAL_LIMIT = 100_000
 MODES = ("auto", "agent", "chat")
-RUNTIMES = ("local", "docker")
 
 
 async def start_run(request: Request) -> Response:
@@ -34,13 +34,14 @@ async def start_run(request: Request) -> Response:
     if mode not in MODES:
         raise ApiError(400, f"'mode' must be one of {', '.join(MODES)}.")
     runtime = body.get("runtime")
-    if runtime is not None and runtime not in RUNTIMES:
-        raise ApiError(400, f"'runtime' must be one of {', '.join(RUNTIMES)}.")
+    if runtime is not None and runtime not in registry.names():
+        raise ApiError(400, f"'runtime' must be one of {', '.join(registry.names())}.")
     if runtime is not None and runtime not in request.app.state.runtimes_available:
+        why = registry.get(runtime).unavailable_note
         raise ApiError(
             400,
-            f"The {runtime} runtime is not available on this server (no Docker engine "
-            "answers, or the sandbox image is missing: see docs/docker.md).",
+            f"The {runtime} runtime is not available on this server"
+            + (f" ({why})." if why else "."),
         )
     model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
     return await begin_run(

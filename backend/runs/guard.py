@@ -21,6 +21,7 @@ class StopCheckedRuntime:
         self.inner = inner
         self.ctx = ctx
         self.name = inner.name
+        self.prompt_note = inner.prompt_note
 
     async def execute(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
@@ -30,6 +31,9 @@ class StopCheckedRuntime:
 
     async def start(self) -> None:
         await self.inner.start()
+
+    async def available(self) -> bool:
+        return await self.inner.available()
 
     async def forget(self, workspace: Path) -> None:
         await self.inner.forget(workspace)

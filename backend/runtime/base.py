@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import anyio
 
@@ -24,6 +24,9 @@ from backend.actions.model import Action
 from backend.messages.kinds import ActionType
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
+
+if TYPE_CHECKING:
+    from backend.config import Settings
 
 OUTPUT_CAP = 16_000  # characters kept of each of stdout / stderr
 READ_CAP = 100_000  # characters returned by read_file
@@ -69,6 +72,14 @@ def hand_output(on_output: OutputCallback | None, stream: str, data: bytes) -> N
         log.exception("the output callback failed")
 
 
+@dataclass(frozen=True)
+class PromptNote:
+    """How the prompts tell the model where its commands run."""
+
+    planning: str  # the planner's "running shell commands (<planning>)"
+    thinking: str  # the task loop's "working in a workspace folder (<thinking>)"
+
+
 class RuntimeUnavailable(Exception):
     """The backend cannot run actions now (no engine, no image, a dead container).
 
@@ -79,12 +90,19 @@ class RuntimeUnavailable(Exception):
 class Runtime(Protocol):
     name: str
 
+    @property
+    def prompt_note(self) -> PromptNote:
+        """How the prompts tell the model where commands run (planning, task loop)."""
+
     async def execute(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
     ) -> ActionResult: ...
 
     async def start(self) -> None:
         """Called once when the server starts (e.g. reap orphans of a crash)."""
+
+    async def available(self) -> bool:
+        """Whether it can run actions here (the server's probe at start, after ``start``)."""
 
     async def forget(self, workspace: Path) -> None:
         """The conversation owning ``workspace`` was deleted: drop what it holds."""
@@ -159,7 +177,26 @@ MB = 1024 * 1024
 
 
 class BaseRuntime:
+    """A runtime: subclass it in a module of its own and name it in
+    :mod:`backend.runtime.registry` (or :func:`~backend.runtime.registry.register` it)."""
+
     name = "base"
+    # the local runtime's words: a runtime whose commands run elsewhere says where
+    prompt_note: ClassVar[PromptNote] = PromptNote(
+        planning="on this machine", thinking="commands run in this folder"
+    )
+    # False: offered only once the server's probe at start-up found it working (a runtime
+    # that needs an engine, an image, a tool); ``unavailable_note`` then says what is missing
+    always_available: ClassVar[bool] = True
+    unavailable_note: ClassVar[str] = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, owner: str | None = None) -> BaseRuntime:
+        """The runtime as a server process makes it; ``owner`` is the process's instance id
+        (a runtime that leaves things outside the process labels them with it)."""
+        return cls(
+            terminal_timeout=settings.terminal_timeout, workspace_max_mb=settings.workspace_max_mb
+        )
 
     def __init__(self, terminal_timeout: float = 120.0, workspace_max_mb: float = 1024) -> None:
         self.terminal_timeout = terminal_timeout
@@ -207,6 +244,9 @@ class BaseRuntime:
 
     async def start(self) -> None:
         return None
+
+    async def available(self) -> bool:
+        return True
 
     async def forget(self, workspace: Path) -> None:
         return None

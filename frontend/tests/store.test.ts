@@ -69,7 +69,8 @@ describe('store', () => {
     const run = fullRun()
     window.history.replaceState(null, '', '/#/c/c1')
     const calls = mockFetch({
-      'GET /api/health': () => json({ status: 'ok', runtimes: ['local'] }),
+      'GET /api/health': () => json({ status: 'ok' }),
+      'GET /api/settings': () => json({ model: 'm', models: ['m'], runtimes: ['local'], auth: false }),
       'GET /api/conversations': () =>
         json([{ conversation_id: 'c1', title: 'hello', status: 'running', created_at: '', updated_at: '' }]),
       'GET /api/conversations/c1': () =>
@@ -97,7 +98,9 @@ describe('store', () => {
   it('sends a goal, learns the new conversation id and puts it in the URL', async () => {
     const run = fullRun()
     const calls = mockFetch({
-      'GET /api/health': () => json({ status: 'ok', runtimes: ['local', 'docker'] }),
+      'GET /api/health': () => json({ status: 'ok' }),
+      'GET /api/settings': () =>
+        json({ model: 'm', models: ['m'], runtimes: ['local', 'docker'], auth: false }),
       'GET /api/conversations': () => json([]),
       'GET /api/conversations/c1': () =>
         json({ conversation_id: 'c1', status: 'completed', runs: [], total_tokens: 9 }),

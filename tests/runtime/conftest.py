@@ -32,10 +32,10 @@ def _docker_problem() -> str | None:
     from docker.client import DockerClient
     from docker.errors import DockerException, ImageNotFound
 
-    from backend.runtime.docker import MIN_API_VERSION, _probe_unix_socket
+    from backend.runtime.docker.engine import MIN_API_VERSION, probe_unix_socket
 
     try:
-        _probe_unix_socket(os.environ.get("DOCKER_HOST"))
+        probe_unix_socket(os.environ.get("DOCKER_HOST"))
         client = DockerClient.from_env(version=MIN_API_VERSION, timeout=10)
     except Exception as exc:
         return f"no Docker engine answers: {exc}"

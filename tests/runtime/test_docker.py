@@ -297,7 +297,7 @@ async def test_close_removes_a_sandbox_whose_creation_was_in_flight(
     task = asyncio.create_task(run(rt, workspace, "echo never"))
 
     async def creating() -> bool:
-        return bool(rt._creating) or task.done()
+        return bool(rt.sandboxes.creating) or task.done()
 
     await eventually(creating, what="the sandbox creation to start")
     task.cancel()
@@ -317,7 +317,7 @@ async def test_a_full_tmp_is_refused_and_does_not_break_the_sandbox(
     make_docker: Any, workspace: Path
 ) -> None:
     rt = make_docker(sandbox_memory="256m")
-    assert rt.tmp_size == 64 * 1024 * 1024  # a quarter of the memory
+    assert rt.sandboxes.containers.tmp_size == 64 * 1024 * 1024  # a quarter of the memory
     size = await run(rt, workspace, "df -k --output=size /tmp | tail -1")
     assert int(stdout_of(size)) == 64 * 1024
     fill = await run(rt, workspace, "head -c 400M /dev/zero > /tmp/fill")
@@ -406,9 +406,9 @@ async def test_commands_die_when_the_server_hangs_up(
     assert rt.use_runner
     task = asyncio.create_task(run(rt, workspace, "echo $$ > pid; sleep 4545"))
     await wait_for_file(workspace / "pid")
-    (sandbox,) = rt._sandboxes.values()
-    assert sandbox.agent is not None
-    sandbox.agent.close()  # what a crashed server's connection does
+    (sandbox,) = rt.sandboxes.by_key.values()
+    assert sandbox.runner is not None
+    sandbox.runner.close()  # what a crashed server's connection does
     result = await task
     assert result.status == "failure"
     assert "command runner stopped" in result.content

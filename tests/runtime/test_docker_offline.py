@@ -10,7 +10,9 @@ import requests
 
 import docker
 from backend.runtime.base import RuntimeUnavailable
-from backend.runtime.docker import DockerRuntime, _is_gone
+from backend.runtime.docker import DockerRuntime
+from backend.runtime.docker.engine import is_gone
+from backend.runtime.docker.ownership import host_path
 from tests.runtime.conftest import read, run, runtime_settings, write
 
 
@@ -33,15 +35,13 @@ async def test_no_engine_is_a_failure_result_not_an_exception(tmp_path: Path) ->
 
 
 def test_host_workspace_mapping(tmp_path: Path) -> None:
-    rt = DockerRuntime(
-        runtime_settings(tmp_path, sandbox_host_workspace_dir=Path("/srv/planact/workspace"))
-    )
-    ws = os.path.realpath(tmp_path / "workspace") + "/user_1/Conversation_7"
-    assert rt._host_path(ws) == "/srv/planact/workspace/user_1/Conversation_7"
+    mapped = runtime_settings(tmp_path, sandbox_host_workspace_dir=Path("/srv/planact/workspace"))
+    root = os.path.realpath(tmp_path / "workspace")
+    ws = root + "/user_1/Conversation_7"
+    assert host_path(mapped, root, ws) == "/srv/planact/workspace/user_1/Conversation_7"
     with pytest.raises(RuntimeUnavailable, match="outside WORKSPACE_DIR"):
-        rt._host_path("/somewhere/else")
-    plain = DockerRuntime(runtime_settings(tmp_path))
-    assert plain._host_path(ws) == ws
+        host_path(mapped, root, "/somewhere/else")
+    assert host_path(runtime_settings(tmp_path), root, ws) == ws
 
 
 def engine_error(status: int, explanation: str) -> docker.errors.APIError:
@@ -67,4 +67,4 @@ def engine_error(status: int, explanation: str) -> docker.errors.APIError:
 def test_which_engine_errors_mean_the_sandbox_is_gone(
     status: int, explanation: str, gone: bool
 ) -> None:
-    assert _is_gone(engine_error(status, explanation)) is gone
+    assert is_gone(engine_error(status, explanation)) is gone

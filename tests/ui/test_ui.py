@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Dialog, Page, Route, expect
 
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, server_env, wait_for
@@ -455,24 +455,28 @@ def test_sidebar_lists_opens_and_deletes_conversations(
         assert c.get(f"/api/conversations/{second}").status_code == 200
 
 
-def test_runtime_choice_only_when_docker_is_offered(
+def offering(runtimes: list[str]) -> Callable[[Route], None]:
+    """A route handler: the server's own GET /api/settings, with ``runtimes`` offered."""
+
+    def handle(route: Route) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, json={**response.json(), "runtimes": runtimes})
+
+    return handle
+
+
+def test_runtime_choice_only_when_several_are_offered(
     ui_server: Server, fake_model: FakeModelServer, new_page: NewPage
 ) -> None:
     fake_model.model.auto = True
     page = new_page()
-    page.route(
-        "**/api/health",
-        lambda route: route.fulfill(json={"status": "ok", "runtimes": ["local"]}),
-    )
+    page.route("**/api/settings", offering(["local"]))
     page.goto(ui_server.url)
     expect(page.get_by_test_id("mode")).to_be_visible()
     expect(page.get_by_test_id("runtime")).to_have_count(0)
 
     page2 = new_page()
-    page2.route(
-        "**/api/health",
-        lambda route: route.fulfill(json={"status": "ok", "runtimes": ["local", "docker"]}),
-    )
+    page2.route("**/api/settings", offering(["local", "docker"]))
     bodies: list[Any] = []
     page2.on(
         "request",

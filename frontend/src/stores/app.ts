@@ -125,12 +125,13 @@ export const useApp = defineStore('app', () => {
   let generation = 0
   let detailTimer: ReturnType<typeof setInterval> | null = null
 
-  const runtimes = computed(() => health.value?.runtimes ?? settings.value?.runtimes ?? [])
+  /** the runtimes this server offers (GET /api/settings), in its order */
+  const runtimes = computed(() => settings.value?.runtimes ?? [])
   const models = computed(() => settings.value?.models ?? [])
   /** no model configured: the first-run screen explains .env */
   const needsSetup = computed(() => settings.value !== null && !settings.value.model)
   const uploading = computed(() => attachments.value.some((a) => a.state === 'uploading'))
-  const showRuntime = computed(() => runtimes.value.includes('docker'))
+  const showRuntime = computed(() => runtimes.value.length > 1)
   const running = computed(() => activeRunId.value !== null)
   const usage = computed(() => usageOf(detail.value))
   const title = computed(() => {
