@@ -104,7 +104,7 @@ async def run_cmd(
     settings = Settings()
     if workspace is not None:
         settings.workspace_dir = workspace
-    from backend.app import make_llm
+    from backend.llm.factory import make_llm
     from backend.runs import RunManager
     from backend.runs.worker import prewarm
     from backend.store.repo import Store

@@ -20,15 +20,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from backend.agent.context import Listener, RunContext
+from backend.agent.context import RunContext
+from backend.agent.control import RunControl
+from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import run_pipeline
-from backend.agent.routing import Specialist, load_specialists
+from backend.agent.publisher import Listener, Publisher
+from backend.agent.specialists import Specialist, load_specialists
+from backend.agent.state import RunState
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
+from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.guard import StopCheckedRuntime
-from backend.runs.lease import LeaseKeeper, close_run, new_instance_id
+from backend.runs.history import conversation_history
+from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runtime import make_runtime
 from backend.runtime.base import Runtime
@@ -41,9 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-HISTORY_TURNS = 6
-HISTORY_CHARS = 1500
 CANCEL_REPEAT = 0.2  # seconds between repeated cancellations of a run that must stop
 
 
@@ -74,8 +77,17 @@ class RunManager:
         self.workspace_root = Path(settings.workspace_dir).resolve()
         self.instance_id = instance_id or new_instance_id(kind)
         self.kind = kind
-        self.executor: Executor = executor or InlineExecutor(self)
-        self.lease = LeaseKeeper(self)
+        self.executor: Executor = executor or InlineExecutor(self.launch)
+        self.lease = LeaseKeeper(
+            store,
+            self.instance_id,
+            kind,
+            settings.lease_seconds,
+            local_runs=self.local_runs,
+            stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
+            runtimes=self.loaded_runtimes,
+            close=self.close_unexecuted,
+        )
         self.accepting = True
         self._runtimes: dict[str, Runtime] = dict(runtimes or {})
         self._tasks: dict[str, asyncio.Task[str]] = {}
@@ -101,15 +113,24 @@ class RunManager:
         kind: str,
         specialists: tuple[Specialist, ...] | None = None,
         runtimes: dict[str, Runtime] | None = None,
+        executor: Executor | None = None,
     ) -> RunManager:
         """The manager of a `planact serve`, `worker` or `run` process (``kind``): an instance
-        id of its own and the notifier of its database."""
+        id of its own and the notifier of its database. ``executor``: inline by default."""
         iid = new_instance_id(kind)
         if specialists is None:
             specialists = load_specialists(settings.specialists_file)
         notifier = make_notifier(settings.database_url, iid)
         return cls(
-            settings, store, notifier, llm, specialists, runtimes, kind=kind, instance_id=iid
+            settings,
+            store,
+            notifier,
+            llm,
+            specialists,
+            runtimes,
+            kind=kind,
+            instance_id=iid,
+            executor=executor,
         )
 
     # -- runtimes -------------------------------------------------------------------------
@@ -158,7 +179,7 @@ class RunManager:
             if not task.done():
                 ctx = self._contexts.get(rid)
                 if ctx is not None:
-                    ctx.shutting_down = True
+                    ctx.control.shutting_down = True
                 self._stop_local(rid)
         remaining = [t for t in self._tasks.values() if not t.done()]
         if remaining:
@@ -229,7 +250,7 @@ class RunManager:
             await self.executor.submit(rid)
         except Exception as exc:
             log.exception("could not hand run %s to the executor", rid)
-            await close_run(self, rid, "failed", f"The run could not be queued: {exc}")
+            await self.close_unexecuted(rid, "failed", f"The run could not be queued: {exc}")
             raise
         return cid, rid
 
@@ -260,7 +281,7 @@ class RunManager:
         self._contexts.pop(run_id, None)
         self._started.discard(run_id)
         try:
-            await close_run(self, run_id, "stopped" if stopped else "failed", reason)
+            await self.close_unexecuted(run_id, "stopped" if stopped else "failed", reason)
         finally:
             self.bus.mark_done(run_id)
 
@@ -278,29 +299,7 @@ class RunManager:
                 return "missing"
         elif run["owner"] != self.instance_id:
             return "taken"
-        ctx = RunContext(
-            settings=self.settings,
-            store=self.store,
-            bus=self.bus,
-            llm=self.llm,
-            runtime=self.runtime(run["runtime"]),
-            user_id=run["user_id"],
-            conversation_id=run["conversation_id"],
-            run_id=run_id,
-            goal=run["goal"],
-            mode=run["mode"],
-            workspace=self.workspace(run["user_id"], run["conversation_id"]),
-            listener=self._listeners.pop(run_id, None),
-            delta_listener=self._delta_listeners.pop(run_id, None),
-            history=[]
-            if run.get("new_conversation")
-            else await self._history(run["conversation_id"], run_id),
-            stop_requested=bool(run["stop_requested"]),
-            notifier=self.notifier,
-            model=run["model"] or None,
-        )
-        ctx.runtime = StopCheckedRuntime(ctx.runtime, ctx)
-        ctx.shutting_down = self._grace_over
+        ctx = await self._context(run_id, run)
         self._contexts[run_id] = ctx
         self.bus.mark_live(run_id)
         current = asyncio.current_task()
@@ -311,6 +310,44 @@ class RunManager:
         finally:
             self._tasks.pop(run_id, None)
 
+    async def _context(self, run_id: str, run: dict[str, Any]) -> RunContext:
+        """The run's deps, state and control, as it begins in this process."""
+        user_id, cid = str(run["user_id"]), str(run["conversation_id"])
+        state = RunState(
+            run_id=run_id,
+            conversation_id=cid,
+            user_id=user_id,
+            goal=run["goal"],
+            mode=run["mode"],
+            runtime=run["runtime"],
+            workspace=self.workspace(user_id, cid),
+            model=run["model"] or None,
+            history=[]
+            if run.get("new_conversation")
+            else await conversation_history(self.store, cid, run_id),
+        )
+        control = RunControl(
+            run_id, stop_requested=bool(run["stop_requested"]), shutting_down=self._grace_over
+        )
+        deps = RunDeps(
+            settings=self.settings,
+            store=self.store,
+            notifier=self.notifier,
+            llm=self.llm,
+            runtime=StopCheckedRuntime(self.runtime(run["runtime"]), control),
+        )
+        publisher = Publisher(self.store, self.bus, cid, run_id, self._listeners.pop(run_id, None))
+        return RunContext(
+            deps, state, publisher, control, delta_listener=self._delta_listeners.pop(run_id, None)
+        )
+
+    async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool:
+        """End a run this instance owns but does not execute (recovered, or queued and
+        stopped): its open messages and tasks closed, `error` or `stop`, a summary."""
+        return await close_unexecuted(
+            self.store, self.bus, self.workspace, self.instance_id, run_id, status, reason
+        )
+
     async def _drive(self, ctx: RunContext) -> str:
         status = "failed"
         self._started.add(ctx.run_id)
@@ -320,11 +357,11 @@ class RunManager:
             ctx.live.close()  # no timer of the run's deltas outlives it
             # the end is ours to store: the lease keeper's watch must not read the stored
             # end as one from elsewhere while the run has not left this process yet
-            ctx.ending = True
+            ctx.control.ending = True
             try:
-                if not ctx.lost:
+                if not ctx.control.lost:
                     error = ""
-                    if ctx.shutting_down:
+                    if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."
                     await _uncancellable(
                         self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
@@ -350,7 +387,7 @@ class RunManager:
         elif info["owner"] is None:
             # queued and not taken by a worker yet: end it here
             if await self.store.claim_run(run_id, self.instance_id, None):
-                await close_run(self, run_id, "stopped", "")
+                await self.close_unexecuted(run_id, "stopped", "")
             else:
                 self.notifier.control("stop", run_id)
         else:
@@ -375,26 +412,27 @@ class RunManager:
         ctx = self._contexts.get(run_id)
         if ctx is None:
             return
-        ctx.stop_requested = True
+        ctx.control.stop_requested = True
         if lost:
-            ctx.lost = True
+            ctx.control.lost = True
         if run_id in self._cancellers:
             return
         self._cancellers[run_id] = asyncio.create_task(
-            self._cancel_until_done(run_id, ctx), name=f"stop-{run_id}"
+            self._cancel_until_done(run_id, ctx.control), name=f"stop-{run_id}"
         )
 
-    async def _cancel_until_done(self, run_id: str, ctx: RunContext) -> None:
+    async def _cancel_until_done(self, run_id: str, control: RunControl) -> None:
         while True:
             task = self._tasks.get(run_id)
             if task is None or task.done():
                 return
-            if run_id in self._started and not ctx.ending:
+            if run_id in self._started and not control.ending:
                 task.cancel()
             await asyncio.wait({task}, timeout=CANCEL_REPEAT)
 
-    def local_runs(self) -> dict[str, RunContext]:
-        return dict(self._contexts)
+    def local_runs(self) -> dict[str, RunControl]:
+        """The runs executing in this process, by id."""
+        return {rid: ctx.control for rid, ctx in self._contexts.items()}
 
     async def wait(self, run_id: str, timeout: float | None = None) -> str | None:  # noqa: ASYNC109
         """Wait for a run to end (on any process); its final status, or None on timeout."""
@@ -468,22 +506,6 @@ class RunManager:
         except Exception:
             log.exception("dropping the sandboxes of a deleted conversation failed")
 
-    async def _history(self, cid: str, run_id: str) -> list[dict[str, str]]:
-        """Earlier goals of the conversation with their answers, for follow-up goals."""
-        msgs = await self.store.messages(
-            cid, limit=100_000, action_types=("question", "auto_reply", "finish_summery")
-        )
-        turns: list[dict[str, str]] = []
-        for m in msgs:
-            if m.run_id == run_id:
-                continue
-            kind = m.meta.action_type
-            if kind == "question":
-                turns.append({"goal": _clip(m.content), "answer": ""})
-            elif kind in ("auto_reply", "finish_summery") and turns:
-                turns[-1]["answer"] = _clip(m.content)
-        return turns[-HISTORY_TURNS:]
-
 
 async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
     """Finish ``work`` even if the caller is cancelled meanwhile; re-raise the cancellation
@@ -501,11 +523,6 @@ async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
     if cancelled:
         raise asyncio.CancelledError()
     return result
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= HISTORY_CHARS else text[:HISTORY_CHARS] + "…"
 
 
 def status_of(run: dict[str, Any] | None) -> str:
