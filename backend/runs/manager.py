@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import shutil
-import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,21 +20,19 @@ import anyio
 
 from backend.agent.context import RunContext
 from backend.agent.control import RunControl
-from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import run_pipeline
-from backend.agent.publisher import Listener, Publisher
+from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
-from backend.agent.state import RunState
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
+from backend.runs.begin import begin_run
 from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
-from backend.runs.guard import StopCheckedRuntime
-from backend.runs.history import conversation_history
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
-from backend.runtime import make_runtime
+from backend.runs.sandboxes import Runtimes
+from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.store.repo import ConflictError, Store
 from backend.workspace import workspace_path
@@ -77,6 +73,7 @@ class RunManager:
         self.workspace_root = Path(settings.workspace_dir).resolve()
         self.instance_id = instance_id or new_instance_id(kind)
         self.kind = kind
+        self.runtimes = Runtimes(settings, self.instance_id, runtimes)
         self.executor: Executor = executor or InlineExecutor(self.launch)
         self.lease = LeaseKeeper(
             store,
@@ -85,11 +82,10 @@ class RunManager:
             settings.lease_seconds,
             local_runs=self.local_runs,
             stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
-            runtimes=self.loaded_runtimes,
+            runtimes=self.runtimes.loaded,
             close=self.close_unexecuted,
         )
         self.accepting = True
-        self._runtimes: dict[str, Runtime] = dict(runtimes or {})
         self._tasks: dict[str, asyncio.Task[str]] = {}
         self._contexts: dict[str, RunContext] = {}
         self._listeners: dict[str, Listener] = {}
@@ -101,7 +97,6 @@ class RunManager:
         self._opened = False
         self._closed = False
         self._grace_over = False
-        self._runtimes_lock = threading.Lock()
 
     @classmethod
     def for_process(
@@ -135,15 +130,10 @@ class RunManager:
 
     # -- runtimes -------------------------------------------------------------------------
     def runtime(self, name: str) -> Runtime:
-        """The runtime ``name``, made once (the docker probe asks from a thread while the
-        first run may ask from the loop); a docker runtime labels sandboxes with our id."""
-        with self._runtimes_lock:
-            if name not in self._runtimes:
-                self._runtimes[name] = make_runtime(self.settings, name, owner=self.instance_id)
-            return self._runtimes[name]
+        return self.runtimes.get(name)
 
     def loaded_runtimes(self) -> list[Runtime]:
-        return list(self._runtimes.values())
+        return self.runtimes.loaded()
 
     def workspace(self, user_id: str, conversation_id: str) -> Path:
         return workspace_path(self.workspace_root, user_id, conversation_id)
@@ -198,9 +188,7 @@ class RunManager:
             await self.notifier.close()
         if self._cleanups:  # ending abandoned runs, dropping deleted conversations' sandboxes
             await asyncio.wait(set(self._cleanups), timeout=10)
-        for rt in self._runtimes.values():
-            with contextlib.suppress(Exception):
-                await rt.close()
+        await self.runtimes.close()
 
     # -- starting runs --------------------------------------------------------------------
     async def start(
@@ -299,7 +287,19 @@ class RunManager:
                 return "missing"
         elif run["owner"] != self.instance_id:
             return "taken"
-        ctx = await self._context(run_id, run)
+        user_id, cid = str(run["user_id"]), str(run["conversation_id"])
+        ctx = await begin_run(
+            run,
+            settings=self.settings,
+            store=self.store,
+            notifier=self.notifier,
+            llm=self.llm,
+            runtime=self.runtime(run["runtime"]),
+            workspace=self.workspace(user_id, cid),
+            shutting_down=self._grace_over,
+            listener=self._listeners.pop(run_id, None),
+            delta_listener=self._delta_listeners.pop(run_id, None),
+        )
         self._contexts[run_id] = ctx
         self.bus.mark_live(run_id)
         current = asyncio.current_task()
@@ -309,37 +309,6 @@ class RunManager:
             return await self._drive(ctx)
         finally:
             self._tasks.pop(run_id, None)
-
-    async def _context(self, run_id: str, run: dict[str, Any]) -> RunContext:
-        """The run's deps, state and control, as it begins in this process."""
-        user_id, cid = str(run["user_id"]), str(run["conversation_id"])
-        state = RunState(
-            run_id=run_id,
-            conversation_id=cid,
-            user_id=user_id,
-            goal=run["goal"],
-            mode=run["mode"],
-            runtime=run["runtime"],
-            workspace=self.workspace(user_id, cid),
-            model=run["model"] or None,
-            history=[]
-            if run.get("new_conversation")
-            else await conversation_history(self.store, cid, run_id),
-        )
-        control = RunControl(
-            run_id, stop_requested=bool(run["stop_requested"]), shutting_down=self._grace_over
-        )
-        deps = RunDeps(
-            settings=self.settings,
-            store=self.store,
-            notifier=self.notifier,
-            llm=self.llm,
-            runtime=StopCheckedRuntime(self.runtime(run["runtime"]), control),
-        )
-        publisher = Publisher(self.store, self.bus, cid, run_id, self._listeners.pop(run_id, None))
-        return RunContext(
-            deps, state, publisher, control, delta_listener=self._delta_listeners.pop(run_id, None)
-        )
 
     async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool:
         """End a run this instance owns but does not execute (recovered, or queued and
@@ -363,7 +332,7 @@ class RunManager:
                     error = ""
                     if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."
-                    await _uncancellable(
+                    await uncancellable(
                         self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
                     )
             finally:
@@ -396,7 +365,7 @@ class RunManager:
 
     def _on_control(self, kind: str, arg: str) -> None:
         if kind == "forget":
-            self._background(self._forget_announced(arg))
+            self._background(self.runtimes.forget_announced(arg, self.workspace))
             return
         if kind != "stop":
             return
@@ -441,30 +410,7 @@ class RunManager:
             done, _ = await asyncio.wait({task}, timeout=timeout)
             if not done:
                 return None
-        return await self.wait_ended(run_id, timeout)
-
-    async def wait_ended(
-        self,
-        run_id: str,
-        timeout: float | None = None,  # noqa: ASYNC109
-    ) -> str | None:
-        sub = self.bus.subscribe(run_id)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        poll = 2.0 if self.notifier.cross_process else 0.25
-        try:
-            while True:
-                run = await self.store.get_run(run_id)
-                if run is None:
-                    return None
-                if run["status"] != "running":
-                    return str(run["status"])
-                left = poll if deadline is None else min(poll, deadline - loop.time())
-                if left <= 0:
-                    return None
-                await self.bus.wait(run_id, sub, left)
-        finally:
-            self.bus.unsubscribe(run_id, sub)
+        return await wait_ended(self.store, self.bus, self.notifier.cross_process, run_id, timeout)
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
         """Stop its run (on whichever process owns it), wait for it to end, then delete its
@@ -483,47 +429,6 @@ class RunManager:
             return False
         workspace = self.workspace(user_id, conversation_id)
         # ours at once; other processes' (a queue worker's sandbox) on the store's "forget"
-        await self._forget(workspace)
+        await self.runtimes.forget(workspace)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
         return True
-
-    async def _forget(self, workspace: Path) -> None:
-        for runtime in list(self._runtimes.values()):
-            await runtime.forget(workspace)
-
-    async def _forget_announced(self, payload: str) -> None:
-        """Another process deleted a conversation: drop its sandboxes here."""
-        try:
-            user_id, conversation_id, origin = json.loads(payload)
-            workspace = self.workspace(str(user_id), str(conversation_id))
-        except (ValueError, TypeError):
-            log.warning("ignored a malformed forget notification: %.200r", payload)
-            return
-        if origin == self.instance_id:
-            return  # ours: delete_conversation dropped them before it returned
-        try:
-            await self._forget(workspace)
-        except Exception:
-            log.exception("dropping the sandboxes of a deleted conversation failed")
-
-
-async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
-    """Finish ``work`` even if the caller is cancelled meanwhile; re-raise the cancellation
-    afterwards (the end of a run must be stored whatever happens)."""
-    fut = asyncio.ensure_future(work)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(fut)
-            break
-        except asyncio.CancelledError:
-            cancelled = True
-            if fut.done() and fut.cancelled():
-                raise
-    if cancelled:
-        raise asyncio.CancelledError()
-    return result
-
-
-def status_of(run: dict[str, Any] | None) -> str:
-    return str(run["status"]) if run else "missing"
