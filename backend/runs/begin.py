@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from backend.llm.base import LLM
 
 
-async def begin_run(
+async def build_context(
     run: dict[str, Any],
     *,
     settings: Settings,

@@ -26,7 +26,7 @@ from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
-from backend.runs.begin import begin_run
+from backend.runs.begin import build_context
 from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
@@ -288,7 +288,7 @@ class RunManager:
         elif run["owner"] != self.instance_id:
             return "taken"
         user_id, cid = str(run["user_id"]), str(run["conversation_id"])
-        ctx = await begin_run(
+        ctx = await build_context(
             run,
             settings=self.settings,
             store=self.store,
