@@ -17,7 +17,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
-from backend.agent.routing import Specialist
+from backend.agent.specialists import Specialist
 from backend.api import agent, conversations, files, mcp, retry, uploads  # issue 13
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
@@ -27,28 +27,15 @@ from backend.config import Settings
 from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
 from backend.llm.dispatch import DispatchLLM
+from backend.llm.factory import make_llm
 from backend.runs import RunManager
-from backend.runs.executor import make_executor, require_postgres
+from backend.runs.executor import QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
 from backend.tools.mcp import McpManager
 
 log = logging.getLogger(__name__)
-
-
-def make_llm(settings: Settings) -> DispatchLLM:
-    return DispatchLLM(
-        settings.llm_model,
-        api_key=settings.llm_api_key,
-        base_url=settings.llm_base_url,
-        client=settings.llm_client,
-        timeout=settings.llm_timeout,
-        call_max_seconds=settings.llm_call_max_seconds,
-        max_retries=settings.llm_max_retries,
-        retry_base_delay=settings.llm_retry_base_delay,
-        stream=settings.llm_stream,
-    )
 
 
 class SPAFiles(StaticFiles):
@@ -86,9 +73,14 @@ def create_app(
     if llm is None:
         llm = own_llm = make_llm(settings)
     manager = RunManager.for_process(
-        settings, store, llm, kind="serve", specialists=specialists, runtimes=runtimes
+        settings,
+        store,
+        llm,
+        kind="serve",
+        specialists=specialists,
+        runtimes=runtimes,
+        executor=QueueExecutor(settings.database_url) if settings.executor == "queue" else None,
     )
-    manager.executor = make_executor(settings, manager)
     mcp_servers = McpManager.from_settings(settings)  # a bad MCP_SERVERS_FILE stops start-up
 
     @contextlib.asynccontextmanager

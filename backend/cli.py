@@ -73,10 +73,11 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         return 2
     from backend.app import create_app
     from backend.runs.executor import QueueConfigError
+    from backend.tools.mcp import McpConfigError
 
     try:
         app = create_app(settings)
-    except QueueConfigError as exc:
+    except (QueueConfigError, McpConfigError) as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
     from backend.serve import serve
@@ -106,7 +107,7 @@ async def run_cmd(
     settings = Settings()
     if workspace is not None:
         settings.workspace_dir = workspace
-    from backend.app import make_llm
+    from backend.llm.factory import make_llm
     from backend.runs import RunManager
     from backend.runs.worker import prewarm
     from backend.store.repo import Store

@@ -23,7 +23,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from backend.agent.routing import BUILTIN
+from backend.agent.specialists import BUILTIN
 from backend.config import Settings
 from backend.llm.base import Completion, DeltaCallback
 from backend.messages.bus import Bus

@@ -36,8 +36,8 @@ async def run_task(
     ctx: RunContext, task: dict[str, Any], tasks: list[dict[str, Any]], notes: list[str]
 ) -> str:
     """Run one task to its `finish`; returns the finish note. Raises TaskFailed."""
-    files = sorted(await anyio.to_thread.run_sync(scan, ctx.workspace))
-    workspace_note = ctx.runtime.prompt_note.thinking
+    files = sorted(await anyio.to_thread.run_sync(scan, ctx.state.workspace))
+    workspace_note = ctx.deps.runtime.prompt_note.thinking
     transcript = Transcript(
         [
             {
@@ -45,25 +45,25 @@ async def run_task(
                 "content": render(
                     "thinking",
                     workspace_note=workspace_note,
-                    timeout=ctx.settings.terminal_timeout,
+                    timeout=ctx.deps.settings.terminal_timeout,
                 ),
             },
             {
                 "role": "user",
                 "content": render(
                     "thinking_task",
-                    goal=ctx.goal,
+                    goal=ctx.state.goal,
                     tasks=tasks,
                     task=task,
                     notes=notes,
                     files=files[:200],
-                    inputs=ctx.inputs,  # issue 13: files the user uploaded
+                    inputs=ctx.state.inputs,  # issue 13: files the user uploaded
                 ),
             },
         ]
     )
     format_errors = 0
-    for _step in range(ctx.settings.max_steps_per_task):
+    for _step in range(ctx.deps.settings.max_steps_per_task):
         narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
         completion = await ctx.call_model(
             "thinking",
@@ -80,7 +80,7 @@ async def run_task(
             await ctx.publish(narration_message(scrub(words), task["id"], narration))
         if isinstance(parsed, FormatError):
             format_errors += 1
-            if format_errors >= ctx.settings.max_format_errors:
+            if format_errors >= ctx.deps.settings.max_format_errors:
                 raise LimitExceeded(
                     f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
                     f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
@@ -119,7 +119,7 @@ async def run_task(
             )
     raise LimitExceeded(
         f"Task '{task['title']}' failed: it did not finish within "
-        f"{ctx.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
+        f"{ctx.deps.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
         "MAX_STEPS_PER_TASK, or split the goal into smaller steps."
     )
 
@@ -189,14 +189,16 @@ async def run_actions(
         )
         on_output = ctx.live.command_output(uid) if action.type == ActionType.TERMINAL_RUN else None
         try:
-            result: ActionResult = await ctx.runtime.execute(action, ctx.workspace, on_output)
+            result: ActionResult = await ctx.deps.runtime.execute(
+                action, ctx.state.workspace, on_output
+            )
         except Exception as exc:  # a runtime bug: the action fails, its message is closed
             log.exception("action %s crashed", action.type)
             result = ActionResult(
                 "failure", f"The action could not run (internal error: {type(exc).__name__})."
             )
         if action.type in FILE_ACTIONS and result.ok and result.filepath:
-            ctx.written.add(result.filepath)
+            ctx.state.written.add(result.filepath)
         result.content = scrub(result.content)  # e.g. a NUL printed by a command
         await ctx.publish(
             Message.build(

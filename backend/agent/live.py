@@ -5,7 +5,7 @@ Live deltas (CONTRACT section 3): model text and command output go through a
 before its stored version.
 Command output is also kept (capped, head and tail) so that a command cut short by a stop
 still leaves its output in the stored message (:meth:`Live.closing_text`; which messages
-are still open is tracked by ``RunContext.open_actions`` / ``open_tasks``).
+are still open is tracked by ``RunState.open_actions`` / ``open_tasks``).
 """
 
 from __future__ import annotations

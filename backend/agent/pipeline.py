@@ -12,12 +12,15 @@ import anyio
 from backend.actions.values import scrub
 from backend.agent.budget import limits
 from backend.agent.code_act import run_task
-from backend.agent.context import RunContext, RunStopped
+from backend.agent.context import RunContext
+from backend.agent.control import RunStopped
+from backend.agent.ending import close_run
 from backend.agent.errors import RunError, TaskFailed
 from backend.agent.planning import first_answer, plan
 from backend.agent.prompts import render
-from backend.agent.routing import Specialist, route
+from backend.agent.routing import route
 from backend.agent.runlog import logged_run
+from backend.agent.specialists import Specialist
 from backend.agent.summary import summarize
 from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
@@ -34,68 +37,72 @@ async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> 
 
 
 async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
-    tasks: list[dict[str, Any]] = []
-    notes: list[str] = []
+    state = ctx.state
     try:
         await ctx.publish(
             Message.build(
-                MessageKind.QUESTION,
-                ctx.goal,
-                role="user",
-                json=[{"budget": limits(ctx.settings)}],
+                "question", state.goal, role="user", json=[{"budget": limits(ctx.deps.settings)}]
             )
         )
         # a conversation made empty (to upload files first) is named by its first goal
-        await ctx.store.retitle_if_default(ctx.conversation_id, ("",), goal_title(ctx.goal))
-        ctx.snapshot = await anyio.to_thread.run_sync(scan, ctx.workspace)
-        ctx.specialist = await route(ctx, specialists)
-        await ctx.store.set_run_task_type(ctx.run_id, ctx.specialist.task_type)
-        if not ctx.specialist.needs_tools:
+        await ctx.deps.store.retitle_if_default(
+            state.conversation_id, ("",), goal_title(state.goal)
+        )
+        state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
+        state.specialist = specialist = await route(ctx, specialists)
+        await ctx.deps.store.set_run_task_type(state.run_id, specialist.task_type)
+        if not specialist.needs_tools:
             await answer_directly(ctx)
             return "completed"
         reply = uuid.uuid4().hex  # the planner's prose streams live as this auto_reply
         prose, tasks = await plan(ctx, reply)
-        tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
+        state.tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
         await ctx.publish(
-            Message.build(MessageKind.AUTO_REPLY, scrub(first_answer(prose, tasks)), uuid=reply)
+            Message.build(
+                MessageKind.AUTO_REPLY, scrub(first_answer(prose, state.tasks)), uuid=reply
+            )
         )
-        await ctx.store.save_tasks(ctx.run_id, ctx.conversation_id, tasks)
+        await ctx.deps.store.save_tasks(state.run_id, state.conversation_id, state.tasks)
         await ctx.publish(
-            Message.build(MessageKind.PLAN, _plan_text(tasks), json=[dict(t) for t in tasks])
+            Message.build(
+                MessageKind.PLAN, _plan_text(state.tasks), json=[dict(t) for t in state.tasks]
+            )
         )
-        for task in tasks:
+        for index, task in enumerate(state.tasks):
+            state.task_index = index
             await _set_task(ctx, task, "running")
             try:
-                note = await run_task(ctx, task, tasks, notes)
+                note = await run_task(ctx, task, state.tasks, state.notes)
             except TaskFailed as exc:
                 await _set_task(ctx, task, "failed", str(exc))
                 raise
-            notes.append(note)
+            state.notes.append(note)
             await _set_task(ctx, task, "completed", note)
-        await summarize(ctx, tasks, notes, "completed")
+        state.task_index = len(state.tasks)
+        await summarize(ctx, state.tasks, state.notes, "completed")
         return "completed"
     except (asyncio.CancelledError, RunStopped):
-        # the owner cancels until the run ends (ctx.ending tells it to hold off now)
-        ctx.ending = True
+        # the owner cancels until the run ends (ctx.control.ending tells it to hold off now)
+        ctx.control.ending = True
         task_obj = asyncio.current_task()
         while task_obj is not None and task_obj.uncancel() > 0:
             pass
-        return await _end_early(ctx, tasks, notes, stopped=not ctx.shutting_down)
+        return await _end_early(ctx, stopped=not ctx.control.shutting_down)
     except (RunError, LLMError) as exc:
-        return await _end_early(ctx, tasks, notes, reason=str(exc))
+        return await _end_early(ctx, reason=str(exc))
     except Exception as exc:  # a bug of ours: the run still ends cleanly
         log.exception("run %s crashed", ctx.run_id)
         reason = (
             f"Internal error: {type(exc).__name__}: {str(exc)[:300]}. The run could not go "
             "on; the server log has the details. Try again."
         )
-        return await _end_early(ctx, tasks, notes, reason=scrub(reason))
+        return await _end_early(ctx, reason=scrub(reason))
 
 
 async def answer_directly(ctx: RunContext) -> None:
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": render("auto_reply", history=ctx.history)},
-        {"role": "user", "content": ctx.goal},
+        {"role": "system", "content": render("auto_reply", history=ctx.state.history)},
+        {"role": "user", "content": ctx.state.goal},
     ]
     reply = uuid.uuid4().hex  # the answer streams live as this message
     completion = await ctx.call_model(
@@ -109,49 +116,38 @@ async def answer_directly(ctx: RunContext) -> None:
     )
 
 
-async def _end_early(
-    ctx: RunContext,
-    tasks: list[dict[str, Any]],
-    notes: list[str],
-    *,
-    stopped: bool = False,
-    reason: str = "",
-) -> str:
-    ctx.ending = True
-    if ctx.lost:  # another process already ended this run and closed its messages
+async def _end_early(ctx: RunContext, *, stopped: bool = False, reason: str = "") -> str:
+    ctx.control.ending = True
+    if ctx.control.lost:  # another process already ended this run and closed its messages
         return "failed"
-    if ctx.shutting_down:
+    if ctx.control.shutting_down:
         reason = "The server shut down while this run was active."
-    # every `running` action message gets its final partner, innermost first; a command
-    # keeps the output it printed (the reason itself is said once, in `error`)
-    closing = "Stopped before it finished." if stopped else "Interrupted."
-    for uid, running in reversed(list(ctx.open_actions.items())):
-        await ctx.publish(
-            Message.build(
-                running.meta.action_type,
-                ctx.live.closing_text(uid, closing),
-                status="failure",
-                task_id=running.meta.task_id,
-                filepath=running.meta.filepath,
-                uuid=uid,
-                meta_content=running.meta.content,
-            )
-        )
-    for task in tasks:
-        if task["id"] in ctx.open_tasks:  # published `running`, not closed yet
-            await _set_task(ctx, task, "failed", "stopped" if stopped else reason)
-    if stopped:
-        await ctx.publish(Message.build(MessageKind.STOP, "The run was stopped.", status="failure"))
-    else:
-        await ctx.publish(Message.build(MessageKind.ERROR, reason, status="failure"))
-    # a failed or stopped run still offers the files it made
-    await summarize(ctx, tasks, notes, "stopped" if stopped else "failed", reason)
-    return "stopped" if stopped else "failed"
+    state = ctx.state
+    outcome = "stopped" if stopped else "failed"
+
+    async def fail_task(task: dict[str, Any], result: str) -> None:
+        await _set_task(ctx, task, "failed", result)
+
+    async def summary() -> None:
+        await summarize(ctx, state.tasks, state.notes, outcome, reason)
+
+    await close_run(
+        ctx.publish,
+        fail_task,
+        stopped=stopped,
+        reason=reason,
+        # innermost first; a command keeps the output it printed
+        open_actions=reversed(list(state.open_actions.values())),
+        open_tasks=[t for t in state.tasks if t["id"] in state.open_tasks],
+        summary=summary,
+        output=ctx.live.closing_text,
+    )
+    return outcome
 
 
 async def _set_task(ctx: RunContext, task: dict[str, Any], status: str, result: str = "") -> None:
     task["status"] = status
-    await ctx.store.update_task(task["id"], status, result)
+    await ctx.deps.store.update_task(task["id"], status, result)
     await ctx.publish(
         Message.build(
             MessageKind.TASK,

@@ -25,16 +25,19 @@ MAX_TASKS = 12
 async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[str, Any]]]:
     """Returns (first answer for the user, tasks). Retries with the parse error fed back.
     The first attempt's prose streams live as the `auto_reply` ``reply_uuid``."""
-    runtime_note = ctx.runtime.prompt_note.planning
-    ctx.inputs = await ctx.store.uploaded_files(ctx.conversation_id)
+    runtime_note = ctx.deps.runtime.prompt_note.planning
+    ctx.state.inputs = await ctx.deps.store.uploaded_files(ctx.state.conversation_id)
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
             "content": render(
-                "planning", runtime_note=runtime_note, history=ctx.history, inputs=ctx.inputs
+                "planning",
+                runtime_note=runtime_note,
+                history=ctx.state.history,
+                inputs=ctx.state.inputs,
             ),
         },
-        {"role": "user", "content": ctx.goal},
+        {"role": "user", "content": ctx.state.goal},
     ]
     last_error = ""
     for attempt in range(PLAN_ATTEMPTS):
@@ -76,8 +79,10 @@ async def retitle(ctx: RunContext, prose: str) -> None:
     """The planner's sentence for the user, made a title, replaces a conversation title
     that is still the default (empty or the goal's first words); a person's title stays."""
     title = title_from_plan(prose)
-    if title and not ctx.history:
-        await ctx.store.retitle_if_default(ctx.conversation_id, ("", goal_title(ctx.goal)), title)
+    if title and not ctx.state.history:
+        await ctx.deps.store.retitle_if_default(
+            ctx.state.conversation_id, ("", goal_title(ctx.state.goal)), title
+        )
 
 
 def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:

@@ -20,10 +20,10 @@ async def logged_run(ctx: RunContext, body: Awaitable[str]) -> str:
     log.info(
         "run %s started: conversation %s, mode %s, runtime %s, model %s",
         ctx.run_id,
-        ctx.conversation_id,
-        ctx.mode,
-        ctx.runtime.name,
-        ctx.model or ctx.llm.default_model or "(none)",
+        ctx.state.conversation_id,
+        ctx.state.mode,
+        ctx.deps.runtime.name,
+        ctx.state.model or ctx.deps.llm.default_model or "(none)",
     )
     status = "failed"
     try:
@@ -32,11 +32,11 @@ async def logged_run(ctx: RunContext, body: Awaitable[str]) -> str:
     finally:
         # what the run spent is on its budget: no await here, where a stop arriving just
         # after the body returned would turn a finished run into a failed one
-        calls, tokens = ctx.budget.calls, ctx.budget.tokens
+        calls, tokens = ctx.state.budget.calls, ctx.state.budget.tokens
         log.info(
             "run %s ended: conversation %s, status %s, %d model calls, %d tokens, %.1f s",
             ctx.run_id,
-            ctx.conversation_id,
+            ctx.state.conversation_id,
             status,
             calls,
             tokens,

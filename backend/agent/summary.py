@@ -23,10 +23,14 @@ log = logging.getLogger(__name__)
 
 
 async def changed_files(ctx: RunContext) -> list[dict[str, object]]:
-    now = await anyio.to_thread.run_sync(scan, ctx.workspace)
-    paths = sorted(p for p, stat in now.items() if ctx.snapshot.get(p) != stat or p in ctx.written)
-    await ctx.store.record_files(ctx.conversation_id, ctx.run_id, [(p, now[p][0]) for p in paths])
-    return [file_entry(ctx.conversation_id, p, now[p][0]) for p in paths]
+    now = await anyio.to_thread.run_sync(scan, ctx.state.workspace)
+    paths = sorted(
+        p for p, stat in now.items() if ctx.state.snapshot.get(p) != stat or p in ctx.state.written
+    )
+    await ctx.deps.store.record_files(
+        ctx.state.conversation_id, ctx.run_id, [(p, now[p][0]) for p in paths]
+    )
+    return [file_entry(ctx.state.conversation_id, p, now[p][0]) for p in paths]
 
 
 async def summarize(
@@ -63,7 +67,9 @@ async def _model_summary(
                 {"role": "system", "content": render("summary")},
                 {
                     "role": "user",
-                    "content": f"Goal: {ctx.goal}\n\nTasks and notes:\n{done}\n\nFiles:\n{names}",
+                    "content": (
+                        f"Goal: {ctx.state.goal}\n\nTasks and notes:\n{done}\n\nFiles:\n{names}"
+                    ),
                 },
             ],
             on_delta=ctx.live.model_text(live_uuid, MessageKind.SUMMARY) if live_uuid else None,

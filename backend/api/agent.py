@@ -9,8 +9,9 @@ from starlette.routing import Route
 from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
 from backend.api.errors import ApiError
 from backend.api.settings import pick_model
-from backend.api.sse import run_events, sse_response
+from backend.api.sse import sse_events, sse_response
 from backend.runs import ShuttingDown
+from backend.runs.feed import run_feed
 from backend.runtime import registry
 from backend.store.repo import ConflictError, NotFoundError
 
@@ -82,9 +83,8 @@ async def begin_run(
     headers = {"X-Conversation-Id": cid, "X-Run-Id": rid}
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"conversation_id": cid, "run_id": rid}, 202, headers=headers)
-    return sse_response(
-        run_events(store(request), runs.notifier, cid, rid), headers, send_timeout(request)
-    )
+    feed = run_feed(store(request), runs.notifier, cid, rid)
+    return sse_response(sse_events(feed), headers, send_timeout(request))
 
 
 async def run_events_route(request: Request) -> Response:
@@ -98,11 +98,8 @@ async def run_events_route(request: Request) -> Response:
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
     headers = {"X-Conversation-Id": run["conversation_id"], "X-Run-Id": rid}
-    return sse_response(
-        run_events(store(request), manager(request).notifier, run["conversation_id"], rid, after),
-        headers,
-        send_timeout(request),
-    )
+    feed = run_feed(store(request), manager(request).notifier, run["conversation_id"], rid, after)
+    return sse_response(sse_events(feed), headers, send_timeout(request))
 
 
 def send_timeout(request: Request) -> float:

@@ -29,7 +29,7 @@ from backend.lemonai.services import (
     Services,
     UploadError,
 )
-from backend.lemonai.stream import LemonStream, encode, message_token, mode_token
+from backend.lemonai.stream import LemonStream, encode, lemon_events, message_token, mode_token
 from backend.lemonai.translate import conversation, lemon_mode, translate_all
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -256,18 +256,10 @@ def _model(svc: Services, model_id: object) -> str | None:
     return names[index] if 0 <= index < len(names) else None
 
 
-async def _tokens(
+def _tokens(
     svc: Services, stream: LemonStream, cid: str, rid: str
 ) -> AsyncIterator[ServerSentEvent]:
-    async for event in svc.events(cid, rid):
-        if event.kind == "message" and event.message is not None:
-            tokens = stream.message(event.message)
-        elif event.kind == "delta" and event.delta is not None:
-            tokens = stream.delta(event.delta)
-        else:
-            tokens = stream.end()
-        for token in tokens:
-            yield encode(token)
+    return lemon_events(svc.events(cid, rid), stream)
 
 
 def sse_error(exc: LemonError) -> Response:

@@ -7,7 +7,6 @@ upload service, per-run models) is one edit here and nowhere else in ``backend/l
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -18,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from backend.api.sse import run_events
 from backend.messages.message import Message
+from backend.runs.feed import FeedEvent, run_feed
 from backend.runtime.paths import PathEscapeError
 from backend.store.repo import ConflictError, NotFoundError
 from backend.uploads import (
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConflictError",
-    "Event",
     "NotFoundError",
     "PathEscapeError",
     "Services",
@@ -57,16 +55,6 @@ UPLOAD_DIR = "upload"
 # an upload never sent with a message is dropped after this long (LemonAI uploads first)
 STAGED_MAX_AGE = 24 * 3600.0
 _FILE_ID = re.compile(r"^[0-9a-f]{32}$")
-
-
-@dataclass
-class Event:
-    """One item of a run's stream: a stored message, a live delta, or the end."""
-
-    kind: str  # "message" | "delta" | "end"
-    message: Message | None = None
-    delta: dict[str, Any] | None = None
-    status: str = ""
 
 
 @dataclass
@@ -151,19 +139,9 @@ class Services:
         status = await self.manager.wait(run_id, timeout=wait)  # whichever process owns it
         return status or "running"
 
-    async def events(self, cid: str, rid: str) -> AsyncIterator[Event]:
-        """planact's own stream of the run (the one /api/agent/runs/{id}/events serves)."""
-        async for sse in run_events(self.store, self.manager.notifier, cid, rid):
-            if sse.data is None:
-                continue
-            data = json.loads(str(sse.data))
-            if sse.event == "message":
-                yield Event("message", message=Message.from_dict(data))
-            elif sse.event == "delta":
-                yield Event("delta", delta=data)
-            elif sse.event == "end":
-                yield Event("end", status=str(data.get("status", "")))
-                return
+    def events(self, cid: str, rid: str) -> AsyncIterator[FeedEvent]:
+        """The run's feed (the one /api/agent/runs/{id}/events encodes as SSE)."""
+        return run_feed(self.store, self.manager.notifier, cid, rid)
 
     # -- uploads ---------------------------------------------------------------------------
     # A small stand-in for the shared upload service: LemonAI uploads a file before the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -12,6 +13,7 @@ from sse_starlette import ServerSentEvent
 from backend.lemonai.translate import MODE_MARKER, PathMapper, Translator, chat_end_token
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.runs.feed import Delta, End, FeedEvent
 
 HELD_IN_AUTO = (MessageKind.QUESTION, MessageKind.AUTO_REPLY)
 
@@ -27,6 +29,17 @@ def mode_token(mode: str) -> str:
 
 def message_token(item: dict[str, Any]) -> str:
     return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+
+
+async def lemon_events(
+    feed: AsyncIterator[FeedEvent], stream: LemonStream
+) -> AsyncIterator[ServerSentEvent]:
+    """The run feed encoded for the LemonAI client."""
+    async for event in feed:
+        for token in stream.event(event):
+            yield encode(token)
+        if isinstance(event, End):
+            return
 
 
 class LemonStream:
@@ -45,6 +58,13 @@ class LemonStream:
         self.question_seq = 0
         self.answer_seq = 0
         self.sent_text = ""
+
+    def event(self, event: FeedEvent) -> list[str]:
+        if isinstance(event, Delta):
+            return self.delta(event.payload)
+        if isinstance(event, End):
+            return self.end()
+        return self.message(event)
 
     def message(self, msg: Message) -> list[str]:
         if self.decided is None:

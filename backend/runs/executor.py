@@ -11,12 +11,10 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
-
-if TYPE_CHECKING:
-    from backend.runs.manager import RunManager
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +37,15 @@ class Executor(Protocol):
 class InlineExecutor:
     runs_here = True
 
-    def __init__(self, manager: RunManager) -> None:
-        self.manager = manager
+    def __init__(self, launch: Callable[[str], object]) -> None:
+        """``launch(run_id)`` executes the run in the background in this process."""
+        self.launch = launch
 
     async def start(self) -> None:
         return None
 
     async def submit(self, run_id: str) -> None:
-        self.manager.launch(run_id)
+        self.launch(run_id)
 
     async def close(self) -> None:
         return None
@@ -64,8 +63,8 @@ def require_postgres(database_url: str) -> None:
         )
 
 
-def build_app(database_url: str, manager: RunManager | None = None) -> Any:
-    """The procrastinate app with our one task; ``manager`` executes it (workers)."""
+def build_app(database_url: str, execute: Callable[[str], Awaitable[str]] | None = None) -> Any:
+    """The procrastinate app with our one task; ``execute(run_id)`` runs it (workers)."""
     import procrastinate
 
     from backend.runs.notify import psycopg_conninfo
@@ -78,9 +77,9 @@ def build_app(database_url: str, manager: RunManager | None = None) -> Any:
 
     @app.task(name=JOB_NAME, queue=QUEUE, retry=False)
     async def run_job(run_id: str) -> str:
-        if manager is None:
+        if execute is None:
             raise RuntimeError("this process does not execute runs")
-        return await manager.execute(run_id)
+        return await execute(run_id)
 
     return app
 
@@ -127,9 +126,3 @@ class QueueExecutor:
         if self.app is not None:
             await self.app.close_async()
             self.app = None
-
-
-def make_executor(settings: Any, manager: RunManager) -> Executor:
-    if settings.executor == "queue":
-        return QueueExecutor(settings.database_url)
-    return InlineExecutor(manager)

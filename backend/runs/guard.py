@@ -10,23 +10,23 @@ from backend.actions.model import Action
 from backend.runtime.base import ActionResult, OutputCallback, Runtime
 
 if TYPE_CHECKING:
-    from backend.agent.context import RunContext
+    from backend.agent.control import RunControl
 
 
 class StopCheckedRuntime:
     """Wraps the shared runtime for one run: ``execute`` raises RunStopped when a stop was
     requested, before the action starts (the pipeline closes the action's message)."""
 
-    def __init__(self, inner: Runtime, ctx: RunContext) -> None:
+    def __init__(self, inner: Runtime, control: RunControl) -> None:
         self.inner = inner
-        self.ctx = ctx
+        self.control = control
         self.name = inner.name
         self.prompt_note = inner.prompt_note
 
     async def execute(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
     ) -> ActionResult:
-        self.ctx.check_stop()
+        self.control.check_stop()
         return await self.inner.execute(action, workspace, on_output)
 
     async def start(self) -> None:

@@ -23,17 +23,13 @@ import os
 import socket
 import threading
 import uuid
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-import anyio
-
-from backend.messages.kinds import FILE_ACTIONS, MessageKind
-from backend.messages.message import Message
-from backend.workspace import file_entry
-
 if TYPE_CHECKING:
-    from backend.runs.manager import RunManager
+    from backend.agent.control import RunControl
+    from backend.runtime.base import Runtime
+    from backend.store.repo import Store
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +74,31 @@ def pid_alive(pid: int) -> bool:
 
 
 class LeaseKeeper:
-    def __init__(self, manager: RunManager) -> None:
-        self.manager = manager
-        self.store = manager.store
-        self.iid = manager.instance_id
-        self.seconds = manager.settings.lease_seconds
+    """The lease of one instance and the runs it executes, seen through narrow callbacks:
+    ``local_runs()`` (the runs executing here, by id), ``stop_local(run_id, lost)`` (stop
+    one; ``lost``: another process ended it), ``runtimes()`` (the runtimes made here) and
+    ``close(run_id, status, reason)`` (end a run taken over from a dead owner)."""
+
+    def __init__(
+        self,
+        store: Store,
+        instance_id: str,
+        kind: str,
+        seconds: float,
+        *,
+        local_runs: Callable[[], dict[str, RunControl]],
+        stop_local: Callable[[str, bool], None],
+        runtimes: Callable[[], list[Runtime]],
+        close: Callable[[str, str, str], Awaitable[bool]],
+    ) -> None:
+        self.store = store
+        self.iid = instance_id
+        self.kind = kind
+        self.seconds = seconds
+        self.local_runs = local_runs
+        self.stop_local = stop_local
+        self.runtimes = runtimes
+        self.close = close
         self.host = host_identity()
         self._tasks: list[asyncio.Task[None]] = []
         self._thread: threading.Thread | None = None
@@ -91,7 +107,7 @@ class LeaseKeeper:
         self.recovered = 0
 
     async def start(self) -> None:
-        await self.store.renew_instance(self.iid, self.manager.kind, self.seconds, self.host)
+        await self.store.renew_instance(self.iid, self.kind, self.seconds, self.host)
         await self.recover()
         self._stopped.clear()
         self._thread = threading.Thread(target=self._renew_loop, name="planact-lease", daemon=True)
@@ -137,25 +153,25 @@ class LeaseKeeper:
         process is alive, whatever its event loop is busy with."""
         while not self._stopped.wait(self.seconds / 3):
             try:
-                self.store.renew_instance_sync(self.iid, self.manager.kind, self.seconds, self.host)
+                self.store.renew_instance_sync(self.iid, self.kind, self.seconds, self.host)
             except Exception:
                 log.exception("renewing the lease failed")
 
     async def watch(self) -> None:
         """Safety net for notifications: stop flags and runs taken by recovery."""
-        local = self.manager.local_runs()
+        local = self.local_runs()
         if not local:
             return
         flags = await self.store.run_flags(list(local))
-        for rid, ctx in local.items():
-            if ctx.ending:
+        for rid, control in local.items():
+            if control.ending:
                 continue
             status, stop, owner = flags.get(rid, ("missing", False, None))
             if status != "running" or owner != self.iid:
                 log.warning("run %s was ended elsewhere (%s); dropping it here", rid, status)
-                self.manager._stop_local(rid, lost=True)
-            elif stop and not ctx.stop_requested:
-                self.manager._stop_local(rid)
+                self.stop_local(rid, True)
+            elif stop and not control.stop_requested:
+                self.stop_local(rid, False)
 
     async def recover(self) -> int:
         """Fail every running run whose owner's lease expired. Returns how many."""
@@ -166,7 +182,7 @@ class LeaseKeeper:
                 if not await self.store.claim_run(run["run_id"], self.iid, run["owner"]):
                     continue  # another process recovers it, or its owner came back
                 log.warning("run %s lost its owner %s: failing it", run["run_id"], run["owner"])
-                await close_run(self.manager, run["run_id"], "failed", INTERRUPTED)
+                await self.close(run["run_id"], "failed", INTERRUPTED)
                 count += 1
             self.recovered += count
             await self._forget_dead_instances()
@@ -186,81 +202,9 @@ class LeaseKeeper:
         dead = await self.store.expired_instances(self.seconds)
         if not dead:
             return
-        for runtime in self.manager.loaded_runtimes():
+        for runtime in self.runtimes():
             try:  # the docker runtime removes those owners' sandboxes
                 await runtime.reap_owners(dead)
             except Exception:
                 log.exception("reaping the sandboxes of %s failed", dead)
         await self.store.delete_instances(dead)
-
-
-async def close_run(manager: RunManager, run_id: str, status: str, reason: str) -> bool:
-    """End a run this instance owns but does not execute (recovered, or queued and stopped):
-    close its open messages and tasks, publish `error` or `stop` and `finish_summery`."""
-    store = manager.store
-    run = await store.run_for_execution(run_id)
-    if run is None or run["status"] != "running":
-        return False
-    cid = run["conversation_id"]
-
-    async def publish(msg: Message) -> None:
-        msg.conversation_id, msg.run_id = cid, run_id
-        stored = await store.append_message(msg)
-        manager.bus.publish(run_id, stored)
-
-    stopped = status == "stopped"
-    note = "Stopped before it finished." if stopped else f"Interrupted: {reason}"
-    for open_msg in await store.open_messages(run_id):
-        await publish(
-            Message.build(
-                open_msg.meta.action_type,
-                note,
-                status="failure",
-                task_id=open_msg.meta.task_id,
-                filepath=open_msg.meta.filepath,
-                uuid=open_msg.uuid,
-                meta_content=open_msg.meta.content,
-            )
-        )
-    for task in await store.running_tasks(run_id):
-        await store.update_task(task["id"], "failed", "stopped" if stopped else reason)
-        task["status"] = "failed"
-        await publish(
-            Message.build(
-                MessageKind.TASK, task["title"], status="failure", task_id=task["id"], json=[task]
-            )
-        )
-    if stopped:
-        await publish(Message.build(MessageKind.STOP, "The run was stopped.", status="failure"))
-    else:
-        await publish(Message.build(MessageKind.ERROR, reason, status="failure"))
-    files = await _files_of(manager, run)
-    head = "The run was stopped." if stopped else f"The run failed. {reason}"
-    await publish(Message.build(MessageKind.FINISH_SUMMERY, head, json=files))
-    ended = await store.end_run(run_id, status, reason, owner=manager.instance_id)
-    manager.bus.notify(run_id)
-    return ended
-
-
-async def _files_of(manager: RunManager, run: dict[str, object]) -> list[dict[str, object]]:
-    """Files the run recorded, or wrote with a successful action, that still exist."""
-    store = manager.store
-    rid, cid = str(run["run_id"]), str(run["conversation_id"])
-    paths = {p for p, _ in await store.run_files(rid)}
-    for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=FILE_ACTIONS):
-        if msg.status == "success" and msg.meta.filepath:
-            paths.add(msg.meta.filepath)
-    workspace = manager.workspace(str(run["user_id"]), cid)
-
-    def sizes() -> list[tuple[str, int]]:
-        out = []
-        for p in sorted(paths):
-            full = Path(workspace) / p
-            if full.is_file() and not full.is_symlink():
-                out.append((p, full.stat().st_size))
-        return out
-
-    found = await anyio.to_thread.run_sync(sizes)
-    if found:
-        await store.record_files(cid, rid, found)
-    return [file_entry(cid, p, size) for p, size in found]

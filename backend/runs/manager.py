@@ -10,28 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import shutil
-import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from backend.agent.context import Listener, RunContext
+from backend.agent.context import RunContext
+from backend.agent.control import RunControl
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import run_pipeline
-from backend.agent.routing import Specialist, load_specialists
+from backend.agent.publisher import Listener
+from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
-from backend.messages.kinds import MessageKind
+from backend.runs.begin import build_context
+from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
-from backend.runs.guard import StopCheckedRuntime
-from backend.runs.lease import LeaseKeeper, close_run, new_instance_id
+from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
-from backend.runtime import make_runtime
+from backend.runs.sandboxes import Runtimes
+from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.store.repo import ConflictError, Store
 from backend.workspace import workspace_path
@@ -42,9 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-HISTORY_TURNS = 6
-HISTORY_CHARS = 1500
 CANCEL_REPEAT = 0.2  # seconds between repeated cancellations of a run that must stop
 
 
@@ -75,10 +73,19 @@ class RunManager:
         self.workspace_root = Path(settings.workspace_dir).resolve()
         self.instance_id = instance_id or new_instance_id(kind)
         self.kind = kind
-        self.executor: Executor = executor or InlineExecutor(self)
-        self.lease = LeaseKeeper(self)
+        self.runtimes = Runtimes(settings, self.instance_id, runtimes)
+        self.executor: Executor = executor or InlineExecutor(self.launch)
+        self.lease = LeaseKeeper(
+            store,
+            self.instance_id,
+            kind,
+            settings.lease_seconds,
+            local_runs=self.local_runs,
+            stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
+            runtimes=self.runtimes.loaded,
+            close=self.close_unexecuted,
+        )
         self.accepting = True
-        self._runtimes: dict[str, Runtime] = dict(runtimes or {})
         self._tasks: dict[str, asyncio.Task[str]] = {}
         self._contexts: dict[str, RunContext] = {}
         self._listeners: dict[str, Listener] = {}
@@ -90,7 +97,6 @@ class RunManager:
         self._opened = False
         self._closed = False
         self._grace_over = False
-        self._runtimes_lock = threading.Lock()
 
     @classmethod
     def for_process(
@@ -102,28 +108,32 @@ class RunManager:
         kind: str,
         specialists: tuple[Specialist, ...] | None = None,
         runtimes: dict[str, Runtime] | None = None,
+        executor: Executor | None = None,
     ) -> RunManager:
         """The manager of a `planact serve`, `worker` or `run` process (``kind``): an instance
-        id of its own and the notifier of its database."""
+        id of its own and the notifier of its database. ``executor``: inline by default."""
         iid = new_instance_id(kind)
         if specialists is None:
             specialists = load_specialists(settings.specialists_file)
         notifier = make_notifier(settings.database_url, iid)
         return cls(
-            settings, store, notifier, llm, specialists, runtimes, kind=kind, instance_id=iid
+            settings,
+            store,
+            notifier,
+            llm,
+            specialists,
+            runtimes,
+            kind=kind,
+            instance_id=iid,
+            executor=executor,
         )
 
     # -- runtimes -------------------------------------------------------------------------
     def runtime(self, name: str) -> Runtime:
-        """The runtime ``name``, made once (the docker probe asks from a thread while the
-        first run may ask from the loop); a docker runtime labels sandboxes with our id."""
-        with self._runtimes_lock:
-            if name not in self._runtimes:
-                self._runtimes[name] = make_runtime(self.settings, name, owner=self.instance_id)
-            return self._runtimes[name]
+        return self.runtimes.get(name)
 
     def loaded_runtimes(self) -> list[Runtime]:
-        return list(self._runtimes.values())
+        return self.runtimes.loaded()
 
     def workspace(self, user_id: str, conversation_id: str) -> Path:
         return workspace_path(self.workspace_root, user_id, conversation_id)
@@ -159,7 +169,7 @@ class RunManager:
             if not task.done():
                 ctx = self._contexts.get(rid)
                 if ctx is not None:
-                    ctx.shutting_down = True
+                    ctx.control.shutting_down = True
                 self._stop_local(rid)
         remaining = [t for t in self._tasks.values() if not t.done()]
         if remaining:
@@ -178,9 +188,7 @@ class RunManager:
             await self.notifier.close()
         if self._cleanups:  # ending abandoned runs, dropping deleted conversations' sandboxes
             await asyncio.wait(set(self._cleanups), timeout=10)
-        for rt in self._runtimes.values():
-            with contextlib.suppress(Exception):
-                await rt.close()
+        await self.runtimes.close()
 
     # -- starting runs --------------------------------------------------------------------
     async def start(
@@ -230,7 +238,7 @@ class RunManager:
             await self.executor.submit(rid)
         except Exception as exc:
             log.exception("could not hand run %s to the executor", rid)
-            await close_run(self, rid, "failed", f"The run could not be queued: {exc}")
+            await self.close_unexecuted(rid, "failed", f"The run could not be queued: {exc}")
             raise
         return cid, rid
 
@@ -261,7 +269,7 @@ class RunManager:
         self._contexts.pop(run_id, None)
         self._started.discard(run_id)
         try:
-            await close_run(self, run_id, "stopped" if stopped else "failed", reason)
+            await self.close_unexecuted(run_id, "stopped" if stopped else "failed", reason)
         finally:
             self.bus.mark_done(run_id)
 
@@ -279,29 +287,19 @@ class RunManager:
                 return "missing"
         elif run["owner"] != self.instance_id:
             return "taken"
-        ctx = RunContext(
+        user_id, cid = str(run["user_id"]), str(run["conversation_id"])
+        ctx = await build_context(
+            run,
             settings=self.settings,
             store=self.store,
-            bus=self.bus,
+            notifier=self.notifier,
             llm=self.llm,
             runtime=self.runtime(run["runtime"]),
-            user_id=run["user_id"],
-            conversation_id=run["conversation_id"],
-            run_id=run_id,
-            goal=run["goal"],
-            mode=run["mode"],
-            workspace=self.workspace(run["user_id"], run["conversation_id"]),
+            workspace=self.workspace(user_id, cid),
+            shutting_down=self._grace_over,
             listener=self._listeners.pop(run_id, None),
             delta_listener=self._delta_listeners.pop(run_id, None),
-            history=[]
-            if run.get("new_conversation")
-            else await self._history(run["conversation_id"], run_id),
-            stop_requested=bool(run["stop_requested"]),
-            notifier=self.notifier,
-            model=run["model"] or None,
         )
-        ctx.runtime = StopCheckedRuntime(ctx.runtime, ctx)
-        ctx.shutting_down = self._grace_over
         self._contexts[run_id] = ctx
         self.bus.mark_live(run_id)
         current = asyncio.current_task()
@@ -312,6 +310,13 @@ class RunManager:
         finally:
             self._tasks.pop(run_id, None)
 
+    async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool:
+        """End a run this instance owns but does not execute (recovered, or queued and
+        stopped): its open messages and tasks closed, `error` or `stop`, a summary."""
+        return await close_unexecuted(
+            self.store, self.bus, self.workspace, self.instance_id, run_id, status, reason
+        )
+
     async def _drive(self, ctx: RunContext) -> str:
         status = "failed"
         self._started.add(ctx.run_id)
@@ -321,13 +326,13 @@ class RunManager:
             ctx.live.close()  # no timer of the run's deltas outlives it
             # the end is ours to store: the lease keeper's watch must not read the stored
             # end as one from elsewhere while the run has not left this process yet
-            ctx.ending = True
+            ctx.control.ending = True
             try:
-                if not ctx.lost:
+                if not ctx.control.lost:
                     error = ""
-                    if ctx.shutting_down:
+                    if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."
-                    await _uncancellable(
+                    await uncancellable(
                         self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
                     )
             finally:
@@ -351,7 +356,7 @@ class RunManager:
         elif info["owner"] is None:
             # queued and not taken by a worker yet: end it here
             if await self.store.claim_run(run_id, self.instance_id, None):
-                await close_run(self, run_id, "stopped", "")
+                await self.close_unexecuted(run_id, "stopped", "")
             else:
                 self.notifier.control("stop", run_id)
         else:
@@ -360,7 +365,7 @@ class RunManager:
 
     def _on_control(self, kind: str, arg: str) -> None:
         if kind == "forget":
-            self._background(self._forget_announced(arg))
+            self._background(self.runtimes.forget_announced(arg, self.workspace))
             return
         if kind != "stop":
             return
@@ -376,26 +381,27 @@ class RunManager:
         ctx = self._contexts.get(run_id)
         if ctx is None:
             return
-        ctx.stop_requested = True
+        ctx.control.stop_requested = True
         if lost:
-            ctx.lost = True
+            ctx.control.lost = True
         if run_id in self._cancellers:
             return
         self._cancellers[run_id] = asyncio.create_task(
-            self._cancel_until_done(run_id, ctx), name=f"stop-{run_id}"
+            self._cancel_until_done(run_id, ctx.control), name=f"stop-{run_id}"
         )
 
-    async def _cancel_until_done(self, run_id: str, ctx: RunContext) -> None:
+    async def _cancel_until_done(self, run_id: str, control: RunControl) -> None:
         while True:
             task = self._tasks.get(run_id)
             if task is None or task.done():
                 return
-            if run_id in self._started and not ctx.ending:
+            if run_id in self._started and not control.ending:
                 task.cancel()
             await asyncio.wait({task}, timeout=CANCEL_REPEAT)
 
-    def local_runs(self) -> dict[str, RunContext]:
-        return dict(self._contexts)
+    def local_runs(self) -> dict[str, RunControl]:
+        """The runs executing in this process, by id."""
+        return {rid: ctx.control for rid, ctx in self._contexts.items()}
 
     async def wait(self, run_id: str, timeout: float | None = None) -> str | None:  # noqa: ASYNC109
         """Wait for a run to end (on any process); its final status, or None on timeout."""
@@ -404,30 +410,7 @@ class RunManager:
             done, _ = await asyncio.wait({task}, timeout=timeout)
             if not done:
                 return None
-        return await self.wait_ended(run_id, timeout)
-
-    async def wait_ended(
-        self,
-        run_id: str,
-        timeout: float | None = None,  # noqa: ASYNC109
-    ) -> str | None:
-        sub = self.bus.subscribe(run_id)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        poll = 2.0 if self.notifier.cross_process else 0.25
-        try:
-            while True:
-                run = await self.store.get_run(run_id)
-                if run is None:
-                    return None
-                if run["status"] != "running":
-                    return str(run["status"])
-                left = poll if deadline is None else min(poll, deadline - loop.time())
-                if left <= 0:
-                    return None
-                await self.bus.wait(run_id, sub, left)
-        finally:
-            self.bus.unsubscribe(run_id, sub)
+        return await wait_ended(self.store, self.bus, self.notifier.cross_process, run_id, timeout)
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
         """Stop its run (on whichever process owns it), wait for it to end, then delete its
@@ -446,70 +429,6 @@ class RunManager:
             return False
         workspace = self.workspace(user_id, conversation_id)
         # ours at once; other processes' (a queue worker's sandbox) on the store's "forget"
-        await self._forget(workspace)
+        await self.runtimes.forget(workspace)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
         return True
-
-    async def _forget(self, workspace: Path) -> None:
-        for runtime in list(self._runtimes.values()):
-            await runtime.forget(workspace)
-
-    async def _forget_announced(self, payload: str) -> None:
-        """Another process deleted a conversation: drop its sandboxes here."""
-        try:
-            user_id, conversation_id, origin = json.loads(payload)
-            workspace = self.workspace(str(user_id), str(conversation_id))
-        except (ValueError, TypeError):
-            log.warning("ignored a malformed forget notification: %.200r", payload)
-            return
-        if origin == self.instance_id:
-            return  # ours: delete_conversation dropped them before it returned
-        try:
-            await self._forget(workspace)
-        except Exception:
-            log.exception("dropping the sandboxes of a deleted conversation failed")
-
-    async def _history(self, cid: str, run_id: str) -> list[dict[str, str]]:
-        """Earlier goals of the conversation with their answers, for follow-up goals."""
-        msgs = await self.store.messages(
-            cid,
-            limit=100_000,
-            action_types=(MessageKind.QUESTION, MessageKind.AUTO_REPLY, MessageKind.FINISH_SUMMERY),
-        )
-        turns: list[dict[str, str]] = []
-        for m in msgs:
-            if m.run_id == run_id:
-                continue
-            kind = m.meta.action_type
-            if kind == MessageKind.QUESTION:
-                turns.append({"goal": _clip(m.content), "answer": ""})
-            elif kind in (MessageKind.AUTO_REPLY, MessageKind.FINISH_SUMMERY) and turns:
-                turns[-1]["answer"] = _clip(m.content)
-        return turns[-HISTORY_TURNS:]
-
-
-async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
-    """Finish ``work`` even if the caller is cancelled meanwhile; re-raise the cancellation
-    afterwards (the end of a run must be stored whatever happens)."""
-    fut = asyncio.ensure_future(work)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(fut)
-            break
-        except asyncio.CancelledError:
-            cancelled = True
-            if fut.done() and fut.cancelled():
-                raise
-    if cancelled:
-        raise asyncio.CancelledError()
-    return result
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= HISTORY_CHARS else text[:HISTORY_CHARS] + "…"
-
-
-def status_of(run: dict[str, Any] | None) -> str:
-    return str(run["status"]) if run else "missing"

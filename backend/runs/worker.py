@@ -10,6 +10,7 @@ from typing import Any
 
 from backend.config import Settings
 from backend.llm.dispatch import DispatchLLM
+from backend.llm.factory import make_llm
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ async def close_stalled_jobs(app: Any) -> None:
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from procrastinate.worker import Worker
 
-    from backend.app import make_llm
     from backend.runs.executor import QUEUE, build_app, ensure_schema, require_postgres
     from backend.runs.manager import RunManager
     from backend.store.repo import Store
@@ -54,7 +54,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     await ensure_schema(settings.database_url)
     manager = RunManager.for_process(settings, store, llm, kind="worker")
     await manager.open()
-    app = build_app(settings.database_url, manager)
+    app = build_app(settings.database_url, manager.execute)
     await app.open_async()
     await close_stalled_jobs(app)
     worker = Worker(

@@ -4,13 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from backend.agent.routing import (
+from backend.agent.routing import match_keywords, parse_route_reply
+from backend.agent.specialists import (
     BUILTIN,
     Specialist,
     SpecialistsFileError,
     load_specialists,
-    match_keywords,
-    parse_route_reply,
 )
 
 TABLE = (

@@ -225,7 +225,7 @@ def test_two_tasks_use_a_summary_call_and_notes_flow_between_tasks(settings: Set
 
 
 def test_missing_model_config_ends_with_a_clear_error(tmp_path: Any) -> None:
-    from backend.app import make_llm
+    from backend.llm.factory import make_llm
     from tests.conftest import make_settings
 
     settings = make_settings(tmp_path, llm_model=None)
@@ -275,7 +275,7 @@ def test_unavailable_runtime_is_refused_before_anything_is_created(settings: Set
 def test_specialist_model_answers_and_the_default_takes_over_when_it_fails(
     settings: Settings,
 ) -> None:
-    from backend.agent.routing import Specialist
+    from backend.agent.specialists import Specialist
     from backend.llm.base import LLMError
 
     table = (Specialist("code_generation", True, "special/coder", ("script",)),)

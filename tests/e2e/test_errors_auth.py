@@ -240,6 +240,22 @@ def test_refuses_non_loopback_bind_without_token(tmp_path: Path) -> None:
     assert "AUTH_TOKEN" in proc.stderr
 
 
+def test_a_broken_mcp_servers_file_stops_serve_with_a_clear_message(tmp_path: Path) -> None:
+    servers = tmp_path / "mcp.json"
+    servers.write_text('{"mcpServers": {"calc": {"command": "x", "url": "http://h"}}}')
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MCP_SERVERS_FILE": str(servers)}
+    proc = subprocess.run(
+        [PLANACT, "serve", "--port", "1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "calc" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_query_token_is_accepted_on_get_only(server: Server) -> None:
     """A token in a URL ends up in logs and history: only GET (links, EventSource) takes it."""
     before = httpx.get(f"{server.url}/api/conversations", headers=auth()).json()

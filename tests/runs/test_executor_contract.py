@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from backend.agent.routing import BUILTIN
-from backend.app import make_llm
+from backend.agent.specialists import BUILTIN
+from backend.llm.factory import make_llm
 from backend.runs import RunManager
-from backend.runs.executor import InlineExecutor, QueueConfigError, QueueExecutor
+from backend.runs.executor import QueueConfigError, QueueExecutor
 from backend.runs.lease import new_instance_id
 from backend.runs.notify import make_notifier
 from backend.store.repo import Store
@@ -46,8 +46,10 @@ async def manager(
     store.migrate()
     iid = new_instance_id("serve")
     llm = make_llm(settings)
-    m = RunManager(settings, store, make_notifier(url, iid), llm, BUILTIN, instance_id=iid)
-    m.executor = QueueExecutor(url) if request.param == "queue" else InlineExecutor(m)
+    executor = QueueExecutor(url) if request.param == "queue" else None  # None: inline
+    m = RunManager(
+        settings, store, make_notifier(url, iid), llm, BUILTIN, instance_id=iid, executor=executor
+    )
     await m.open()
     worker = None
     if request.param == "queue":

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from backend.actions.model import Action
-from backend.agent.routing import BUILTIN
+from backend.agent.specialists import BUILTIN
 from backend.llm.testing import ScriptedLLM
 from backend.runs import RunManager
 from backend.runs.notify import psycopg_conninfo

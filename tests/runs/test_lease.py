@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from backend.actions.model import Action
-from backend.agent.routing import BUILTIN
+from backend.agent.specialists import BUILTIN
 from backend.llm.testing import ScriptedLLM
 from backend.messages.bus import Bus
 from backend.messages.message import Message

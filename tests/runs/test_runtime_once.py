@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from backend.agent.routing import BUILTIN
+from backend.agent.specialists import BUILTIN
 from backend.llm.testing import ScriptedLLM
 from backend.messages.bus import Bus
 from backend.runs import RunManager

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from backend.agent.routing import BUILTIN
+from backend.agent.specialists import BUILTIN
 from backend.llm.testing import ScriptedLLM
 from backend.messages.bus import Bus
 from backend.runs import RunManager

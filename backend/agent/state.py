@@ -1,0 +1,48 @@
+"""RunState: a run's choices and its progress, plain and serialisable (JSON round trip).
+
+Everything a run changes as it goes is here and nowhere else: the plan, the current task,
+the notes of finished tasks, what it wrote, which messages and tasks it left open, the
+budget it spent. Together with its stored messages, it is what a run resumed by another
+process needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from backend.agent.budget import Budget
+from backend.agent.specialists import Specialist
+from backend.messages.message import Message
+
+
+class RunState(BaseModel):
+    # -- the run and the person's choices ------------------------------------------------
+    run_id: str
+    conversation_id: str
+    user_id: str
+    goal: str
+    mode: str
+    runtime: str
+    workspace: Path
+    model: str | None = None  # the model the person picked (None: LLM_MODEL / specialists)
+    inputs: list[str] = Field(default_factory=list)  # files the person uploaded
+    history: list[dict[str, str]] = Field(default_factory=list)  # earlier goals, answers
+    # -- progress --------------------------------------------------------------------------
+    specialist: Specialist | None = None  # what the goal was routed to
+    tasks: list[dict[str, Any]] = Field(default_factory=list)  # the plan
+    task_index: int = 0  # the task being worked on (== len(tasks): all done)
+    notes: list[str] = Field(default_factory=list)  # finish notes of completed tasks
+    snapshot: dict[str, tuple[int, int]] = Field(default_factory=dict)  # files at start
+    written: set[str] = Field(default_factory=set)  # files the run's actions wrote
+    open_actions: dict[str, Message] = Field(default_factory=dict)  # published `running`
+    open_tasks: set[str] = Field(default_factory=set)  # task ids published `running`
+    budget: Budget = Field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> RunState:
+        return cls.model_validate_json(data)

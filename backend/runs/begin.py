@@ -1,0 +1,64 @@
+"""A run as it begins in the process that executes it: its deps, state and control."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from backend.agent.context import RunContext
+from backend.agent.control import RunControl
+from backend.agent.deps import RunDeps
+from backend.agent.live import DeltaSink
+from backend.agent.publisher import Listener, Publisher
+from backend.agent.state import RunState
+from backend.runs.guard import StopCheckedRuntime
+from backend.runs.history import conversation_history
+from backend.runs.notify import Notifier
+from backend.runtime.base import Runtime
+from backend.store.repo import Store
+
+if TYPE_CHECKING:
+    from backend.config import Settings
+    from backend.llm.base import LLM
+
+
+async def build_context(
+    run: dict[str, Any],
+    *,
+    settings: Settings,
+    store: Store,
+    notifier: Notifier,
+    llm: LLM,
+    runtime: Runtime,
+    workspace: Path,
+    shutting_down: bool = False,
+    listener: Listener | None = None,
+    delta_listener: DeltaSink | None = None,
+) -> RunContext:
+    """The context of ``run`` (its row, as the store gives it for execution)."""
+    run_id, cid = str(run["run_id"]), str(run["conversation_id"])
+    state = RunState(
+        run_id=run_id,
+        conversation_id=cid,
+        user_id=str(run["user_id"]),
+        goal=run["goal"],
+        mode=run["mode"],
+        runtime=run["runtime"],
+        workspace=workspace,
+        model=run["model"] or None,
+        history=[]
+        if run.get("new_conversation")
+        else await conversation_history(store, cid, run_id),
+    )
+    control = RunControl(
+        run_id, stop_requested=bool(run["stop_requested"]), shutting_down=shutting_down
+    )
+    deps = RunDeps(
+        settings=settings,
+        store=store,
+        notifier=notifier,
+        llm=llm,
+        runtime=StopCheckedRuntime(runtime, control),
+    )
+    publisher = Publisher(store, notifier.bus, cid, run_id, listener)
+    return RunContext(deps, state, publisher, control, delta_listener=delta_listener)

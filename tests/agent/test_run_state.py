@@ -1,0 +1,71 @@
+"""RunState is plain data: it goes through JSON and comes back equal, progress included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from backend.agent.budget import Budget
+from backend.agent.specialists import Specialist
+from backend.agent.state import RunState
+from backend.messages.message import Message
+
+
+def a_run_in_progress(tmp_path: Path) -> RunState:
+    running = Message.build("terminal_run", "ls -la", status="running", task_id="t2")
+    running.seq, running.conversation_id, running.run_id = 7, "c1", "r1"
+    return RunState(
+        run_id="r1",
+        conversation_id="c1",
+        user_id="1",
+        goal="Write a script that counts words",
+        mode="agent",
+        runtime="docker",
+        workspace=tmp_path / "ws",
+        model="openai/picked",
+        inputs=["upload/words.txt"],
+        history=[{"goal": "earlier", "answer": "done"}],
+        specialist=Specialist("code_generation", True, "openrouter/coder", ("script", "code")),
+        tasks=[
+            {"id": "t1", "title": "Write it", "status": "completed"},
+            {"id": "t2", "title": "Run it", "status": "running"},
+        ],
+        task_index=1,
+        notes=["wrote count.py"],
+        snapshot={"upload/words.txt": (12, 1_700_000_000_000)},
+        written={"count.py"},
+        open_actions={running.uuid: running},
+        open_tasks={"t2"},
+        budget=Budget(started=12.5, calls=3, tokens=4567, cost=0.0123, cost_unknown=True),
+    )
+
+
+def test_a_run_in_progress_round_trips_through_json(tmp_path: Path) -> None:
+    state = a_run_in_progress(tmp_path)
+    text = state.to_json()
+    assert isinstance(json.loads(text), dict)  # plain JSON, nothing pickled
+    back = RunState.from_json(text)
+    assert back == state
+    assert back.specialist == Specialist(
+        "code_generation", True, "openrouter/coder", ("script", "code")
+    )
+    assert back.snapshot["upload/words.txt"] == (12, 1_700_000_000_000)
+    assert back.written == {"count.py"} and back.open_tasks == {"t2"}
+    assert isinstance(back.budget, Budget) and back.budget.tokens == 4567
+    (uid,) = back.open_actions
+    assert back.open_actions[uid].status == "running" and back.open_actions[uid].seq == 7
+
+
+def test_a_fresh_run_round_trips_with_its_defaults(tmp_path: Path) -> None:
+    state = RunState(
+        run_id="r",
+        conversation_id="c",
+        user_id="1",
+        goal="hi",
+        mode="auto",
+        runtime="local",
+        workspace=tmp_path,
+    )
+    back = RunState.from_json(state.to_json())
+    assert back == state
+    assert back.tasks == [] and back.task_index == 0 and back.specialist is None
