@@ -23,6 +23,7 @@ from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
 from backend.api.guard import GuardMiddleware
+from backend.api.headers import BrowserHeadersMiddleware
 from backend.config import Settings
 from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
@@ -135,6 +136,7 @@ def create_app(
         allowed_origins=settings.allowed_origins,
         bound_host=settings.host,
     )
+    app.add_middleware(BrowserHeadersMiddleware)  # CSP, X-Frame-Options on every answer
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager

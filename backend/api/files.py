@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from backend.api.common import conversation_or_404, manager, user_id
 from backend.api.errors import ApiError
+from backend.api.headers import DOWNLOAD_HEADERS, download_media_type
 from backend.api.names import attachment_header, zip_name
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
@@ -78,11 +79,11 @@ async def file_response(workspace: Path, rel: str, missing: Exception) -> Respon
     filename = name.rsplit("/", 1)[-1]
     return StreamingResponse(
         _stream(fd, size),
-        media_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
+        media_type=download_media_type(mimetypes.guess_type(filename)[0]),
         headers={
             "Content-Length": str(size),
             "Content-Disposition": attachment_header(filename),
-            "X-Content-Type-Options": "nosniff",
+            **DOWNLOAD_HEADERS,  # a sandbox policy: opened from here, it runs no script
             "Cache-Control": "no-store",
         },
     )
@@ -112,7 +113,7 @@ async def download_zip(request: Request) -> Response:
         tmp,
         media_type="application/zip",
         background=BackgroundTask(os.unlink, tmp),
-        headers={"Content-Disposition": attachment_header(name)},
+        headers={"Content-Disposition": attachment_header(name), **DOWNLOAD_HEADERS},
     )
 
 

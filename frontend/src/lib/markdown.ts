@@ -1,5 +1,8 @@
 // Untrusted model text -> safe HTML. markdown-it with raw HTML disabled, then DOMPurify.
 // Every v-html in the app goes through renderMarkdown() or highlightCode().
+// Images load only from this origin, data: and blob: URLs: a remote image would tell its host
+// that the conversation was opened, and whatever the model put into its URL, without a click.
+// It is shown as a link instead, which the person may follow deliberately.
 
 import DOMPurify from 'dompurify'
 import MarkdownIt from 'markdown-it'
@@ -84,6 +87,27 @@ function escapeHtml(s: string): string {
     .replace(/'/g, '&#39;')
 }
 
+/** Whether an <img> may load `src`: a data: URL, or a URL (relative, blob: or absolute) of
+ * the page's own origin. Anything else names another host. */
+export function imageAllowed(src: string, base: string = pageUrl()): boolean {
+  const raw = (src || '').trim()
+  if (!raw) return false
+  let url: URL
+  try {
+    url = new URL(raw, base)
+  } catch {
+    return false
+  }
+  if (url.protocol === 'data:') return true
+  if (!['http:', 'https:', 'blob:'].includes(url.protocol)) return false
+  const own = new URL(base).origin
+  return own !== 'null' && url.origin === own
+}
+
+function pageUrl(): string {
+  return typeof location !== 'undefined' && location.href ? location.href : 'about:blank'
+}
+
 let hooked = false
 function purify(html: string): string {
   if (!hooked) {
@@ -91,6 +115,11 @@ function purify(html: string): string {
       if (node.tagName === 'A' && node.getAttribute('href')) {
         node.setAttribute('target', '_blank')
         node.setAttribute('rel', 'noopener noreferrer nofollow')
+      }
+      if (node.tagName === 'IMG') {
+        // the renderer never emits a remote image; whatever else made one loads nothing
+        node.removeAttribute('srcset')
+        if (!imageAllowed(node.getAttribute('src') ?? '')) node.removeAttribute('src')
       }
     })
     hooked = true
@@ -124,6 +153,24 @@ const md = new MarkdownIt({
     return `<pre class="hljs"><code>${body}</code></pre>`
   },
 })
+
+const renderImage = md.renderer.rules.image!
+md.renderer.rules.image = (tokens, idx, options, env, self) => {
+  const token = tokens[idx]
+  const src = String(token.attrGet('src') ?? '')
+  if (imageAllowed(src)) return renderImage(tokens, idx, options, env, self)
+  const alt = self.renderInlineAsText(token.children ?? [], options, env).trim()
+  const label = escapeHtml(`Image: ${alt || src}`)
+  // inside a link already (a linked badge): its text only, a link cannot hold a link
+  let depth = 0
+  for (const t of tokens.slice(0, idx)) {
+    if (t.type === 'link_open') depth++
+    else if (t.type === 'link_close') depth--
+  }
+  if (depth > 0) return `<span class="remote-image">${label}</span>`
+  const title = escapeHtml(`Not loaded (another site): ${src}`)
+  return `<a class="remote-image" href="${escapeHtml(src)}" title="${title}">${label}</a>`
+}
 
 export function renderMarkdown(text: string): string {
   return purify(md.render(text ?? ''))
