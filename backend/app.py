@@ -141,9 +141,9 @@ def create_app(
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager
-    app.state.runtimes_available = (
-        ["local", "docker"] if settings.runtime == "docker" else ["local"]
-    )
+    # a shared server without a sandbox for the local runtime offers docker only
+    local = ["local"] if getattr(manager.runtime("local"), "offered", True) else []
+    app.state.runtimes_available = [*local, "docker"] if settings.runtime == "docker" else local
     return app
 
 

@@ -53,7 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"planact: {problem}", file=sys.stderr)
             return 2
-    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
+    from backend.runtime.sandboxing import SandboxConfigError
+
+    try:
+        return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
+    except SandboxConfigError as exc:
+        print(f"planact: {exc}", file=sys.stderr)
+        return 2
 
 
 def serve_cmd(host: str | None, port: int | None) -> int:
@@ -71,10 +77,11 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         return 2
     from backend.app import create_app
     from backend.runs.executor import QueueConfigError
+    from backend.runtime.sandboxing import SandboxConfigError
 
     try:
         app = create_app(settings)
-    except QueueConfigError as exc:
+    except (QueueConfigError, SandboxConfigError) as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
     from backend.serve import serve
@@ -86,10 +93,11 @@ def serve_cmd(host: str | None, port: int | None) -> int:
 def worker_cmd(concurrency: int | None) -> int:
     from backend.runs.executor import QueueConfigError
     from backend.runs.worker import run_worker
+    from backend.runtime.sandboxing import SandboxConfigError
 
     try:
         return asyncio.run(run_worker(Settings(), concurrency))
-    except QueueConfigError as exc:
+    except (QueueConfigError, SandboxConfigError) as exc:
         print(f"planact worker: {exc}", file=sys.stderr)
         return 2
 

@@ -32,6 +32,7 @@ from backend.runs.lease import LeaseKeeper, close_run, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runtime import make_runtime
 from backend.runtime.base import Runtime
+from backend.runtime.sandboxing import local_runtime_for_process
 from backend.store.repo import ConflictError, Store
 from backend.workspace import workspace_path
 
@@ -107,6 +108,10 @@ class RunManager:
         iid = new_instance_id(kind)
         if specialists is None:
             specialists = load_specialists(settings.specialists_file)
+        runtimes = dict(runtimes or {})
+        if "local" not in runtimes:
+            # the start-up check of the local runtime's sandbox (SandboxConfigError)
+            runtimes["local"] = local_runtime_for_process(settings, serving=kind != "cli")
         notifier = make_notifier(settings.database_url, iid)
         return cls(
             settings, store, notifier, llm, specialists, runtimes, kind=kind, instance_id=iid
