@@ -37,11 +37,13 @@ async def start_run(request: Request) -> Response:
     if runtime is not None and runtime not in RUNTIMES:
         raise ApiError(400, f"'runtime' must be one of {', '.join(RUNTIMES)}.")
     if runtime is not None and runtime not in request.app.state.runtimes_available:
-        raise ApiError(
-            400,
-            f"The {runtime} runtime is not available on this server (no Docker engine "
-            "answers, or the sandbox image is missing: see docs/docker.md).",
+        why = (
+            "several users share this server and the local runtime has no sandbox "
+            "(docs/security.md)"
+            if runtime == "local"
+            else "no Docker engine answers, or the sandbox image is missing: see docs/docker.md"
         )
+        raise ApiError(400, f"The {runtime} runtime is not available on this server ({why}).")
     model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
     return await begin_run(
         request, goal, conversation_id=cid, mode=mode, runtime=runtime, model=model

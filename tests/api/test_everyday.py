@@ -323,9 +323,7 @@ def test_upload_during_a_run_is_409(settings: Settings) -> None:
 
 
 def test_another_users_conversation_and_run_are_404(tmp_path: Path) -> None:
-    settings = make_settings(
-        tmp_path, auth_tokens="alice:tok-a,bob:tok-b", allow_shared_local=True
-    )
+    settings = make_settings(tmp_path, auth_tokens="alice:tok-a,bob:tok-b", allow_shared_local=True)
     llm = ScriptedLLM([("auto_reply", RuntimeError("boom"))])
     alice = {"authorization": "Bearer tok-a"}
     bob = {"authorization": "Bearer tok-b"}
