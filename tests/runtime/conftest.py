@@ -269,13 +269,15 @@ def _mounts_workspace(pid: int, ws: Path) -> bool:
 
 
 def host_count_marked(marker: str) -> int:
-    """Host processes whose command line holds ``marker``."""
+    """Host processes running ``sleep <marker…>`` (the commands that started them and
+    the test's own processes do not count)."""
     count = 0
     for pid, _status in _host_processes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                if marker.encode() in fh.read():
-                    count += 1
+                argv = fh.read().split(b"\0")
         except OSError:
             continue
+        if len(argv) > 1 and argv[0].endswith(b"sleep") and argv[1].startswith(marker.encode()):
+            count += 1
     return count
