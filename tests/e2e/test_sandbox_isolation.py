@@ -189,7 +189,7 @@ def test_allow_shared_local_starts_two_users_unsandboxed(
     server = Server(tmp_path, env).start()
     try:
         health = httpx.get(f"{server.url}/api/health", timeout=10).json()
-        assert health["runtimes"] == ["local"]
+        assert "local" in health["runtimes"]
     finally:
         server.stop()
     assert "LOCAL_SANDBOX=off" in server.log.read_text()  # the warning at start
