@@ -197,3 +197,40 @@ async def test_sandboxed_commands_die_with_a_crashed_server(ws: Path, sandbox: B
         if server.returncode is None:
             server.kill()
             await server.wait()
+
+
+def _reapers() -> list[int]:
+    """This process's reaper children (the local runtime's wrappers)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"reaper.py" in argv:
+            found.append(int(entry))
+    return found
+
+
+async def test_a_killed_wrapper_takes_the_whole_sandbox_with_it(rt: LocalRuntime, ws: Path) -> None:
+    """--die-with-parent: bwrap dies with the wrapper, and the PID namespace with bwrap.
+    (Unsandboxed, what the command started outlives a SIGKILLed wrapper.)"""
+    marker = f"4545{os.getpid() % 1000:03d}"
+    command = f"setsid sleep {marker}1 & (sleep {marker}2 &); echo go > go.txt; sleep {marker}3"
+    task = asyncio.create_task(run(rt, ws, command))
+    await wait_for_file(ws / "go.txt")
+    [reaper] = _reapers()
+    assert host_count_marked(marker) == 3
+    os.kill(reaper, signal.SIGKILL)
+    result = await task
+    assert result.status == "failure"
+
+    async def gone() -> bool:
+        return host_count_marked(marker) == 0
+
+    await eventually(gone, what="the sandbox's processes to die with its wrapper")
