@@ -40,11 +40,14 @@ def local_sandbox(settings: Settings, *, which: Which = shutil.which) -> Bubblew
     """The bubblewrap sandbox the local runtime uses, or None (unsandboxed), per
     ``LOCAL_SANDBOX``; logs the outcome. ``which`` finds executables (tests replace it)."""
     mode = settings.local_sandbox
+    # a warning when the local runtime is the default; with RUNTIME=docker it is only offered
+    level = logging.WARNING if settings.runtime == "local" else logging.INFO
     if mode == "off":
-        log.warning(
+        log.log(
+            level,
             "LOCAL_SANDBOX=off: commands of the local runtime run unsandboxed, as the "
             "server's user: they can read every workspace, the database and the server's "
-            "environment (docs/security.md)"
+            "environment (docs/security.md)",
         )
         return None
     path = which("bwrap")
@@ -66,9 +69,10 @@ def local_sandbox(settings: Settings, *, which: Which = shutil.which) -> Bubblew
             f"LOCAL_SANDBOX=bwrap but {problem}. Install it ({INSTALL_HINT}), allow "
             "unprivileged user namespaces, or use RUNTIME=docker."
         )
-    log.warning(
+    log.log(
+        level,
         "%s: commands of the local runtime run unsandboxed, as the server's user. Install "
-        "it with `%s` (or use RUNTIME=docker); LOCAL_SANDBOX=off silences this.",
+        "it with `%s` (or use RUNTIME=docker).",
         problem,
         INSTALL_HINT,
     )

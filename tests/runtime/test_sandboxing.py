@@ -54,6 +54,15 @@ def test_auto_without_bubblewrap_says_how_to_install_it(
     assert "apt-get install bubblewrap" in record.getMessage()
 
 
+def test_with_docker_as_the_default_a_missing_bubblewrap_is_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        assert local_sandbox(make_settings(tmp_path, runtime="docker"), which=nothing) is None
+    assert "apt-get install bubblewrap" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 def test_auto_with_a_bubblewrap_that_fails_runs_unsandboxed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
