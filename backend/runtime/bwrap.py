@@ -118,6 +118,8 @@ class Bubblewrap:
         ]
         if not self.network:
             args.insert(1, "--unshare-net")
+        else:
+            args += _resolver_binds()
         return [*args, "--"]
 
     def env(self, cwd: str = ".") -> dict[str, str]:
@@ -159,6 +161,16 @@ def _hide(paths: Iterable[str]) -> list[str]:
         else:
             args += ["--ro-bind", "/dev/null", path]
     return args
+
+
+def _resolver_binds() -> list[str]:
+    """With the network on: where /etc/resolv.conf leads when it is a link out of /etc
+    (systemd-resolved's /run/systemd/resolve/…), bound read-only so that names resolve."""
+    conf = "/etc/resolv.conf"
+    target = os.path.realpath(conf)
+    if not os.path.islink(conf) or target.startswith("/etc/") or not os.path.isfile(target):
+        return []
+    return ["--ro-bind", target, target]
 
 
 def find_bwrap() -> str | None:
