@@ -11,8 +11,9 @@ A command runs as ``bwrap OPTIONS -- bash -c COMMAND`` under the local runtime's
   them to its commands); no ``/home``, ``/root``, ``/var``, ``/run``, ``/opt``, no
   repository, no data directory, no other workspace;
 - the conversation's workspace, the only writable host folder, at ``/workspace`` (also
-  ``HOME``), a private ``/tmp``, a fresh ``/proc`` that shows the sandbox's processes only,
-  a minimal ``/dev``; the environment is the few variables of :meth:`Bubblewrap.env`.
+  ``HOME``), a private ``/tmp``, a fresh, read-only ``/proc`` that shows the sandbox's
+  processes only, a minimal ``/dev``; the environment is the few variables of
+  :meth:`Bubblewrap.env`.
 
 ``--die-with-parent`` ties the sandbox to the reaper; the PID namespace's first process is
 bwrap's own init, and when it dies the kernel kills every process left in the namespace.
@@ -105,6 +106,10 @@ class Bubblewrap:
             "/etc",
             *_hide(self.hidden),
             "--proc",
+            "/proc",
+            # read-only: a root server's command is root (mapped to the host's root) without
+            # capabilities, and global sysctls (/proc/sys) check only the owner's write bit
+            "--remount-ro",
             "/proc",
             "--dev",
             "/dev",

@@ -91,6 +91,20 @@ async def test_files_other_users_may_not_read_stay_hidden_from_a_root_server(
     assert "root:" not in stdout_of(result)
 
 
+async def test_kernel_settings_cannot_be_written_even_by_a_root_server(
+    rt: LocalRuntime, ws: Path
+) -> None:
+    """Under a root server the command is root (mapped to the host's root) without
+    capabilities; /proc/sys files check only the owner's write bit, so /proc is read-only."""
+    result = await run(
+        rt,
+        ws,
+        "for f in /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches /proc/self/comm; "
+        "do test -w $f && echo writable $f; done; echo checked",
+    )
+    assert stdout_of(result) == "checked\n", result.content
+
+
 async def test_the_environment_is_the_sandboxs_own(
     rt: LocalRuntime, ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
