@@ -142,11 +142,14 @@ def create_app(
     app.state.manager = manager
     app.state.mcp = mcp_servers
     # offered at once: the configured one and those that need nothing outside the server;
-    # the others once the probe at start-up found them working (_probe_runtimes)
+    # the others once the probe at start-up found them working (_probe_runtimes). A shared
+    # server without a sandbox for the local runtime does not offer it (docs/security.md)
+    local_offered = getattr(manager.runtime("local"), "offered", True)
     app.state.runtimes_available = [
         name
         for name in runtime_registry.names()
-        if name == settings.runtime or runtime_registry.get(name).always_available
+        if (name == settings.runtime or runtime_registry.get(name).always_available)
+        and (name != "local" or local_offered)
     ]
     return app
 

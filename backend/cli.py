@@ -55,7 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"planact: {problem}", file=sys.stderr)
             return 2
-    return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
+    from backend.runtime.sandboxing import SandboxConfigError
+
+    try:
+        return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
+    except SandboxConfigError as exc:
+        print(f"planact: {exc}", file=sys.stderr)
+        return 2
 
 
 def serve_cmd(host: str | None, port: int | None) -> int:
@@ -73,11 +79,12 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         return 2
     from backend.app import create_app
     from backend.runs.executor import QueueConfigError
+    from backend.runtime.sandboxing import SandboxConfigError
     from backend.tools.mcp import McpConfigError
 
     try:
         app = create_app(settings)
-    except (QueueConfigError, McpConfigError) as exc:
+    except (QueueConfigError, McpConfigError, SandboxConfigError) as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
     from backend.serve import serve
@@ -89,10 +96,11 @@ def serve_cmd(host: str | None, port: int | None) -> int:
 def worker_cmd(concurrency: int | None) -> int:
     from backend.runs.executor import QueueConfigError
     from backend.runs.worker import run_worker
+    from backend.runtime.sandboxing import SandboxConfigError
 
     try:
         return asyncio.run(run_worker(Settings(), concurrency))
-    except QueueConfigError as exc:
+    except (QueueConfigError, SandboxConfigError) as exc:
         print(f"planact worker: {exc}", file=sys.stderr)
         return 2
 

@@ -77,9 +77,30 @@ class Settings(BaseSettings):
             return None
         return value
 
+    # the local runtime's sandbox (backend/runtime/sandboxing.py, docs/security.md): auto =
+    # bubblewrap when it works (probed at start), bwrap = refuse to start without it, off =
+    # commands run unsandboxed as the server's user (a warning at start)
+    local_sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # several users in AUTH_TOKENS on an unsandboxed local runtime: refused at start unless 1
+    allow_shared_local: bool = False
+
     # docker runtime
     sandbox_image: str = "planact-sandbox:latest"
+    # both sandboxes (docker, local bubblewrap): "none" (default) or "bridge" = network on;
+    # 1/on/true read as bridge, 0/off/false as none
     sandbox_network: Literal["none", "bridge"] = "none"
+
+    @field_validator("sandbox_network", mode="before")
+    @classmethod
+    def _network_switch(cls, value: object) -> object:
+        if isinstance(value, str):
+            word = value.strip().lower()
+            if word in ("1", "on", "true", "yes"):
+                return "bridge"
+            if word in ("", "0", "off", "false", "no"):
+                return "none"
+        return value
+
     sandbox_memory: str = "1g"
     sandbox_cpus: float = 1.0
     sandbox_pids: int = 256

@@ -38,7 +38,12 @@ async def start_run(request: Request) -> Response:
     if runtime is not None and runtime not in registry.names():
         raise ApiError(400, f"'runtime' must be one of {', '.join(registry.names())}.")
     if runtime is not None and runtime not in request.app.state.runtimes_available:
-        why = registry.get(runtime).unavailable_note
+        why = (
+            "several users share this server and the local runtime has no sandbox "
+            "(docs/security.md)"
+            if runtime == "local"
+            else registry.get(runtime).unavailable_note
+        )
         raise ApiError(
             400,
             f"The {runtime} runtime is not available on this server"

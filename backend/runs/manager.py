@@ -34,6 +34,7 @@ from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.sandboxes import Runtimes
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
+from backend.runtime.sandboxing import local_runtime_for_process
 from backend.store.repo import ConflictError, Store
 from backend.workspace import workspace_path
 
@@ -115,6 +116,10 @@ class RunManager:
         iid = new_instance_id(kind)
         if specialists is None:
             specialists = load_specialists(settings.specialists_file)
+        runtimes = dict(runtimes or {})
+        if "local" not in runtimes:
+            # the start-up check of the local runtime's sandbox (SandboxConfigError)
+            runtimes["local"] = local_runtime_for_process(settings, serving=kind != "cli")
         notifier = make_notifier(settings.database_url, iid)
         return cls(
             settings,

@@ -1,10 +1,14 @@
-"""LocalRuntime: commands run as child processes of the server. Not a sandbox.
+"""LocalRuntime: commands run as child processes of the server, in a bubblewrap sandbox
+when one is given (:mod:`backend.runtime.bwrap`; ``LOCAL_SANDBOX``, decided at start by
+:mod:`backend.runtime.sandboxing`), otherwise as the server's user: not a sandbox.
 
 Each command runs under :mod:`backend.runtime.reaper`, a small wrapper that is a child
 subreaper: when the command ends, times out or is stopped, the wrapper kills every process
 the command started (``setsid`` and double forks included) before it exits. The wrapper
-also stops the command when the server dies. Waiting is cancellation-safe: a cancelled
-``_run_command`` stops the wrapper, waits for it (shielded, bounded) and re-raises.
+also stops the command when the server dies. Sandboxed, the wrapper stays outside and runs
+``bwrap … -- bash -c COMMAND``: the sandbox's PID namespace dies with bwrap, which dies
+with the wrapper. Waiting is cancellation-safe: a cancelled ``_run_command`` stops the
+wrapper, waits for it (shielded, bounded) and re-raises.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from backend.runtime.base import (
     OutputCallback,
     hand_output,
 )
+from backend.runtime.bwrap import Bubblewrap
 
 STOP_GRACE = 5.0  # seconds the wrapper gets to kill its tree before it is killed itself
 REAPER = os.path.abspath(reaper.__file__)
@@ -32,6 +37,18 @@ REAPER = os.path.abspath(reaper.__file__)
 class LocalRuntime(BaseRuntime):
     name = "local"
 
+    def __init__(
+        self,
+        terminal_timeout: float = 120.0,
+        workspace_max_mb: float = 1024,
+        *,
+        sandbox: Bubblewrap | None = None,
+        offered: bool = True,
+    ) -> None:
+        super().__init__(terminal_timeout, workspace_max_mb)
+        self.sandbox = sandbox  # None: commands run unsandboxed, as the server's user
+        self.offered = offered  # False: a shared server without a sandbox (sandboxing.py)
+
     async def _run_command(
         self,
         command: str,
@@ -39,9 +56,16 @@ class LocalRuntime(BaseRuntime):
         cwd: str,
         on_output: OutputCallback | None = None,
     ) -> CommandOutput:
-        env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace / cwd)}
-        for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
-            env.pop(secret, None)
+        wrapper: list[str] = []
+        if self.sandbox is not None:
+            env = self.sandbox.env(cwd)
+            wrapper = self.sandbox.argv(workspace, cwd)
+            workdir = workspace
+        else:
+            env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace / cwd)}
+            for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
+                env.pop(secret, None)
+            workdir = workspace / cwd
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -49,7 +73,8 @@ class LocalRuntime(BaseRuntime):
             REAPER,
             str(os.getpid()),
             command,
-            cwd=workspace / cwd,
+            *wrapper,
+            cwd=workdir,
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,

@@ -1,6 +1,9 @@
 """Run one command so that no process it starts outlives it (the local runtime's wrapper).
 
-    python -I -S reaper.py SERVER_PID COMMAND
+    python -I -S reaper.py SERVER_PID COMMAND [WRAPPER ARGV...]
+
+With a wrapper (the local runtime's bubblewrap: ``bwrap OPTIONS --``) it runs
+``WRAPPER… bash -c COMMAND`` instead; the wrapper is its child like the shell would be.
 
 Standalone (standard library only, run with ``-I -S``). It makes itself a *child
 subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the command starts stays its
@@ -10,8 +13,9 @@ it is told to stop (SIGTERM, SIGINT, SIGHUP, or the server dying: ``PR_SET_PDEAT
 kills every descendant and reaps them until it has no child left. Then it exits with the
 command's status (128 + signal number for a signal, as shells do).
 
-Limit: the command runs as the same user, so it can kill this wrapper itself
-(``kill -9 $PPID``); what it started then escapes. The local runtime is not a sandbox.
+Limit without a sandbox: the command runs as the same user, so it can kill this wrapper
+itself (``kill -9 $PPID``); what it started then escapes. Under bubblewrap it cannot see
+this wrapper (its own PID namespace), and the namespace dies with bwrap.
 """
 
 from __future__ import annotations
@@ -74,8 +78,9 @@ def kill_all() -> None:
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def run(server: int, command: str) -> int | None:
-    """Run the command; its wait status, or None when told to stop first."""
+def run(server: int, command: str, wrapper: list[str] | None = None) -> int | None:
+    """Run the command (under ``wrapper``, an argv prefix); its wait status, or None when
+    told to stop first."""
     libc = ctypes.CDLL(None, use_errno=True)
     try:
         for sig in SIGNALS:
@@ -83,9 +88,10 @@ def run(server: int, command: str) -> int | None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != server:  # the server died before the line above
             return None
+        argv = [*(wrapper or []), "bash", "-c", command]
         main_pid = os.posix_spawn(
-            "/bin/bash",
-            ["bash", "-c", command],
+            argv[0] if wrapper else "/bin/bash",
+            argv,
             os.environ,
             setsid=True,
             setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *SIGNALS),
@@ -101,7 +107,7 @@ def run(server: int, command: str) -> int | None:
 def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    status = run(int(sys.argv[1]), sys.argv[2])
+    status = run(int(sys.argv[1]), sys.argv[2], sys.argv[3:])
     while True:  # no Stop may interrupt the clean-up: block the signals first
         try:
             signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)

@@ -323,7 +323,7 @@ def test_upload_during_a_run_is_409(settings: Settings) -> None:
 
 
 def test_another_users_conversation_and_run_are_404(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, auth_tokens="alice:tok-a,bob:tok-b")
+    settings = make_settings(tmp_path, auth_tokens="alice:tok-a,bob:tok-b", allow_shared_local=True)
     llm = ScriptedLLM([("auto_reply", RuntimeError("boom"))])
     alice = {"authorization": "Bearer tok-a"}
     bob = {"authorization": "Bearer tok-b"}
@@ -548,7 +548,9 @@ def test_retry_answers_json_when_asked(settings: Settings) -> None:
 # -- details: workspace paths in results, log lines --------------------------------------
 
 
-def test_results_show_workspace_relative_paths_not_the_servers(settings: Settings) -> None:
+def test_results_show_workspace_relative_paths_not_the_servers(tmp_path: Path) -> None:
+    # unsandboxed, commands see the server's folder (under bubblewrap it is /workspace)
+    settings = make_settings(tmp_path, local_sandbox="off")
     llm = ScriptedLLM(
         [
             ("planning", plan_reply("Run it")),

@@ -31,7 +31,9 @@ def model() -> Iterator[FakeModelServer]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("auth")
-    env = server_env(tmp, model.base_url, AUTH_TOKEN=TOKEN, AUTH_TOKENS=f"bob:{OTHER}")
+    env = server_env(
+        tmp, model.base_url, AUTH_TOKEN=TOKEN, AUTH_TOKENS=f"bob:{OTHER}", ALLOW_SHARED_LOCAL="1"
+    )
     srv = Server(tmp, env).start()
     yield srv
     srv.stop()

@@ -56,6 +56,9 @@ class Cluster:
             EXECUTOR="queue",
             LEASE_SECONDS=str(LEASE),
             SHUTDOWN_GRACE="5",
+            # sleeper() writes a host pid to a host file: commands run unsandboxed here
+            # (bubblewrap's kill on stop: tests/runtime/test_contract.py, local-bwrap)
+            LOCAL_SANDBOX="off",
         )
         self.servers = [Server(tmp, self.env), Server(tmp, self.env)]
         self.workers = [Worker(tmp, self.env, "w1"), Worker(tmp, self.env, "w2")]

@@ -121,7 +121,9 @@ def test_stop_kills_the_running_command(tmp_path: Path, fake_model: FakeModelSer
         {"stage": "thinking", "content": run(command)},
     )
     with (
-        running_server(tmp_path, fake_model.base_url) as server,
+        # the command writes its host pid to a host file: unsandboxed (bubblewrap's kill on
+        # stop: tests/runtime/test_contract.py, local-bwrap)
+        running_server(tmp_path, fake_model.base_url, LOCAL_SANDBOX="off") as server,
         server.client() as c,
         c.stream("POST", "/api/agent/run", json={"goal": "run a script"}) as resp,
     ):

@@ -1,15 +1,20 @@
-"""Runtime fixtures: one ``runtime`` parametrized over local and docker.
+"""Runtime fixtures: one ``runtime`` parametrized over local (unsandboxed), local under
+bubblewrap and docker.
 
 Docker tests skip when no engine answers or the sandbox image is missing, unless
 ``REQUIRE_DOCKER=1``: then they fail (CI sets it after starting an engine and building the
-image). Waiting is polling a condition with a deadline, never a bare sleep.
+image). Bubblewrap tests skip when ``bwrap`` is missing or does not work, unless
+``REQUIRE_BWRAP=1`` (scripts/ci.d/15-bubblewrap.sh). Waiting is polling a condition with a
+deadline, never a bare sleep.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,6 +26,8 @@ from backend.actions.model import Action
 from backend.config import Settings
 from backend.runtime import make_runtime
 from backend.runtime.base import ActionResult, BaseRuntime
+from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.local import LocalRuntime
 from tests.conftest import make_settings
 
 SANDBOX_IMAGE = os.environ.get("SANDBOX_IMAGE", "planact-sandbox:latest")
@@ -60,6 +67,26 @@ def require_docker() -> None:
     pytest.skip(problem)
 
 
+@functools.cache
+def _bwrap() -> Bubblewrap | str:
+    """A working bubblewrap sandbox, or why there is none."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    sandbox = Bubblewrap(path)
+    problem = sandbox.probe()
+    return sandbox if problem is None else f"bubblewrap does not work here: {problem}"
+
+
+def require_bwrap(network: bool = False) -> Bubblewrap:
+    found = _bwrap()
+    if isinstance(found, str):
+        if os.environ.get("REQUIRE_BWRAP") == "1":
+            pytest.fail(f"REQUIRE_BWRAP=1 but {found}")
+        pytest.skip(found)
+    return dataclasses.replace(found, network=network)
+
+
 def runtime_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "terminal_timeout": 20,
@@ -80,6 +107,7 @@ RuntimeFactory = Callable[..., BaseRuntime]
 
 RUNTIMES = [
     "local",
+    pytest.param("local-bwrap", marks=pytest.mark.bwrap),
     pytest.param("docker", marks=pytest.mark.docker),
     # the docker runtime without its command runner: one `docker exec` per command
     pytest.param("docker-exec", marks=pytest.mark.docker),
@@ -92,12 +120,20 @@ async def make_rt(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     kind: str = request.param
     if kind.startswith("docker"):
         require_docker()
+    sandbox = require_bwrap() if kind == "local-bwrap" else None
     made: list[BaseRuntime] = []
 
     def factory(**overrides: Any) -> BaseRuntime:
         settings = runtime_settings(tmp_path, **overrides)
         rt: BaseRuntime
-        if kind == "docker-exec":
+        if sandbox is not None:
+            network = settings.sandbox_network == "bridge"
+            rt = LocalRuntime(
+                terminal_timeout=settings.terminal_timeout,
+                workspace_max_mb=settings.workspace_max_mb,
+                sandbox=dataclasses.replace(sandbox, network=network),
+            )
+        elif kind == "docker-exec":
             from backend.runtime.docker import DockerRuntime
 
             rt = DockerRuntime(settings, runner=False)
@@ -185,5 +221,63 @@ ALIVE = (
 
 
 async def process_gone(rt: BaseRuntime, ws: Path, pidfile: str) -> bool:
+    if getattr(rt, "sandbox", None) is not None:
+        # each sandboxed command has a PID namespace of its own: look from the host
+        return not sandboxed_alive(ws, int((ws / pidfile).read_text()))
     result = await run(rt, ws, ALIVE.format(pidfile=pidfile))
     return stdout_of(result).strip() == "gone"
+
+
+def _host_processes() -> Iterator[tuple[int, str]]:
+    """(pid, /proc/pid/status text) of every live host process."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                status = fh.read()
+        except OSError:
+            continue
+        if "\nState:\tZ" not in status:
+            yield int(entry), status
+
+
+def sandboxed_alive(ws: Path, ns_pid: int) -> bool:
+    """Whether a live host process is ``ns_pid`` in a sandbox that mounts ``ws``."""
+    for pid, status in _host_processes():
+        nspids = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
+        if len(nspids) < 2 or nspids[-1] != str(ns_pid):
+            continue
+        if _mounts_workspace(pid, ws):
+            return True
+    return False
+
+
+def _mounts_workspace(pid: int, ws: Path) -> bool:
+    """Whether ``pid`` sees ``ws`` mounted at /workspace (mountinfo's root field is the
+    path inside the source file system: a suffix of the host path)."""
+    try:
+        with open(f"/proc/{pid}/mountinfo") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == "/workspace" and str(ws).endswith(fields[3]):
+            return fields[3].count("/") >= 3
+    return False
+
+
+def host_count_marked(marker: str) -> int:
+    """Host processes running ``sleep <marker…>`` (the commands that started them and
+    the test's own processes do not count)."""
+    count = 0
+    for pid, _status in _host_processes():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 1 and argv[0].endswith(b"sleep") and argv[1].startswith(marker.encode()):
+            count += 1
+    return count
