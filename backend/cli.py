@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="execute queued runs (EXECUTOR=queue, PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs at once (WORKER_CONCURRENCY)")
     args = parser.parse_args(argv)
-    # issue 13: library lines (litellm, alembic, httpx) only with LOG_LEVEL=DEBUG; `run`
+    # library lines (litellm, alembic, httpx) only with LOG_LEVEL=DEBUG; `run`
     # prints progress, so only warnings of ours unless LOG_LEVEL says otherwise
     configure_logging(os.environ.get("LOG_LEVEL"), quiet=args.command == "run")
     if args.command == "serve":
@@ -131,7 +131,7 @@ async def run_cmd(
 
     progress = Progress()
     cid: str | None = None
-    if files:  # issue 13: the inputs go into a new conversation's workspace first
+    if files:  # the inputs go into a new conversation's workspace first
         cid = await upload_inputs(store, manager, settings, files)
         if cid is None:
             await manager.shutdown()

@@ -1,4 +1,4 @@
-"""The HTTP edge under held connections (issue 9), against the real `planact serve`.
+"""The HTTP edge under held connections, against the real `planact serve`.
 
   uv run python bench/bench_edge.py
 

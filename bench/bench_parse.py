@@ -1,6 +1,6 @@
 """Parse-time figures: `uv run python bench/bench_parse.py`. Prints, never asserts.
 
-Also the hostile replies of issue 12: a 5 MB reply of `<write_code>` openers (refused at
+Also hostile replies: a 5 MB reply of `<write_code>` openers (refused at
 the size cap now; main scanned it, timed here as the same scan without the cap), the
 largest such reply under the cap, and how long the event loop stalls while one is read
 (main parsed on the loop; code_act now reads big replies on a worker thread).

@@ -1,4 +1,4 @@
-"""Runs across processes (issue 10): delivery latency (LISTEN/NOTIFY vs the in-process bus),
+"""Runs across processes: delivery latency (LISTEN/NOTIFY vs the in-process bus),
 stop latency across replicas, runs/s with two workers vs one, lease expiry -> failed.
 
 Needs PostgreSQL: BENCH_POSTGRES_URL (or TEST_POSTGRES_URL) names a database it may wipe.

@@ -1,4 +1,4 @@
-"""The model stream, from the fake model to the user's SSE stream (issue 11).
+"""The model stream, from the fake model to the user's SSE stream.
 
   uv run python bench/bench_stream.py [--quick] [--skip-capacity]
 
@@ -49,7 +49,7 @@ CLK = os.sysconf("SC_CLK_TCK")
 MSGS = [{"role": "user", "content": "hi"}]
 GOAL = "Please handle my request"  # no routing keyword: a `route` call, then the answer
 ROUTE_CHAT = '{"task_type": "general_chat", "needs_tools": false}'
-# the capacity shape of issue 11
+# the capacity shape: many concurrent streamed runs
 FIRST_TOKEN, CHUNKS, SPACING = 1.0, 400, 0.03
 CALL_SECONDS = FIRST_TOKEN + (CHUNKS - 1) * SPACING
 # memory mid-reply: the reply is half read this long after its midpoint in time

@@ -108,7 +108,7 @@ async def download_zip(request: Request) -> Response:
     conv = await conversation_or_404(request, cid)
     workspace = manager(request).workspace(user_id(request), cid)
     tmp = await anyio.to_thread.run_sync(_zip_workspace, workspace)
-    name = zip_name(conv.get("title") or "", cid)  # issue 13: named after the title
+    name = zip_name(conv.get("title") or "", cid)  # named after the title
     return FileResponse(
         tmp,
         media_type="application/zip",
