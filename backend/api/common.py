@@ -32,11 +32,13 @@ def user_id(request: Request) -> str:
 
 
 def manager(request: Request) -> RunManager:
-    return request.app.state.manager
+    found: RunManager = request.app.state.manager
+    return found
 
 
 def store(request: Request) -> Store:
-    return request.app.state.store
+    found: Store = request.app.state.store
+    return found
 
 
 async def read_json(request: Request) -> dict[str, Any]:

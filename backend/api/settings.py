@@ -29,7 +29,8 @@ NO_MODEL = (
 
 
 def _settings(request: Request) -> Settings:
-    return request.app.state.settings
+    found: Settings = request.app.state.settings
+    return found
 
 
 def pick_model(settings: Settings, raw: Any) -> str | None:

@@ -73,7 +73,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     async def graceful() -> None:
         # stop taking jobs; running runs go on up to SHUTDOWN_GRACE, then are stopped
         manager.accepting = False
-        worker.stop()
+        worker.stop()  # type: ignore[no-untyped-call]
         await manager.drain(settings.shutdown_grace)
 
     def on_signal() -> None:
@@ -88,7 +88,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
         loop.add_signal_handler(sig, on_signal)
     print(f"planact worker {manager.instance_id} ready", flush=True)
     try:
-        await worker.run()
+        await worker.run()  # type: ignore[no-untyped-call]
         for task in stopping:
             with contextlib.suppress(Exception):
                 await task

@@ -73,7 +73,7 @@ class Runner:
     def _read(self) -> None:
         buf = bytearray()
         try:
-            for stream, data in frames_iter(self.sock, tty=False):
+            for stream, data in frames_iter(self.sock, tty=False):  # type: ignore[no-untyped-call]
                 if stream != 1:
                     log.debug("sandbox runner stderr: %r", data[:2000])
                     continue
