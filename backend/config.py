@@ -40,7 +40,7 @@ class Settings(BaseSettings):
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"
     workspace_dir: Path = Path("./workspace")
-    runtime: str = "local"  # a name in backend/runtime/registry.py
+    runtime: str = "local"  # a name in backend/runtime/names.py, checked at start
     terminal_timeout: float = 120.0
     max_steps_per_task: int = 20
     max_format_errors: int = 3
@@ -56,13 +56,6 @@ class Settings(BaseSettings):
     run_max_cost_usd: float | None = None
     run_max_seconds: float | None = 3600.0
     run_max_model_calls: int | None = 200
-
-    @field_validator("runtime")
-    @classmethod
-    def _known_runtime(cls, value: str) -> str:
-        from backend.runtime.registry import check_name
-
-        return check_name(value)
 
     @field_validator(
         "run_max_tokens",

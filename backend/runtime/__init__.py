@@ -18,4 +18,4 @@ def make_runtime(
 ) -> Runtime:
     """The runtime ``name`` (default ``RUNTIME``). ``owner``: this process's instance id
     (the docker runtime labels its sandboxes with it; see DockerRuntime)."""
-    return registry.make(settings, name, owner=owner)
+    return registry.get(name or settings.runtime).from_settings(settings, owner=owner)

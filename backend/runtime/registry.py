@@ -19,48 +19,35 @@ A runtime defined elsewhere (a plug-in, a test) joins with :func:`register`.
 from __future__ import annotations
 
 import importlib
-import threading
 from typing import TYPE_CHECKING
 
+from backend.runtime.names import BUILTIN, added, check_name, lock, names, paths
+
 if TYPE_CHECKING:
-    from backend.config import Settings
-    from backend.runtime.base import BaseRuntime, Runtime
+    from backend.runtime.base import BaseRuntime
 
-# name -> "module:Class", loaded on first use (registration order is the offered order)
-BUILTIN: dict[str, str] = {
-    "local": "backend.runtime.local:LocalRuntime",
-    "docker": "backend.runtime.docker:DockerRuntime",
-}
+__all__ = ["BUILTIN", "UnknownRuntime", "check_name", "get", "names", "register", "unregister"]
 
-_lock = threading.Lock()
-_paths: dict[str, str] = dict(BUILTIN)
 _loaded: dict[str, type[BaseRuntime]] = {}
-_added: set[str] = set()  # registered at run time (removable)
 
 
 class UnknownRuntime(ValueError):
     """No runtime of that name is registered."""
 
 
-def names() -> list[str]:
-    """Every registered runtime, in registration order."""
-    with _lock:
-        return list(_paths)
-
-
 def get(name: str) -> type[BaseRuntime]:
     """The class of runtime ``name`` (imported on first use)."""
-    with _lock:
+    with lock:
         if name in _loaded:
             return _loaded[name]
-        path = _paths.get(name)
+        path = paths.get(name)
     if path is None:
         raise UnknownRuntime(f"unknown runtime {name!r}: one of {', '.join(names())}")
     module, _, attr = path.partition(":")
     cls: type[BaseRuntime] = getattr(importlib.import_module(module), attr)
     if cls.name != name:
         raise UnknownRuntime(f"{path} is named {cls.name!r}, registered as {name!r}")
-    with _lock:
+    with lock:
         return _loaded.setdefault(name, cls)
 
 
@@ -69,33 +56,20 @@ def register(cls: type[BaseRuntime]) -> type[BaseRuntime]:
 
     Registering the same class again is harmless; another class under a taken name is an
     error."""
-    with _lock:
-        if cls.name in _paths:
+    with lock:
+        if cls.name in paths:
             if _loaded.get(cls.name) is cls:
                 return cls
             raise ValueError(f"a runtime named {cls.name!r} is already registered")
-        _paths[cls.name] = f"{cls.__module__}:{cls.__qualname__}"
+        paths[cls.name] = f"{cls.__module__}:{cls.__qualname__}"
         _loaded[cls.name] = cls
-        _added.add(cls.name)
+        added.add(cls.name)
     return cls
 
 
 def unregister(name: str) -> None:
     """Remove a runtime added with :func:`register` (the built-in ones stay)."""
-    with _lock:
-        if name in _added:
-            _added.discard(name)
-            del _paths[name], _loaded[name]
-
-
-def make(settings: Settings, name: str | None = None, *, owner: str | None = None) -> Runtime:
-    """A new runtime ``name`` (default ``RUNTIME``) for this process (``owner``: its
-    instance id, which labels what the runtime leaves outside the process)."""
-    return get(name or settings.runtime).from_settings(settings, owner=owner)
-
-
-def check_name(value: str) -> str:
-    """``value`` if a runtime of that name is registered (for validating settings)."""
-    if value not in names():
-        raise ValueError(f"must be one of {', '.join(names())}, not {value!r}")
-    return value
+    with lock:
+        if name in added:
+            added.discard(name)
+            del paths[name], _loaded[name]

@@ -1,7 +1,8 @@
 """The local runtime's sandbox, decided once when a process starts (``LOCAL_SANDBOX``).
 
 :func:`local_runtime_for_process` is the one start-up check, called by every `planact serve`,
-`worker` and `run` (``RunManager.for_process``):
+`worker` and `run` (``RunManager.for_process``). ``RUNTIME`` must name a registered runtime;
+then:
 
 - ``LOCAL_SANDBOX=auto`` (default): bubblewrap when a trivial sandboxed command actually
   runs; otherwise a warning, once, saying why and how to install it;
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from backend.runtime.bwrap import INSTALL_HINT, Bubblewrap
 from backend.runtime.local import LocalRuntime
+from backend.runtime.names import names
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -109,6 +111,10 @@ def local_runtime_for_process(
 ) -> LocalRuntime:
     """The local runtime of a process, its sandbox decided and the start-up checks done.
     ``serving``: a server or worker (several users' runs), not `planact run`."""
+    if settings.runtime not in names():
+        raise SandboxConfigError(
+            f"RUNTIME={settings.runtime!r} is not a runtime: one of {', '.join(names())}."
+        )
     sandbox = local_sandbox(settings, which=which)
     offered = check_shared_local(settings, sandbox) if serving else True
     return LocalRuntime(

@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from pydantic import ValidationError
 from starlette.testclient import TestClient
 
 from backend import cli
 from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
-from backend.runtime import registry
+from backend.runtime import make_runtime, registry
 from backend.runtime.base import BaseRuntime, CommandOutput, OutputCallback, PromptNote, hand_output
 from backend.runtime.docker import DockerRuntime
 from backend.runtime.local import LocalRuntime
+from backend.runtime.sandboxing import SandboxConfigError, local_runtime_for_process
 from tests.agent.scripts import finish, plan_reply, run
 from tests.conftest import make_settings
 from tests.e2e.server import server_env, wait_for
@@ -120,19 +120,23 @@ def test_a_taken_name_is_refused(tiny: type[TinyRuntime]) -> None:
         registry.register(Local)
 
 
-def test_settings_accept_registered_runtimes_only(tmp_path: Path, tiny: type[TinyRuntime]) -> None:
-    assert make_settings(tmp_path, runtime="tiny").runtime == "tiny"
-    with pytest.raises(ValidationError, match="must be one of local, docker, tiny, not 'nope'"):
-        make_settings(tmp_path, runtime="nope")
+def test_a_process_starts_with_registered_runtimes_only(
+    tmp_path: Path, tiny: type[TinyRuntime]
+) -> None:
+    assert local_runtime_for_process(make_settings(tmp_path, runtime="tiny"))
+    with pytest.raises(
+        SandboxConfigError, match="'nope' is not a runtime: one of local, docker, tiny"
+    ):
+        local_runtime_for_process(make_settings(tmp_path, runtime="nope"))
 
 
 def test_make_runtime_builds_the_named_class_from_settings(
     tmp_path: Path, tiny: type[TinyRuntime]
 ) -> None:
     settings = make_settings(tmp_path, runtime="tiny", terminal_timeout=7)
-    made = registry.make(settings)
+    made = make_runtime(settings)
     assert isinstance(made, TinyRuntime) and made.terminal_timeout == 7
-    assert isinstance(registry.make(settings, "local"), LocalRuntime)
+    assert isinstance(make_runtime(settings, "local"), LocalRuntime)
 
 
 # ---- through the API ------------------------------------------------------------------------

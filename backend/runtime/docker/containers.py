@@ -9,9 +9,10 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import docker.errors
 from docker.client import DockerClient
@@ -24,7 +25,6 @@ from backend.runtime.docker.ownership import host_path
 
 if TYPE_CHECKING:
     from backend.config import Settings
-    from backend.runtime.docker.runner import Runner
 
 LABEL = "planact.sandbox"
 LABEL_ROOT = "planact.root"
@@ -55,6 +55,15 @@ def workdir(cwd: str) -> str:
     return SANDBOX_DIR if cwd == "." else f"{SANDBOX_DIR}/{cwd}"
 
 
+class SandboxRunner(Protocol):
+    """What a sandbox keeps of its command runner (:class:`.runner.Runner`)."""
+
+    alive: bool
+    thread: threading.Thread
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Sandbox:
     """One conversation workspace's container, as the runtime uses it."""
@@ -64,7 +73,7 @@ class Sandbox:
     user: str  # "uid:gid" commands run as
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
-    runner: Runner | None = None
+    runner: SandboxRunner | None = None
     no_runner: bool = False  # the image cannot run the runner (no python3): exec per command
     had_runner: bool = False  # a runner started here once: a runner that cannot start now
     # means a broken sandbox (replaced), not an image without python3

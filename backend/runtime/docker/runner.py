@@ -166,7 +166,7 @@ async def runner_for(sandboxes: Sandboxes, sandbox: Sandbox) -> Runner | None:
     if sandbox.no_runner:
         return None
     async with sandbox.runner_lock:
-        if sandbox.runner is not None and sandbox.runner.alive:
+        if isinstance(sandbox.runner, Runner) and sandbox.runner.alive:
             return sandbox.runner
         sandbox.runner = None
         client = await sandboxes.engine.client()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,34 +18,14 @@ import httpx
 
 from backend.tools.search.result import ToolResult
 from backend.tools.web import extract
-from backend.tools.web.policy import NetworkPolicy, Refused, guarded_client, parse_allow_hosts
+from backend.tools.web.config import FetchConfig
+from backend.tools.web.policy import NetworkPolicy, Refused, guarded_client
 
 log = logging.getLogger(__name__)
 
 MAX_REDIRECTS = 5
 MAX_CONTENT_CHARS = 60_000  # Markdown given to the model at most
 USER_AGENT = "Mozilla/5.0 (compatible; planact web_fetch)"
-
-
-@dataclass(frozen=True)
-class FetchConfig:
-    enabled: bool = True
-    timeout: float = 20.0
-    max_bytes: int = 5_000_000
-    render: str = "auto"  # auto | never | always
-    allow_hosts: frozenset[str] = frozenset()
-    chromium_path: str = "/usr/bin/chromium"
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> FetchConfig:
-        return cls(
-            enabled=settings.web_fetch,
-            timeout=settings.web_timeout,
-            max_bytes=settings.web_max_bytes,
-            render=settings.web_render,
-            allow_hosts=parse_allow_hosts(settings.web_allow_hosts),
-            chromium_path=os.environ.get("CHROMIUM_PATH") or "/usr/bin/chromium",
-        )
 
 
 @dataclass

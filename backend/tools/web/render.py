@@ -23,7 +23,7 @@ import httpx
 from backend.tools.web.policy import NetworkPolicy, Refused, guarded_client
 
 if TYPE_CHECKING:
-    from backend.tools.web.fetch import FetchConfig
+    from backend.tools.web.config import FetchConfig
 
 # a page's requests together read at most this many times WEB_MAX_BYTES
 TOTAL_BYTES_FACTOR = 4
