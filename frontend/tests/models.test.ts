@@ -135,3 +135,34 @@ describe('store: a conversation’s model and files', () => {
     expect(app.hasFiles).toBe(false)
   })
 })
+
+describe('store: files picked while the page loads', () => {
+  afterEach(() => vi.unstubAllGlobals())
+
+  it('wait for the upload limit, so an oversized one is refused alone', async () => {
+    setActivePinia(createPinia())
+    setToken(null)
+    window.history.replaceState(null, '', '/')
+    let release: () => void = () => {}
+    const settingsArrive = new Promise<void>((r) => (release = r))
+    const calls: string[] = []
+    vi.stubGlobal('fetch', async (url: string, init: RequestInit = {}) => {
+      calls.push(`${init.method ?? 'GET'} ${url}`)
+      if (url === '/api/settings') {
+        await settingsArrive
+        return json({ model: 'a/one', models: ['a/one'], runtimes: ['local'], auth: false, upload_max_mb: 0.001 })
+      }
+      if (url === '/api/conversations' && init.method === 'POST') return json({ conversation_id: 'c9' }, 201)
+      return json([])
+    })
+    const app = useApp()
+    const started = app.init()
+    const attached = app.attach([new File(['x'.repeat(5000)], 'big.bin')])
+    release()
+    await Promise.all([started, attached])
+    expect(app.attachments).toHaveLength(1)
+    expect(app.attachments[0].state).toBe('failed')
+    expect(app.attachments[0].error).toContain('upload limit')
+    expect(calls).not.toContain('POST /api/conversations') // nothing to upload, nothing made
+  })
+})

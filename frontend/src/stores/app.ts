@@ -162,7 +162,12 @@ export const useApp = defineStore('app', () => {
     }
   }
 
-  async function loadSettings(): Promise<void> {
+  let settingsPending: Promise<void> | null = null
+  function loadSettings(): Promise<void> {
+    settingsPending = fetchSettings()
+    return settingsPending
+  }
+  async function fetchSettings(): Promise<void> {
     try {
       settings.value = await api.settings()
       if (!model.value || !settings.value.models.includes(model.value)) {
@@ -471,6 +476,9 @@ export const useApp = defineStore('app', () => {
       error.value = 'Files can be attached when the run has ended.'
       return
     }
+    // files picked while the page loads wait for the upload limit, so one big file is
+    // refused alone instead of failing the batch it would have joined
+    if (!settingsLoaded.value && settingsPending) await settingsPending
     const plan = planUploads(files, settings.value?.upload_max_mb)
     for (const { file, reason } of plan.refused) {
       const [chip] = newAttachments([file])
