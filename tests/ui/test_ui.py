@@ -520,6 +520,11 @@ def test_token_is_asked_once_and_sent(
         send_goal(page, "hello there", mode="chat")
         expect(page.get_by_test_id("conversation-status")).to_have_text("completed")
         assert page.evaluate("() => sessionStorage.getItem('planact.token')") == "s3cret"
+        # the zip is offered once the workspace has a file: upload one, with the token
+        note = tmp_path / "note.txt"
+        note.write_text("n\n")
+        page.get_by_test_id("file-input").set_input_files(str(note))
+        expect(page.get_by_test_id("attachment")).to_have_attribute("data-state", "done")
         href = page.get_by_test_id("download-all").get_attribute("href") or ""
         assert href.endswith("access_token=s3cret")
         assert httpx.get(server.url + href, timeout=10).status_code == 200

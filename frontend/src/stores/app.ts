@@ -20,6 +20,7 @@ import {
   type ConversationView,
 } from '../lib/reducer'
 import { RunFollower } from '../lib/sse'
+import { latestRunModel, modelsByRun, sidebarConversations } from '../lib/runmodel'
 import type {
   ConversationDetail,
   ConversationSummary,
@@ -122,6 +123,10 @@ export const useApp = defineStore('app', () => {
   const check = ref<ModelCheck | null>(null)
   const query = ref('')
   const attachments = ref<Attachment[]>([])
+  /** files in the current conversation's workspace (null: not known yet) */
+  const fileCount = ref<number | null>(null)
+  /** the conversation attach() made for files, until a goal is sent in it */
+  const draftId = ref<string | null>(null)
   let generation = 0
   let detailTimer: ReturnType<typeof setInterval> | null = null
 
@@ -134,6 +139,11 @@ export const useApp = defineStore('app', () => {
   const showRuntime = computed(() => runtimes.value.length > 1)
   const running = computed(() => activeRunId.value !== null)
   const usage = computed(() => usageOf(detail.value))
+  /** run_id → the model it ran with (a run that named none used the server default) */
+  const runModels = computed(() => modelsByRun(detail.value, settings.value?.model ?? null))
+  const hasFiles = computed(() => (fileCount.value ?? 0) > 0)
+  /** the sidebar's list: conversations made only for attachments and left are not listed */
+  const listed = computed(() => sidebarConversations(conversations.value, currentId.value))
   const title = computed(() => {
     const c = conversations.value.find((x) => x.conversation_id === currentId.value)
     return c?.title || (detail.value?.title as string | undefined) || ''
@@ -153,7 +163,12 @@ export const useApp = defineStore('app', () => {
     }
   }
 
-  async function loadSettings(): Promise<void> {
+  let settingsPending: Promise<void> | null = null
+  function loadSettings(): Promise<void> {
+    settingsPending = fetchSettings()
+    return settingsPending
+  }
+  async function fetchSettings(): Promise<void> {
     try {
       settings.value = await api.settings()
       if (!model.value || !settings.value.models.includes(model.value)) {
@@ -169,11 +184,14 @@ export const useApp = defineStore('app', () => {
   async function checkModel(): Promise<void> {
     checking.value = true
     check.value = null
+    const asked = model.value
     try {
-      check.value = await api.checkModel(model.value)
+      const res = await api.checkModel(asked)
+      check.value = { ...res, model: res.model || asked }
     } catch (e) {
       check.value = {
         ok: false,
+        model: asked,
         latency_ms: 0,
         error: e instanceof Error ? e.message : String(e),
       }
@@ -193,9 +211,24 @@ export const useApp = defineStore('app', () => {
     }
   }
 
+  async function refreshFiles(): Promise<void> {
+    const id = currentId.value
+    if (!id) {
+      fileCount.value = null
+      return
+    }
+    try {
+      const list = await api.files(id)
+      if (id === currentId.value) fileCount.value = Array.isArray(list) ? list.length : 0
+    } catch {
+      /* transient; the next refresh will try again */
+    }
+  }
+
   async function refreshDetail(): Promise<void> {
     const id = currentId.value
     if (!id) return
+    void refreshFiles()
     try {
       const d = await api.conversation(id)
       if (id !== currentId.value) return
@@ -291,22 +324,45 @@ export const useApp = defineStore('app', () => {
     })
   }
 
+  /** Delete the conversation attach() made when it is left without a goal ever sent:
+   * it holds nothing but the files the person walked away from. */
+  function discardDraft(): void {
+    const id = draftId.value
+    draftId.value = null
+    if (!id || id !== currentId.value || view.value.turns.length || uploading.value) return
+    conversations.value = conversations.value.filter((c) => c.conversation_id !== id)
+    api.deleteConversation(id).catch(() => {
+      /* it stays, unlisted: the sidebar leaves out untitled conversations without a run */
+    })
+  }
+
   async function openConversation(id: string): Promise<void> {
     if (id === currentId.value && (activeRunId.value || loading.value)) return
-    if (id !== currentId.value) attachments.value = []
+    if (id !== currentId.value) {
+      discardDraft()
+      attachments.value = []
+    }
     detach()
     const gen = generation
     currentId.value = id
     writeHash(id)
     view.value = emptyView()
     detail.value = null
+    fileCount.value = null
     error.value = null
     loading.value = true
+    void refreshFiles()
     try {
       // detail first: if it says no run is active, the messages fetched after are complete
       const d = await api.conversation(id)
       if (gen !== generation) return
       detail.value = d
+      // the picker shows the model this conversation last ran with, not the default
+      const last = latestRunModel(d, settings.value?.model ?? null, models.value)
+      if (last) {
+        model.value = last
+        check.value = null
+      }
       const msgs = await api.messages(id)
       if (gen !== generation) return
       const v = buildView(Array.isArray(msgs) ? msgs : [])
@@ -339,12 +395,14 @@ export const useApp = defineStore('app', () => {
   }
 
   function newConversation(): void {
+    discardDraft()
     detach()
     attachments.value = []
     check.value = null
     currentId.value = null
     view.value = emptyView()
     detail.value = null
+    fileCount.value = null
     error.value = null
     writeHash(null)
   }
@@ -357,6 +415,7 @@ export const useApp = defineStore('app', () => {
     const gen = generation
     const body: RunBody = { goal: text, mode }
     if (currentId.value) body.conversation_id = currentId.value
+    draftId.value = null // a goal was sent: no longer a draft
     if (runtime && showRuntime.value) body.runtime = runtime
     if (model.value && models.value.length > 1) body.model = model.value
     attachments.value = attachments.value.filter((a) => a.state === 'uploading')
@@ -418,6 +477,9 @@ export const useApp = defineStore('app', () => {
       error.value = 'Files can be attached when the run has ended.'
       return
     }
+    // files picked while the page loads wait for the upload limit, so one big file is
+    // refused alone instead of failing the batch it would have joined
+    if (!settingsLoaded.value && settingsPending) await settingsPending
     const plan = planUploads(files, settings.value?.upload_max_mb)
     for (const { file, reason } of plan.refused) {
       const [chip] = newAttachments([file])
@@ -432,6 +494,7 @@ export const useApp = defineStore('app', () => {
         if (!id) {
           id = (await api.createConversation()).conversation_id
           currentId.value = id
+          draftId.value = id
           writeHash(id)
           void loadConversations()
         }
@@ -440,6 +503,7 @@ export const useApp = defineStore('app', () => {
           onProgress: (p) => applyProgress(batch, p.loaded, p.total),
         })
         applyUploaded(batch, result)
+        void refreshFiles()
       } catch (e) {
         applyFailed(batch, e instanceof Error ? e.message : String(e))
       }
@@ -448,6 +512,13 @@ export const useApp = defineStore('app', () => {
 
   function dismissAttachment(id: number): void {
     attachments.value = attachments.value.filter((a) => a.id !== id)
+    if (attachments.value.length || !draftId.value || draftId.value !== currentId.value) return
+    // every chip of a conversation made only for them is gone: so is the conversation
+    discardDraft()
+    currentId.value = null
+    detail.value = null
+    fileCount.value = null
+    writeHash(null)
   }
 
   async function stop(): Promise<void> {
@@ -502,6 +573,10 @@ export const useApp = defineStore('app', () => {
     running,
     usage,
     title,
+    runModels,
+    hasFiles,
+    fileCount,
+    listed,
     init,
     loadConversations,
     openConversation,
