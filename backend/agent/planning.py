@@ -15,7 +15,6 @@ from backend.agent.prompts import render
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
 
-from backend.agent.titles import goal_title, title_from_plan
 from backend.messages.kinds import MessageKind
 
 PLAN_ATTEMPTS = 3
@@ -65,7 +64,6 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
             }
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
-        await retitle(ctx, prose)
         return prose.strip(), tasks
     # what the model was told (the format lesson in last_error) stays out of the user's error
     raise RunError(
@@ -73,16 +71,6 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
         "could not be read as a task list. Try again, or choose a model that follows "
         "instructions more closely."
     )
-
-
-async def retitle(ctx: RunContext, prose: str) -> None:
-    """The planner's sentence for the user, made a title, replaces a conversation title
-    that is still the default (empty or the goal's first words); a person's title stays."""
-    title = title_from_plan(prose)
-    if title and not ctx.state.history:
-        await ctx.deps.store.retitle_if_default(
-            ctx.state.conversation_id, ("", goal_title(ctx.state.goal)), title
-        )
 
 
 def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:

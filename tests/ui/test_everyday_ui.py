@@ -83,9 +83,12 @@ def test_attach_and_drop_files_then_the_run_sees_them(
     planning = next(c for c in fake_model.model.calls if c["stage"] == "planning")
     assert "- data.csv" in planning["messages"][0]["content"]
     assert "- notes.txt" in planning["messages"][0]["content"]
-    # the planner's sentence names the conversation
-    expect(page.locator(".pane-title h1")).to_have_text("Count the rows of data.csv")
-    expect(page.get_by_test_id("conversation-list")).to_contain_text("Count the rows of data.csv")
+    # the person's own words name the conversation, not the planner's sentence
+    expect(page.locator(".pane-title h1")).to_have_text("analyse data.csv and chart it")
+    expect(page.get_by_test_id("conversation-list")).to_contain_text(
+        "analyse data.csv and chart it"
+    )
+    expect(page.get_by_test_id("conversation-list")).not_to_contain_text("Count the rows")
 
 
 def test_an_upload_the_server_refuses_shows_why(
