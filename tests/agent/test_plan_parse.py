@@ -173,7 +173,7 @@ def test_plan_parser_never_crashes(text: str) -> None:
 
 
 def test_hostile_plans_are_format_errors_never_crashes() -> None:
-    """Issue 12: a model reply can never crash a run, the planner's included."""
+    """A model reply can never crash a run, the planner's included."""
     for text in ('{"tasks": ' * 5000, "[" * 100_000, "## a\n- b\n" * 200_000):
         with pytest.raises(PlanFormatError) as info:
             parse_plan(text)

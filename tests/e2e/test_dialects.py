@@ -51,7 +51,7 @@ REPLIES = [
     # reasoning with a draft action that must not run, then the real one
     "<think>maybe <write_code><path>draft.txt</path><content>no</content></write_code></think>"
     "<terminal_run><command>bash gen.sh && cat gen.txt</command></terminal_run>",
-    # issue 12: a lone surrogate escape over the wire is a format error, nothing written
+    # a lone surrogate escape over the wire is a format error, nothing written
     '{"name": "write_code", "arguments": {"path": "bad.txt", "content": "x\ud800"}}',
     # DeepSeek V3.1 markers; a whole-file fence in a .py and a backticked path
     "<\uff5ctool\u2581call\u2581begin\uff5c>write_code<\uff5ctool\u2581sep\uff5c>"

@@ -1,4 +1,4 @@
-"""What `planact serve` logs and what `pytest` prints last (issue 13)."""
+"""What `planact serve` logs and what `pytest` prints last."""
 
 from __future__ import annotations
 

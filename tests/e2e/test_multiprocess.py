@@ -1,4 +1,4 @@
-"""Issue 10 black-box: two `planact serve` and two `planact worker` on one PostgreSQL
+"""Black-box: two `planact serve` and two `planact worker` on one PostgreSQL
 (EXECUTOR=queue), the fake model over HTTP; plus two processes on one SQLite file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The HTTP edge against the real `planact serve` (issue 9): cross-site requests, foreign
+"""The HTTP edge against the real `planact serve`: cross-site requests, foreign
 Host headers, content types, malformed input, and connections that are held open.
 
 Raw httpx and raw sockets; the server's own sockets are counted from /proc."""

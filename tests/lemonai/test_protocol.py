@@ -1,5 +1,5 @@
-"""The LemonAI protocol under /lemonai, row by row of issue 14's "Differences measured",
-through the ASGI app with a ScriptedLLM."""
+"""The LemonAI protocol under /lemonai, row by row of the differences measured against
+LemonAI's own backend, through the ASGI app with a ScriptedLLM."""
 
 from __future__ import annotations
 

@@ -251,7 +251,7 @@ async def test_unreachable_server_is_retried_then_fails(make: Make, path: Path_)
 async def test_keep_alives_do_not_hold_a_call(
     make: Make, fake_model: FakeModelServer, path: Path_, kind: str
 ) -> None:
-    """issue 12: a keep-alive every 5 s held a call for 300 s with LLM_TIMEOUT=10. Here the
+    """Seen before: a keep-alive every 5 s held a call for 300 s with LLM_TIMEOUT=10. Here the
     model sends keep-alives (comments, or chunks without content) every 50 ms and its
     first token only after 30 s: with a 1.5 s content timeout the call fails instead."""
     shape = {"content": "late", "first_token_delay": 30, "keepalive": 0.05, "keepalive_kind": kind}
@@ -265,7 +265,7 @@ async def test_keep_alives_do_not_hold_a_call(
 async def test_a_silent_model_fails_after_one_retry(
     make: Make, fake_model: FakeModelServer, path: Path_, stream: bool
 ) -> None:
-    """issue 12: a silent model took 4 x 120 s at the default settings. Timeouts are now
+    """Seen before: a silent model took 4 x 120 s at the default settings. Timeouts are now
     retried once: default worst case 2 x LLM_TIMEOUT plus one backoff."""
     fake_model.script(*({"stage": "planning", "silent": True},) * 3)
     with pytest.raises(LLMTimeoutError, match=r"after 2 attempts.*no content for 1 s"):
@@ -314,7 +314,7 @@ async def test_the_call_deadline_cuts_a_slow_stream_and_is_not_retried(
 async def test_a_stream_without_finish_reason_or_done_is_truncated(
     make: Make, fake_model: FakeModelServer, path: Path_
 ) -> None:
-    """issue 12: a stream that closed cleanly with no finish reason and no [DONE] after one
+    """Seen before: a stream that closed cleanly with no finish reason and no [DONE] after one
     action was executed as if complete."""
     action = "<write_code><path>a.py</path><content>print(1)</content></write_code>"
     cut = {"stage": "thinking", "content": action, "truncate": True}
@@ -374,7 +374,7 @@ async def test_a_finish_reason_without_done_is_complete(
 async def test_identical_chunks_are_content(
     make: Make, fake_model: FakeModelServer, path: Path_
 ) -> None:
-    """issue 12: 100 identical chunks in a row tripped litellm's repetition guard."""
+    """Seen before: 100 identical chunks in a row tripped litellm's repetition guard."""
     fake_model.script({"stage": "thinking", "content": "----" * 150, "chunk_size": 4})
     got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
     assert got.text == "----" * 150

@@ -60,7 +60,7 @@ def over(body: bytes, made: list[OpenAICompatLLM], **kw: Any) -> OpenAICompatLLM
 
 
 async def test_a_buffered_stream_yields_to_the_event_loop(lean: list[OpenAICompatLLM]) -> None:
-    """issue 11: a buffered reply was consumed without yielding (90-700 ms per reply, health
+    """Seen before: a buffered reply was consumed without yielding (90-700 ms per reply, health
     p99 of seconds). Here 2000 chunks arrive in one block; another task must get turns."""
     n = 2000
     body = sse(*(chunk("ab") for _ in range(n)), chunk(finish="stop"), "[DONE]")

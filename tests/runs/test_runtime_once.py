@@ -1,6 +1,6 @@
 """The docker probe asks for the runtime from a thread while the first run asks from the
 loop: the manager makes each runtime once, labelled with its instance id, so shutdown closes
-every sandbox it started (issue 9: two instances existed and one leaked its container)."""
+every sandbox it started (two instances once existed and one leaked its container)."""
 
 from __future__ import annotations
 

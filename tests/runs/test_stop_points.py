@@ -1,4 +1,4 @@
-"""Issue 15: cancel the run at every await point of one task step; each time the run ends
+"""Cancel the run at every await point of one task step; each time the run ends
 `stopped` (or `completed` when the stop came after the last step) with nothing left
 `running`, in the store and in the messages, and at most one more model call."""
 

@@ -1,4 +1,4 @@
-"""Cross-site attacks from real pages in Chromium (issue 9, finding 1): a page of another
+"""Cross-site attacks from real pages in Chromium: a page of another
 origin posts a goal (a no-cors fetch and a form), and a page whose DNS name was rebound to
 127.0.0.1 reads the API. planact must refuse both, with no AUTH_TOKEN set."""
 

@@ -15,7 +15,7 @@ from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
 from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_everyday_ui import NewPage, server_with
+from tests.ui.test_files_models_and_layout import NewPage, server_with
 from tests.ui.test_ui import conversation_id, script_two_tasks, send_goal
 
 TWO_MODELS = "openai/fake-model,openai/other-model"

@@ -1,4 +1,4 @@
-"""Issue 13 routes through the ASGI app: uploads, settings, model check, rename, search,
+"""Routes through the ASGI app: uploads, settings, model check, rename, search,
 retry, zip names, titles, workspace paths in results, run log lines."""
 
 from __future__ import annotations

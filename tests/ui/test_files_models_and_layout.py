@@ -1,4 +1,4 @@
-"""Issue 13 in real Chromium: attach and drop files, pick and check the model, the first-run
+"""In real Chromium: attach and drop files, pick and check the model, the first-run
 screen, rename and search, retry, copy buttons, workspace links in Markdown previews, the
 phone layout and the sticky sidebar head."""
 

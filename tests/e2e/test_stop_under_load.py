@@ -1,4 +1,4 @@
-"""Issue 15: a stop must always stop. The black-box trial as a test: a run whose model plans
+"""A stop must always stop. The black-box trial as a test: a run whose model plans
 many tasks and runs ten quick commands per reply (20 KB of output each); 20 times, stop at a
 random moment after the 8th model call and follow the stream. Each stop must end the run
 `stopped` within 5 s, with at most one more model call, `stop` + `finish_summery` last and no

@@ -1,5 +1,5 @@
 """Budgets, the stuck-loop detector, lean history and hostile replies, through the ASGI app
-with a ScriptedLLM (issue 12; the error texts of issue 11)."""
+with a ScriptedLLM."""
 
 from __future__ import annotations
 
