@@ -12,6 +12,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from backend.actions import registry as actions
 from backend.cli_files import check_input_files, upload_inputs
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
@@ -89,10 +90,11 @@ def serve_cmd(host: str | None, port: int | None) -> int:
 def worker_cmd(concurrency: int | None) -> int:
     from backend.runs.executor import QueueConfigError
     from backend.runs.worker import run_worker
+    from backend.tools.mcp import McpConfigError
 
     try:
         return asyncio.run(run_worker(Settings(), concurrency))
-    except QueueConfigError as exc:
+    except (QueueConfigError, McpConfigError) as exc:
         print(f"planact worker: {exc}", file=sys.stderr)
         return 2
 
@@ -111,14 +113,21 @@ async def run_cmd(
     from backend.runs import RunManager
     from backend.runs.worker import prewarm
     from backend.store.repo import Store
+    from backend.tools.kit import Tools
+    from backend.tools.mcp import McpConfigError
 
+    try:
+        tools = Tools.from_settings(settings)
+    except McpConfigError as exc:
+        print(f"planact: {exc}", file=sys.stderr)
+        return 2
     llm = make_llm(settings)
     await prewarm(llm)
     store = Store(settings.database_url)
     store.migrate()
     # an instance of its own with a lease: a live server's runs on the same database are
     # left alone; the run executes here (inline) whatever EXECUTOR says
-    manager = RunManager.for_process(settings, store, llm, kind="cli")
+    manager = RunManager.for_process(settings, store, llm, kind="cli", tools=tools)
     await manager.open()
 
     progress = Progress()
@@ -127,6 +136,7 @@ async def run_cmd(
         cid = await upload_inputs(store, manager, settings, files)
         if cid is None:
             await manager.shutdown()
+            await tools.aclose()
             await llm.aclose()
             await store.close()
             return 2
@@ -149,6 +159,7 @@ async def run_cmd(
     ws = manager.workspace("1", cid)
     print(f"run {rid} {status}; files in {ws}", flush=True)
     await manager.shutdown()
+    await tools.aclose()
     await llm.aclose()
     await store.close()
     return 0 if status == "completed" else 1
@@ -172,6 +183,8 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
     if msg.status == "failure" or kind in RUN_END_KINDS:
         return f"[{kind} {mark}] {_indent(text)}"  # whole, even after its live output
+    if msg.status == "success" and (shown := actions.show(kind, text, msg.meta.json_)):
+        return f"[{kind} {mark}] {_indent(shown)}"  # a tool's result: links, a page, a call
     if output_shown:
         text = text.split("\n", 1)[0] + " (output above)"
     line = " ".join(text.split())

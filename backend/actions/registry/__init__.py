@@ -21,9 +21,11 @@ from backend.actions.registry.core import (
     execute,
     get,
     kind_of,
+    lemonai_type,
     offered,
     on_change,
     register,
+    show,
     unregister,
 )
 
@@ -38,9 +40,11 @@ __all__ = [
     "execute",
     "get",
     "kind_of",
+    "lemonai_type",
     "offered",
     "on_change",
     "register",
+    "show",
     "unregister",
 ]
 

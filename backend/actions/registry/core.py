@@ -101,6 +101,7 @@ class ActionDef:
     streams_output: bool = False  # gets live output deltas (terminal_run)
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
     order: int = 100  # where the prompt lists it
+    lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
 
     @property
     def name(self) -> str:
@@ -148,6 +149,23 @@ def defs() -> list[ActionDef]:
 def kind_of(name: str) -> str:
     defn = _DEFS.get(name)
     return defn.kind if defn else name
+
+
+def lemonai_type(kind: str) -> str:
+    """LemonAI's action type for messages of stream ``kind``: the one its client draws."""
+    for defn in _DEFS.values():
+        if defn.kind == kind:
+            return defn.lemonai or defn.kind
+    return kind
+
+
+def show(kind: str, content: str, data: list[Any]) -> str | None:
+    """How `planact run` prints a successful result of the action with stream ``kind``
+    (None: as any message)."""
+    for defn in _DEFS.values():
+        if defn.kind == kind and defn.show is not None:
+            return defn.show(content, data)
+    return None
 
 
 async def offered(ctx: ActionContext) -> list[tuple[ActionDef, Offer]]:

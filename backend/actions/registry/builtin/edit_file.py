@@ -39,5 +39,6 @@ ACTION = ActionDef(
         f"(replaced {brief(a.params.get('old_str', ''), 60)!r})"
     ),
     writes_files=True,
+    lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
     order=20,
 )

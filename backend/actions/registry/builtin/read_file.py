@@ -22,7 +22,6 @@ ACTION = ActionDef(
     handler=read_file,
     running=lambda a: f"Reading {a.params.get('path', '')}",
     describe=lambda a: f"read_file {a.params.get('path', '')}",
-    show=lambda content, data: f"({len(content):,} characters)",
     rereadable=True,
     order=40,
 )
