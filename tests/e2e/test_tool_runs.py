@@ -183,6 +183,7 @@ def test_an_mcp_tool_result_reaches_the_model_and_failures_do_not_end_the_run(
     thinking = thinking_calls(fake_model)
     system = thinking[0][0]["content"]
     assert "calc__add" in system and '"a"' in system  # each tool with its schema
+    assert "broken" in system and "TOKEN is not set" in system  # and what failed to start
     assert "<web_search>" not in system and "<web_fetch>" not in system
     assert "42.0" in text_of(thinking[1])  # the add tool's result reached the next call
     assert "no luck" in text_of(thinking[2])

@@ -24,6 +24,8 @@ async def offer(ctx: ActionContext) -> Offer | None:
         lines.append(f"- {tool.name}: {tool.description.strip() or '(no description)'}")
         lines.append(f"  arguments (JSON schema): {schema[:SCHEMA_CHARS]}")
     note = "MCP tools you can call with <mcp_tool>:\n" + "\n".join(lines) if lines else ""
+    if note and listing.failures:  # the model knows what it cannot use, and why
+        note += "\nNot available now: " + " ".join(f.content for f in listing.failures)
     return Offer(
         note=note,
         problems=[f.content for f in listing.failures],
