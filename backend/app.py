@@ -34,6 +34,7 @@ from backend.runs.executor import QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
+from backend.tools.kit import Tools
 from backend.tools.mcp import McpManager
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def create_app(
     own_llm: DispatchLLM | None = None  # made here: prewarmed at start, closed at shutdown
     if llm is None:
         llm = own_llm = make_llm(settings)
+    mcp_servers = McpManager.from_settings(settings)  # a bad MCP_SERVERS_FILE stops start-up
     manager = RunManager.for_process(
         settings,
         store,
@@ -81,8 +83,8 @@ def create_app(
         specialists=specialists,
         runtimes=runtimes,
         executor=QueueExecutor(settings.database_url) if settings.executor == "queue" else None,
+        tools=Tools.from_settings(settings, mcp=mcp_servers),  # the one MCP manager
     )
-    mcp_servers = McpManager.from_settings(settings)  # a bad MCP_SERVERS_FILE stops start-up
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -12,6 +12,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from backend.actions import registry as actions
 from backend.cli_files import check_input_files, upload_inputs
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
@@ -97,10 +98,11 @@ def worker_cmd(concurrency: int | None) -> int:
     from backend.runs.executor import QueueConfigError
     from backend.runs.worker import run_worker
     from backend.runtime.sandboxing import SandboxConfigError
+    from backend.tools.mcp import McpConfigError
 
     try:
         return asyncio.run(run_worker(Settings(), concurrency))
-    except (QueueConfigError, SandboxConfigError) as exc:
+    except (QueueConfigError, McpConfigError, SandboxConfigError) as exc:
         print(f"planact worker: {exc}", file=sys.stderr)
         return 2
 
@@ -119,14 +121,21 @@ async def run_cmd(
     from backend.runs import RunManager
     from backend.runs.worker import prewarm
     from backend.store.repo import Store
+    from backend.tools.kit import Tools
+    from backend.tools.mcp import McpConfigError
 
+    try:
+        tools = Tools.from_settings(settings)
+    except McpConfigError as exc:
+        print(f"planact: {exc}", file=sys.stderr)
+        return 2
     llm = make_llm(settings)
     await prewarm(llm)
     store = Store(settings.database_url)
     store.migrate()
     # an instance of its own with a lease: a live server's runs on the same database are
     # left alone; the run executes here (inline) whatever EXECUTOR says
-    manager = RunManager.for_process(settings, store, llm, kind="cli")
+    manager = RunManager.for_process(settings, store, llm, kind="cli", tools=tools)
     await manager.open()
 
     progress = Progress()
@@ -135,6 +144,7 @@ async def run_cmd(
         cid = await upload_inputs(store, manager, settings, files)
         if cid is None:
             await manager.shutdown()
+            await tools.aclose()
             await llm.aclose()
             await store.close()
             return 2
@@ -157,6 +167,7 @@ async def run_cmd(
     ws = manager.workspace("1", cid)
     print(f"run {rid} {status}; files in {ws}", flush=True)
     await manager.shutdown()
+    await tools.aclose()
     await llm.aclose()
     await store.close()
     return 0 if status == "completed" else 1
@@ -180,6 +191,8 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
     if msg.status == "failure" or kind in RUN_END_KINDS:
         return f"[{kind} {mark}] {_indent(text)}"  # whole, even after its live output
+    if msg.status == "success" and (shown := actions.show(kind, text, msg.meta.json_)):
+        return f"[{kind} {mark}] {_indent(shown)}"  # a tool's result: links, a page, a call
     if output_shown:
         text = text.split("\n", 1)[0] + " (output above)"
     line = " ".join(text.split())

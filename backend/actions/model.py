@@ -1,10 +1,8 @@
-"""The action vocabulary: one table that the parser, the prompts and the runtimes share."""
+"""The action vocabulary: specs, aliases and the tables the registry fills."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from backend.messages.kinds import ActionType
 
 
 @dataclass(frozen=True)
@@ -18,103 +16,15 @@ class ActionSpec:
     example: str = ""
 
 
-ACTIONS: dict[str, ActionSpec] = {
-    spec.name: spec
-    for spec in (
-        ActionSpec(
-            name=ActionType.WRITE_CODE,
-            description="Create or overwrite a text file in the workspace with the exact content.",
-            required=("path", "content"),
-            raw=("content",),
-            example="<write_code><path>src/app.py</path><content>\nprint('hi')\n</content></write_code>",
-        ),
-        ActionSpec(
-            name=ActionType.EDIT_FILE,
-            description=(
-                "Replace one exact occurrence of old_str in an existing file with new_str "
-                "(old_str must match the file exactly, whitespace included, and occur once; "
-                "new_str may be empty). Cheaper than rewriting a big file."
-            ),
-            required=("path", "old_str", "new_str"),
-            raw=("old_str", "new_str"),
-            example=(
-                "<edit_file><path>src/app.py</path><old_str>print('hi')</old_str>"
-                "<new_str>print('hello')</new_str></edit_file>"
-            ),
-        ),
-        ActionSpec(
-            name=ActionType.TERMINAL_RUN,
-            description=(
-                "Run a shell command in the workspace (or in cwd, relative to it). "
-                "Returns the exit code, stdout and stderr. Long-running servers are killed "
-                "after the timeout: never start one in the foreground."
-            ),
-            required=("command",),
-            optional=("cwd",),
-            raw=("command",),
-            example=(
-                "<terminal_run><command>python3 src/app.py</command><cwd>.</cwd></terminal_run>"
-            ),
-        ),
-        ActionSpec(
-            name=ActionType.READ_FILE,
-            description="Read a text file from the workspace.",
-            required=("path",),
-            example="<read_file><path>src/app.py</path></read_file>",
-        ),
-        ActionSpec(
-            name=ActionType.FINISH,
-            description="End the current task with a short note of what was done.",
-            required=("message",),
-            raw=("message",),
-            example="<finish><message>Wrote src/app.py and ran it.</message></finish>",
-        ),
-    )
-}
-
-# Actions that are not sandbox actions (backend/tools): parsed in every dialect like the
-# ones above, but offered to the model only where the server configures them (CONTRACT 11),
-# so they are kept out of ACTIONS, which the prompts list.
-TOOL_ACTIONS: dict[str, ActionSpec] = {
-    spec.name: spec
-    for spec in (
-        ActionSpec(
-            name="web_search",
-            description="Search the web; returns titles, links and snippets.",
-            required=("query",),
-            example="<web_search><query>python 3.13 release notes</query></web_search>",
-        ),
-        ActionSpec(
-            name="web_fetch",
-            description="Read a web page (or a PDF) as Markdown, with its title and links.",
-            required=("url",),
-            example="<web_fetch><url>https://docs.python.org/3/whatsnew/</url></web_fetch>",
-        ),
-        ActionSpec(
-            name="mcp_tool",
-            description=(
-                "Call a tool of an MCP server by its name `server__tool`, with its arguments "
-                "as a JSON object."
-            ),
-            required=("name", "arguments"),
-            raw=("arguments",),
-            example=(
-                '<mcp_tool><name>files__search</name><arguments>{"pattern": "TODO"}'
-                "</arguments></mcp_tool>"
-            ),
-        ),
-        ActionSpec(
-            name="ask_user",
-            description="Ask the person a question and wait for the answer.",
-            required=("question",),
-            raw=("question",),
-            example="<ask_user><question>Which database should I use?</question></ask_user>",
-        ),
-    )
-}
-
-# every action the parser reads: the sandbox ones and the tools
-KNOWN_ACTIONS: dict[str, ActionSpec] = {**ACTIONS, **TOOL_ACTIONS}
+# The tables below are filled by the action registry (backend/actions/registry), where each
+# action is defined in a module of its own; the parser reads them, the prompts list the
+# offered ones.
+# always offered (the sandbox actions and `finish`)
+ACTIONS: dict[str, ActionSpec] = {}
+# offered only where the server configures them (the tools, CONTRACT 11)
+TOOL_ACTIONS: dict[str, ActionSpec] = {}
+# every action the parser reads
+KNOWN_ACTIONS: dict[str, ActionSpec] = {}
 
 # Parameter names models use for ours.
 PARAM_ALIASES: dict[str, str] = {

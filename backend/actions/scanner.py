@@ -22,14 +22,15 @@ from backend.actions.jsoncalls import (
     from_mapping,
 )
 from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
+from backend.actions.registry.core import on_change
 from backend.actions.values import parse_cdata_run
 
 # ---------------------------------------------------------------------------- names
 
 # action names accepted as XML tags: ours and the underscored aliases
-TAG_ACTIONS: dict[str, str] = {name: name for name in KNOWN_ACTIONS}
-TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
-_ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
+# (rebuilt with the name patterns below by _refresh_names when the registry changes)
+TAG_ACTIONS: dict[str, str] = {}
+_ALL_ACTION_NAMES: list[str] = []
 # `parameters`: Anthropic's legacy `<invoke><tool_name>…</tool_name><parameters>…` wrapper
 _WRAPPERS = (
     "function",
@@ -125,15 +126,7 @@ _MAX_JSON_FAILURES = 64  # each failed attempt costs O(position) in the json mod
 _FENCE_INFO = re.compile(r"[\w+#.-]*[ \t]*\r?\n")
 _ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
 # what may follow the real end of a parameter body (after whitespace)
-_NAMES = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
-_FOLLOW_ANY = (
-    r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:"
-    + _NAMES
-    + "|"
-    + "|".join(_WRAPPERS)
-    + r")(?=[\s=/>])"
-    r"|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
-)
+_FOLLOW_ANY = ""  # set by _refresh_names
 # GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
 _GLM_OPEN = re.compile(
     r"<((?:[\w.-]+:)?tool_call)>[ \t]*([A-Za-z_][\w.-]*)[ \t]*\r?\n?\s*(?=<arg_key>)"
@@ -168,10 +161,38 @@ _MISTRAL_CALL = re.compile(
 )
 _JSON_FENCE = re.compile(r"\s*(?:```|~~~)[\w-]*[ \t]*\r?\n")
 
-_NEW_ACTION = re.compile(
-    r"<(?:(?:" + _NAMES + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s)",
-    re.I,
-)
+_NEW_ACTION = re.compile("")  # set by _refresh_names
+
+
+def _refresh_names() -> None:
+    """(Re)build the tables and patterns that name every known action."""
+    global _ALL_ACTION_NAMES, _FOLLOW_ANY, _NEW_ACTION
+    TAG_ACTIONS.clear()
+    TAG_ACTIONS.update({name: name for name in KNOWN_ACTIONS})
+    TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
+    _ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
+    names = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
+    _FOLLOW_ANY = (
+        r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:"
+        + names
+        + "|"
+        + "|".join(_WRAPPERS)
+        + r")(?=[\s=/>])"
+        r"|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
+    )
+    _NEW_ACTION = re.compile(
+        r"<(?:(?:"
+        + names
+        + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s)",
+        re.I,
+    )
+    _param_names.cache_clear()
+    _param_names_lower.cache_clear()
+    _body_follow.cache_clear()
+
+
+_refresh_names()
+on_change(_refresh_names)
 
 
 @lru_cache(maxsize=256)

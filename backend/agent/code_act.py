@@ -8,17 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from backend.actions import FormatError, extract_thinking, parse_actions
-from backend.actions.model import Action
+from backend.actions import FormatError, extract_thinking, parse_actions, registry
+from backend.actions.model import Action, ActionSpec
+from backend.actions.registry import ActionContext, Done
 from backend.actions.values import scrub
 from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
 from backend.agent.transcript import STUCK_REPEATS, Outcome, Transcript, Turn, describe
 from backend.llm.base import Completion
-from backend.messages.kinds import FILE_ACTIONS, ActionType, MessageKind
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.runtime.base import ActionResult, cap_text
+from backend.runtime.base import OutputCallback, cap_text
 from backend.workspace import scan
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 OBSERVATION_CAP = 12_000
 # replies longer than this are parsed on a worker thread, so the event loop never waits
 THREAD_PARSE_CHARS = 20_000
-# actions whose successful result changes the file in `result.filepath`
 
 
 async def run_task(
@@ -38,12 +38,15 @@ async def run_task(
     """Run one task to its `finish`; returns the finish note. Raises TaskFailed."""
     files = sorted(await anyio.to_thread.run_sync(scan, ctx.state.workspace))
     workspace_note = ctx.deps.runtime.prompt_note.thinking
+    specs, tool_notes = await offered_actions(ctx, task["id"])
     transcript = Transcript(
         [
             {
                 "role": "system",
                 "content": render(
                     "thinking",
+                    actions=specs,
+                    tool_notes=tool_notes,
                     workspace_note=workspace_note,
                     timeout=ctx.deps.settings.terminal_timeout,
                 ),
@@ -150,15 +153,17 @@ async def read_reply(completion: Completion) -> tuple[list[str], list[Action] | 
 async def run_actions(
     ctx: RunContext, task: dict[str, Any], actions: list[Action], turn: Turn
 ) -> str | None:
-    """Run actions in order; the first failure skips the rest. Fills the turn's outcomes
-    for the model; returns the finish note when the task finished."""
+    """Run actions in order through the action registry; the first failure skips the rest.
+    Fills the turn's outcomes for the model; returns the finish note when the task finished."""
     failed = False
     for action in actions:
-        label = _label(action)
+        defn = registry.get(action.type)
+        label = scrub(defn.label(action)) if defn else action.type
+        kind = defn.kind if defn else action.type
         if failed:
             await ctx.publish(
                 Message.build(
-                    action.type,
+                    kind,
                     "Skipped: an earlier action in the same reply failed.",
                     status="failure",
                     task_id=task["id"],
@@ -170,16 +175,17 @@ async def run_actions(
             continue
         for warning in action.warnings:
             turn.outcomes.append(Outcome(label, "warning", warning))
-        if action.type == ActionType.FINISH:
-            note = scrub(action.params.get("message", "").strip()) or "Done."
-            await ctx.publish(Message.build(MessageKind.FINISH, note, task_id=task["id"]))
+        if defn is not None and defn.ends_task:
+            done = await defn.handler(action_context(ctx), action)
+            note = scrub(done.content.strip()) or "Done."
+            await ctx.publish(Message.build(kind, note, task_id=task["id"]))
             return note
         uid = uuid.uuid4().hex
         path = action.params.get("path", "")
         await ctx.publish(
             Message.build(
-                action.type,
-                _running_text(action),
+                kind,
+                scrub(defn.running(action)) if defn else action.type,
                 status="running",
                 task_id=task["id"],
                 filepath=path,
@@ -187,33 +193,27 @@ async def run_actions(
                 meta_content=label,
             )
         )
-        on_output = ctx.live.command_output(uid) if action.type == ActionType.TERMINAL_RUN else None
-        try:
-            result: ActionResult = await ctx.deps.runtime.execute(
-                action, ctx.state.workspace, on_output
-            )
-        except Exception as exc:  # a runtime bug: the action fails, its message is closed
-            log.exception("action %s crashed", action.type)
-            result = ActionResult(
-                "failure", f"The action could not run (internal error: {type(exc).__name__})."
-            )
-        if action.type in FILE_ACTIONS and result.ok and result.filepath:
-            ctx.state.written.add(result.filepath)
-        result.content = scrub(result.content)  # e.g. a NUL printed by a command
+        live = defn is not None and defn.streams_output
+        done = await _execute(ctx, action, ctx.live.command_output(uid) if live else None)
+        if defn is not None and defn.writes_files and done.ok and done.filepath:
+            ctx.state.written.add(done.filepath)
+        done.content = scrub(done.content)  # e.g. a NUL printed by a command
         await ctx.publish(
             Message.build(
-                action.type,
-                result.content,
-                status="success" if result.ok else "failure",
+                kind,
+                done.content,
+                status="success" if done.ok else "failure",
                 task_id=task["id"],
-                filepath=result.filepath or path,
+                filepath=done.filepath or path,
+                url=done.url,
+                json=done.data,
                 uuid=uid,
                 meta_content=label,
             )
         )
-        verdict = "ok" if result.ok else "FAILED"
-        turn.outcomes.append(Outcome(label, verdict, cap_text(result.content, OBSERVATION_CAP)))
-        failed = not result.ok
+        verdict = "ok" if done.ok else "FAILED"
+        turn.outcomes.append(Outcome(label, verdict, cap_text(done.content, OBSERVATION_CAP)))
+        failed = not done.ok
     turn.footer = (
         "An action failed; fix the problem and continue."
         if failed
@@ -222,25 +222,50 @@ async def run_actions(
     return None
 
 
-def _label(action: Action) -> str:
-    if action.type == ActionType.TERMINAL_RUN:
-        return scrub(f"terminal_run: {action.params.get('command', '')[:200]}")
-    if "path" in action.params:
-        return scrub(f"{action.type} {action.params['path']}")
-    return action.type
+def action_context(ctx: RunContext, on_output: OutputCallback | None = None) -> ActionContext:
+    """What the run's action handlers are given."""
+    return ActionContext(
+        runtime=ctx.deps.runtime,
+        workspace=ctx.state.workspace,
+        tools=ctx.deps.tools,
+        on_output=on_output,
+        mcp_servers=ctx.state.mcp_servers,
+    )
 
 
-def _running_text(action: Action) -> str:
-    return scrub(_running(action))
+async def _execute(ctx: RunContext, action: Action, on_output: OutputCallback | None) -> Done:
+    """One action through its handler, after the stop check; a handler's crash is the
+    action's failure (its message is closed), a stop propagates."""
+    ctx.check_stop()
+    try:
+        return await registry.execute(action_context(ctx, on_output), action)
+    except Exception as exc:
+        log.exception("action %s crashed", action.type)
+        return Done("failure", f"The action could not run (internal error: {type(exc).__name__}).")
 
 
-def _running(action: Action) -> str:
-    if action.type == ActionType.TERMINAL_RUN:
-        return action.params.get("command", "")
-    if action.type == ActionType.WRITE_CODE:
-        return f"Writing {action.params.get('path', '')}"
-    if action.type == ActionType.EDIT_FILE:
-        return f"Editing {action.params.get('path', '')}"
-    if action.type == ActionType.READ_FILE:
-        return f"Reading {action.params.get('path', '')}"
-    return action.type
+async def offered_actions(ctx: RunContext, task_id: str) -> tuple[list[ActionSpec], list[str]]:
+    """The actions offered for this task (their specs, in prompt order) and the notes they
+    add to the prompt. A tool that cannot be offered as configured (an MCP server that does
+    not start) is named in the run's stream once, as a failed action of its kind."""
+    specs: list[ActionSpec] = []
+    notes: list[str] = []
+    for defn, offer in await registry.offered(action_context(ctx)):
+        for problem in offer.problems:
+            if problem in ctx.state.tool_problems:
+                continue
+            ctx.state.tool_problems.append(problem)
+            await ctx.publish(
+                Message.build(
+                    defn.kind,
+                    scrub(problem),
+                    status="failure",
+                    task_id=task_id,
+                    meta_content=f"{defn.name}: not available",
+                )
+            )
+        if offer.available:
+            specs.append(defn.spec)
+            if offer.note:
+                notes.append(offer.note)
+    return specs, notes

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from backend.messages.bus import Bus
     from backend.runtime.base import Runtime
     from backend.store.repo import Store
+    from backend.tools.kit import Tools
 
 
 class RunNotifier(Protocol):
@@ -33,3 +34,4 @@ class RunDeps:
     notifier: RunNotifier
     llm: LLM
     runtime: Runtime  # the run's view of it: every action first checks the stop flag
+    tools: Tools | None = None  # web search, web pages, MCP servers (None: none offered)

@@ -29,6 +29,7 @@ class RunState(BaseModel):
     model: str | None = None  # the model the person picked (None: LLM_MODEL / specialists)
     inputs: list[str] = Field(default_factory=list)  # files the person uploaded
     history: list[dict[str, str]] = Field(default_factory=list)  # earlier goals, answers
+    mcp_servers: list[str] | None = None  # the MCP servers the person picked (None: all)
     # -- progress --------------------------------------------------------------------------
     specialist: Specialist | None = None  # what the goal was routed to
     tasks: list[dict[str, Any]] = Field(default_factory=list)  # the plan
@@ -39,6 +40,7 @@ class RunState(BaseModel):
     open_actions: dict[str, Message] = Field(default_factory=dict)  # published `running`
     open_tasks: set[str] = Field(default_factory=set)  # task ids published `running`
     budget: Budget = Field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
+    tool_problems: list[str] = Field(default_factory=list)  # named in the stream already
 
     def to_json(self) -> str:
         return self.model_dump_json()

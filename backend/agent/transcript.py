@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.actions import registry
 from backend.actions.model import Action
-from backend.messages.kinds import ActionType
+from backend.actions.registry import brief as _brief
 
 KEEP_WHOLE = 2  # the last turns resent whole
 BRIEF_CHARS = 240  # of each older action result
@@ -74,7 +75,7 @@ class Turn:
         lines = []
         for o in self.outcomes:
             limit = ERROR_CHARS if keep_error and o.verdict == "FAILED" else BRIEF_CHARS
-            if o.label.startswith(ActionType.READ_FILE) and o.verdict == "ok" and not keep_error:
+            if _rereadable(o.label) and o.verdict == "ok" and not keep_error:
                 body = f"({len(o.content):,} characters read; read the file again to see them)"
             else:
                 body = _brief(o.content, limit)
@@ -123,25 +124,13 @@ class Transcript:
 
 
 def describe(action: Action) -> str:
-    """One line saying what an action did."""
-    p = action.params
-    if action.type == ActionType.WRITE_CODE:
-        content = p.get("content", "")
-        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-        return f"write_code {p.get('path', '')} ({lines} lines)"
-    if action.type == ActionType.EDIT_FILE:
-        return f"edit_file {p.get('path', '')} (replaced {_brief(p.get('old_str', ''), 60)!r})"
-    if action.type == ActionType.TERMINAL_RUN:
-        cwd = f" in {p['cwd']}" if p.get("cwd") else ""
-        return f"terminal_run `{_brief(p.get('command', ''), 200)}`{cwd}"
-    if action.type == ActionType.READ_FILE:
-        return f"read_file {p.get('path', '')}"
-    return action.type
+    """One line saying what an action did (its registry definition says how)."""
+    defn = registry.get(action.type)
+    return defn.describe(action) if defn else action.type
 
 
-def _brief(text: str, limit: int) -> str:
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]} […] {text[-half:]}"
+def _rereadable(label: str) -> bool:
+    """Whether the action an outcome's label names gives a result that is condensed to
+    its size once old (read_file: the model reads the file again)."""
+    defn = registry.get(label.split(" ", 1)[0].rstrip(":"))
+    return defn is not None and defn.rereadable

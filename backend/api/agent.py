@@ -50,9 +50,33 @@ async def start_run(request: Request) -> Response:
             + (f" ({why})." if why else "."),
         )
     model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
+    mcp_servers = pick_mcp_servers(request, body.get("mcp_servers"))
     return await begin_run(
-        request, goal, conversation_id=cid, mode=mode, runtime=runtime, model=model
+        request,
+        goal,
+        conversation_id=cid,
+        mode=mode,
+        runtime=runtime,
+        model=model,
+        mcp_servers=mcp_servers,
     )
+
+
+def pick_mcp_servers(request: Request, value: object) -> list[str] | None:
+    """The run's ``mcp_servers``: a list of configured MCP server names (None: all)."""
+    if value is None:
+        return None
+    configured: list[str] = request.app.state.mcp.names
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ApiError(400, "'mcp_servers' must be a list of MCP server names.")
+    unknown = [v for v in value if v not in configured]
+    if unknown:
+        raise ApiError(
+            400,
+            f"'mcp_servers' names unknown server(s): {', '.join(repr(u[:80]) for u in unknown)}; "
+            f"configured: {', '.join(configured) or 'none (MCP_SERVERS_FILE)'}.",
+        )
+    return list(dict.fromkeys(value))
 
 
 async def begin_run(
@@ -63,6 +87,7 @@ async def begin_run(
     mode: str,
     runtime: str | None,
     model: str | None,
+    mcp_servers: list[str] | None = None,
 ) -> Response:
     """Start a run and answer with its stream (or 202 with `Accept: application/json`)."""
     runs = manager(request)
@@ -74,6 +99,7 @@ async def begin_run(
             mode=mode,
             runtime=runtime,
             model=model,
+            mcp_servers=mcp_servers,
         )
     except NotFoundError as exc:
         raise ApiError(404, f"No conversation {conversation_id!r}.") from exc

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from backend.actions import registry as actions
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 
@@ -21,8 +22,6 @@ OUT_END = "__lemon_out_end__"
 
 # planact task status -> what Planing.vue ticks
 TASK_STATUS = {"pending": "pending", "running": "running", "completed": "completed"}
-# action names LemonAI knows for the chip and the preview
-ACTION_ALIASES = {MessageKind.EDIT_FILE: "write_code"}
 DROPPED = {MessageKind.THINKING}  # LemonAI has no place for model reasoning
 
 # kinds rendered as they are, not as an action chip
@@ -146,10 +145,11 @@ class Translator:
     def _action(self, msg: Message, data: dict[str, Any]) -> None:
         meta = data["meta"]
         kind = meta["action_type"]
-        meta["action_type"] = ACTION_ALIASES.get(kind, kind)
+        # the action's LemonAI type (its registry definition says: search, browser, mcp_tool…)
+        meta["action_type"] = actions.lemonai_type(kind)
         if msg.status == "running":
             self._running.add(msg.uuid)
-            if kind != MessageKind.TERMINAL_RUN and msg.meta.filepath:
+            if msg.meta.filepath:
                 data["content"] = msg.meta.filepath
         else:
             self._running.discard(msg.uuid)

@@ -20,6 +20,7 @@ from backend.store.repo import Store
 if TYPE_CHECKING:
     from backend.config import Settings
     from backend.llm.base import LLM
+    from backend.tools.kit import Tools
 
 
 async def build_context(
@@ -31,6 +32,7 @@ async def build_context(
     llm: LLM,
     runtime: Runtime,
     workspace: Path,
+    tools: Tools | None = None,
     shutting_down: bool = False,
     listener: Listener | None = None,
     delta_listener: DeltaSink | None = None,
@@ -46,6 +48,7 @@ async def build_context(
         runtime=run["runtime"],
         workspace=workspace,
         model=run["model"] or None,
+        mcp_servers=run.get("mcp_servers"),
         history=[]
         if run.get("new_conversation")
         else await conversation_history(store, cid, run_id),
@@ -59,6 +62,7 @@ async def build_context(
         notifier=notifier,
         llm=llm,
         runtime=StopCheckedRuntime(runtime, control),
+        tools=tools,
     )
     publisher = Publisher(store, notifier.bus, cid, run_id, listener)
     return RunContext(deps, state, publisher, control, delta_listener=delta_listener)

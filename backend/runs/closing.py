@@ -10,10 +10,11 @@ from typing import Any
 
 import anyio
 
+from backend.actions import registry
 from backend.agent.ending import STOPPED, close_run
 from backend.agent.publisher import Publisher
 from backend.messages.bus import Bus
-from backend.messages.kinds import FILE_ACTIONS, MessageKind
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.store.repo import Store
 from backend.workspace import file_entry
@@ -72,7 +73,8 @@ async def _files_of(store: Store, run: dict[str, Any], workspace: Path) -> list[
     """Files the run recorded, or wrote with a successful action, that still exist."""
     rid, cid = str(run["run_id"]), str(run["conversation_id"])
     paths = {p for p, _ in await store.run_files(rid)}
-    for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=FILE_ACTIONS):
+    writers = tuple(d.kind for d in registry.defs() if d.writes_files)  # write_code, edit_file
+    for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=writers):
         if msg.status == "success" and msg.meta.filepath:
             paths.add(msg.meta.filepath)
 

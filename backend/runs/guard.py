@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class StopCheckedRuntime:
-    """Wraps the shared runtime for one run: ``execute`` raises RunStopped when a stop was
+    """Wraps the shared runtime for one run: every operation raises RunStopped when a stop was
     requested, before the action starts (the pipeline closes the action's message)."""
 
     def __init__(self, inner: Runtime, control: RunControl) -> None:
@@ -28,6 +28,30 @@ class StopCheckedRuntime:
     ) -> ActionResult:
         self.control.check_stop()
         return await self.inner.execute(action, workspace, on_output)
+
+    async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult:
+        self.control.check_stop()
+        return await self.inner.write_file(workspace, path, content)
+
+    async def edit_file(
+        self, workspace: Path, path: str, old_str: str, new_str: str
+    ) -> ActionResult:
+        self.control.check_stop()
+        return await self.inner.edit_file(workspace, path, old_str, new_str)
+
+    async def read_file(self, workspace: Path, path: str) -> ActionResult:
+        self.control.check_stop()
+        return await self.inner.read_file(workspace, path)
+
+    async def run_command(
+        self,
+        workspace: Path,
+        command: str,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ActionResult:
+        self.control.check_stop()
+        return await self.inner.run_command(workspace, command, cwd, on_output)
 
     async def start(self) -> None:
         await self.inner.start()

@@ -36,6 +36,7 @@ from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
 from backend.store.repo import ConflictError, Store
+from backend.tools.kit import Tools
 from backend.workspace import workspace_path
 
 if TYPE_CHECKING:
@@ -64,8 +65,13 @@ class RunManager:
         kind: str = "serve",
         instance_id: str | None = None,
         executor: Executor | None = None,
+        tools: Tools | None = None,
     ) -> None:
         self.settings = settings
+        # the tool actions' dependencies (search, web pages, MCP servers); made here (and
+        # closed at shutdown) unless the process gives its own
+        self._own_tools = tools is None
+        self.tools = tools if tools is not None else Tools.from_settings(settings)
         self.store = store
         self.notifier: Notifier = LocalNotifier(notifier) if isinstance(notifier, Bus) else notifier
         self.bus = self.notifier.bus
@@ -110,6 +116,7 @@ class RunManager:
         specialists: tuple[Specialist, ...] | None = None,
         runtimes: dict[str, Runtime] | None = None,
         executor: Executor | None = None,
+        tools: Tools | None = None,
     ) -> RunManager:
         """The manager of a `planact serve`, `worker` or `run` process (``kind``): an instance
         id of its own and the notifier of its database. ``executor``: inline by default."""
@@ -131,6 +138,7 @@ class RunManager:
             kind=kind,
             instance_id=iid,
             executor=executor,
+            tools=tools,
         )
 
     # -- runtimes -------------------------------------------------------------------------
@@ -194,6 +202,8 @@ class RunManager:
         if self._cleanups:  # ending abandoned runs, dropping deleted conversations' sandboxes
             await asyncio.wait(set(self._cleanups), timeout=10)
         await self.runtimes.close()
+        if self._own_tools:
+            await self.tools.aclose()
 
     # -- starting runs --------------------------------------------------------------------
     async def start(
@@ -207,6 +217,7 @@ class RunManager:
         listener: Listener | None = None,
         model: str | None = None,
         delta_listener: DeltaSink | None = None,
+        mcp_servers: list[str] | None = None,
     ) -> tuple[str, str]:
         """Create the run and hand it to the executor. Raises ConflictError when the
         conversation has an active run (in any process), NotFoundError when it does not
@@ -238,6 +249,7 @@ class RunManager:
                 "stop_requested": False,
                 "model": model or "",
                 "new_conversation": conversation_id is None,
+                "mcp_servers": mcp_servers,
             }
         try:
             await self.executor.submit(rid)
@@ -300,6 +312,7 @@ class RunManager:
             notifier=self.notifier,
             llm=self.llm,
             runtime=self.runtime(run["runtime"]),
+            tools=self.tools,
             workspace=self.workspace(user_id, cid),
             shutting_down=self._grace_over,
             listener=self._listeners.pop(run_id, None),

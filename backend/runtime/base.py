@@ -1,4 +1,6 @@
-"""The Runtime seam: one public ``execute`` that does the shared work, small backend hooks.
+"""The Runtime seam: the workspace operations (write, edit, read, run), small backend hooks.
+
+The actions that use them are defined in the action registry (backend/actions/registry).
 
 Both backends (local, docker) inherit :class:`BaseRuntime`. It confines paths, reads, writes
 and edits files on the host side of the workspace (the docker runtime bind-mounts the same
@@ -13,19 +15,18 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import anyio
 
-from backend.actions.model import Action
-from backend.messages.kinds import ActionType
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 
 if TYPE_CHECKING:
+    from backend.actions.model import Action
     from backend.config import Settings
 
 OUTPUT_CAP = 16_000  # characters kept of each of stdout / stderr
@@ -96,6 +97,22 @@ class Runtime(Protocol):
 
     async def execute(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
+    ) -> ActionResult: ...
+
+    async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult: ...
+
+    async def edit_file(
+        self, workspace: Path, path: str, old_str: str, new_str: str
+    ) -> ActionResult: ...
+
+    async def read_file(self, workspace: Path, path: str) -> ActionResult: ...
+
+    async def run_command(
+        self,
+        workspace: Path,
+        command: str,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ActionResult: ...
 
     async def start(self) -> None:
@@ -209,26 +226,56 @@ class BaseRuntime:
     async def execute(
         self, action: Action, workspace: Path, on_output: OutputCallback | None = None
     ) -> ActionResult:
+        """Run one action through its handler in the action registry (the loop calls the
+        handlers itself; this is for callers that hold an Action, e.g. benches)."""
+        from backend.actions.registry import ActionContext, execute  # the registry imports us
+
+        done = await execute(ActionContext(self, workspace, on_output=on_output), action)
+        return ActionResult(done.status, done.content, done.filepath)
+
+    # ---- the operations the sandbox actions' handlers call -----------------------------
+
+    async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult:
+        return await self._guarded(
+            workspace, path, lambda: self._write_code(path, content, workspace)
+        )
+
+    async def edit_file(
+        self, workspace: Path, path: str, old_str: str, new_str: str
+    ) -> ActionResult:
+        return await self._guarded(
+            workspace, path, lambda: self._edit_file(path, old_str, new_str, workspace)
+        )
+
+    async def read_file(self, workspace: Path, path: str) -> ActionResult:
+        return await self._guarded(workspace, path, lambda: self._read_file(path, workspace))
+
+    async def run_command(
+        self,
+        workspace: Path,
+        command: str,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ActionResult:
+        return await self._guarded(
+            workspace, "", lambda: self._terminal_run(command, cwd, workspace, on_output)
+        )
+
+    async def _guarded(
+        self, workspace: Path, path: str, op: Callable[[], Awaitable[ActionResult]]
+    ) -> ActionResult:
+        """The shared part of every operation: the workspace made ready, failures turned
+        into results (cancellation propagates)."""
         try:
             workspace.mkdir(parents=True, exist_ok=True)
             await self._prepare(workspace)
-            if action.type == ActionType.WRITE_CODE:
-                return await self._write_code(action, workspace)
-            if action.type == ActionType.EDIT_FILE:
-                return await self._edit_file(action, workspace)
-            if action.type == ActionType.READ_FILE:
-                return await self._read_file(action, workspace)
-            if action.type == ActionType.TERMINAL_RUN:
-                return await self._terminal_run(action, workspace, on_output)
-            if action.type == ActionType.FINISH:
-                return ActionResult("success", action.params.get("message", ""))
-            return ActionResult("failure", f"Unknown action {action.type!r}.")
+            return await op()
         except PathEscapeError as exc:
             return ActionResult(
                 "failure",
                 f"Refused: {exc}. Paths must stay inside the workspace (relative paths, or "
                 "absolute paths under /workspace).",
-                action.params.get("path", ""),
+                path,
             )
         except RuntimeUnavailable as exc:
             return ActionResult("failure", f"The {self.name} runtime is unavailable: {exc}")
@@ -237,7 +284,7 @@ class BaseRuntime:
                 "failure",
                 "The action holds text that is not valid Unicode (a lone surrogate escape); "
                 "write the characters themselves.",
-                action.params.get("path", ""),
+                path,
             )
         except OSError as exc:
             return ActionResult("failure", f"Workspace error: {exc.strerror or exc}")
@@ -278,9 +325,8 @@ class BaseRuntime:
 
     # ---- file actions (host side, through race-free descriptors) -----------------------
 
-    async def _write_code(self, action: Action, workspace: Path) -> ActionResult:
-        path = action.params.get("path", "")
-        data = action.params.get("content", "").encode("utf-8")
+    async def _write_code(self, path: str, content: str, workspace: Path) -> ActionResult:
+        data = content.encode("utf-8")
         owner = self._file_owner(workspace)
 
         def write() -> ActionResult:
@@ -305,10 +351,11 @@ class BaseRuntime:
 
         return await anyio.to_thread.run_sync(write)
 
-    async def _edit_file(self, action: Action, workspace: Path) -> ActionResult:
-        path = action.params.get("path", "")
-        old = action.params.get("old_str", "").encode("utf-8")
-        new = action.params.get("new_str", "").encode("utf-8")
+    async def _edit_file(
+        self, path: str, old_str: str, new_str: str, workspace: Path
+    ) -> ActionResult:
+        old = old_str.encode("utf-8")
+        new = new_str.encode("utf-8")
         if not old:
             return ActionResult(
                 "failure",
@@ -362,8 +409,7 @@ class BaseRuntime:
 
         return await anyio.to_thread.run_sync(edit)
 
-    async def _read_file(self, action: Action, workspace: Path) -> ActionResult:
-        path = action.params.get("path", "")
+    async def _read_file(self, path: str, workspace: Path) -> ActionResult:
 
         def read() -> ActionResult:
             try:
@@ -397,12 +443,15 @@ class BaseRuntime:
         return await anyio.to_thread.run_sync(read)
 
     async def _terminal_run(
-        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
+        self,
+        command: str,
+        cwd_given: str | None,
+        workspace: Path,
+        on_output: OutputCallback | None = None,
     ) -> ActionResult:
-        command = action.params.get("command", "")
         if not command.strip():
             return ActionResult("failure", "Empty command.")
-        cwd_param = action.params.get("cwd") or "."
+        cwd_param = cwd_given or "."
 
         def check_cwd() -> str | None:
             try:
@@ -414,7 +463,7 @@ class BaseRuntime:
 
         cwd = await anyio.to_thread.run_sync(check_cwd)
         if cwd is None:
-            return ActionResult("failure", f"cwd {action.params.get('cwd')!r} is not a directory.")
+            return ActionResult("failure", f"cwd {cwd_given!r} is not a directory.")
         out = await self._run_command(command, workspace, cwd, on_output)
         result = format_command_result(command, out, self.terminal_timeout)
         used = await anyio.to_thread.run_sync(confined.usage, workspace)

@@ -23,7 +23,8 @@ def _env() -> Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.globals["actions"] = list(ACTIONS.values())
+    env.globals["actions"] = list(ACTIONS.values())  # the thinking prompt is given the offered ones
+    env.globals["tool_notes"] = []
     return env
 
 

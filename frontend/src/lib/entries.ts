@@ -2,6 +2,7 @@
 
 import { MessageKind } from './types'
 import type { Message } from './types'
+import { toolView } from './tools'
 
 /** Kinds with a card of their own; any other entry is shown as 'other'. */
 const CARD_KINDS = [
@@ -28,6 +29,9 @@ const LABELS: Record<string, string> = {
   [MessageKind.WRITE_CODE]: 'Write',
   [MessageKind.READ_FILE]: 'Read',
   [MessageKind.TERMINAL_RUN]: 'Run',
+  [MessageKind.SEARCH]: 'Web search',
+  [MessageKind.BROWSER]: 'Web page',
+  [MessageKind.MCP_TOOL]: 'MCP tool',
 }
 
 const LONG_LINES = 12
@@ -63,6 +67,7 @@ export function describeEntry(msg: Message): EntryDescription {
     output = msg.meta.content
   }
   if (kind === MessageKind.WRITE_CODE && msg.status === 'running') output = ''
+  if (toolView(msg)) output = '' // ToolResult.vue shows the structured result instead
   // a trailing newline ends the last line; it does not start another one
   const lines = output ? output.replace(/\n$/, '').split('\n').length : 0
   return {

@@ -1,0 +1,63 @@
+"""The action registry (DESIGN "One place per concept"): one module per action.
+
+The builtin actions live in :mod:`backend.actions.registry.builtin`, one module each with an
+``ACTION``; they are registered here, once. A test or a plug-in adds one with
+:func:`register`."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from backend.actions.registry import builtin
+from backend.actions.registry.core import (
+    ActionContext,
+    ActionDef,
+    Done,
+    Handler,
+    Offer,
+    brief,
+    defs,
+    execute,
+    get,
+    kind_of,
+    lemonai_type,
+    offered,
+    on_change,
+    register,
+    show,
+    unregister,
+)
+
+__all__ = [
+    "ActionContext",
+    "ActionDef",
+    "Done",
+    "Handler",
+    "Offer",
+    "brief",
+    "defs",
+    "execute",
+    "get",
+    "kind_of",
+    "lemonai_type",
+    "offered",
+    "on_change",
+    "register",
+    "show",
+    "unregister",
+]
+
+
+def _load_builtin() -> None:
+    found: list[ActionDef] = []
+    for info in pkgutil.iter_modules(builtin.__path__):
+        module = importlib.import_module(f"{builtin.__name__}.{info.name}")
+        defn = getattr(module, "ACTION", None)
+        if isinstance(defn, ActionDef):
+            found.append(defn)
+    for defn in sorted(found, key=lambda d: (d.order, d.name)):  # the prompt's order
+        register(defn)
+
+
+_load_builtin()

@@ -1,0 +1,44 @@
+"""edit_file: replace one exact occurrence of a text in a workspace file."""
+
+from __future__ import annotations
+
+from backend.actions.model import Action, ActionSpec
+from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
+from backend.messages.kinds import ActionType, MessageKind
+
+
+async def edit_file(ctx: ActionContext, action: Action) -> Done:
+    p = action.params
+    result = await ctx.runtime.edit_file(
+        ctx.workspace, p.get("path", ""), p.get("old_str", ""), p.get("new_str", "")
+    )
+    return Done.of(result)
+
+
+ACTION = ActionDef(
+    spec=ActionSpec(
+        name=ActionType.EDIT_FILE,
+        description=(
+            "Replace one exact occurrence of old_str in an existing file with new_str "
+            "(old_str must match the file exactly, whitespace included, and occur once; "
+            "new_str may be empty). Cheaper than rewriting a big file."
+        ),
+        required=("path", "old_str", "new_str"),
+        raw=("old_str", "new_str"),
+        example=(
+            "<edit_file><path>src/app.py</path><old_str>print('hi')</old_str>"
+            "<new_str>print('hello')</new_str></edit_file>"
+        ),
+    ),
+    kind=MessageKind.EDIT_FILE,
+    handler=edit_file,
+    approval="edits",
+    running=lambda a: f"Editing {a.params.get('path', '')}",
+    describe=lambda a: (
+        f"edit_file {a.params.get('path', '')} "
+        f"(replaced {brief(a.params.get('old_str', ''), 60)!r})"
+    ),
+    writes_files=True,
+    lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
+    order=20,
+)

@@ -1,0 +1,26 @@
+"""finish: the task's closing note."""
+
+from __future__ import annotations
+
+from backend.actions.model import Action, ActionSpec
+from backend.actions.registry.core import ActionContext, ActionDef, Done
+from backend.messages.kinds import ActionType, MessageKind
+
+
+async def finish(ctx: ActionContext, action: Action) -> Done:
+    return Done("success", action.params.get("message", ""))
+
+
+ACTION = ActionDef(
+    spec=ActionSpec(
+        name=ActionType.FINISH,
+        description="End the current task with a short note of what was done.",
+        required=("message",),
+        raw=("message",),
+        example="<finish><message>Wrote src/app.py and ran it.</message></finish>",
+    ),
+    kind=MessageKind.FINISH,
+    handler=finish,
+    ends_task=True,
+    order=1000,
+)

@@ -1,0 +1,70 @@
+"""web_fetch: a page's main content as Markdown, its title and links (CONTRACT 11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from backend.actions.model import Action, ActionSpec
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.messages.kinds import ActionType, MessageKind
+from backend.runtime.base import OUTPUT_CAP, cap_text
+
+SCREENSHOTS = "screenshots"  # the workspace folder rendered pages' screenshots go to
+SHOWN_LINES = 8  # of a page's text in `planact run`
+
+
+async def offer(ctx: ActionContext) -> Offer | None:
+    return Offer() if ctx.tools is not None and ctx.tools.fetch is not None else None
+
+
+async def web_fetch(ctx: ActionContext, action: Action) -> Done:
+    fetch = ctx.tools.fetch if ctx.tools is not None else None
+    if fetch is None:
+        return Done("failure", "Web pages are not offered here (WEB_FETCH=0).")
+    result = await fetch(action.params.get("url", ""), screenshot_dir=ctx.workspace / SCREENSHOTS)
+    page = dict(result.data)
+    page["markdown"] = str(page.get("markdown", ""))[:OUTPUT_CAP]
+    shot = page.get("screenshot")
+    if shot:
+        try:
+            page["screenshot"] = (
+                Path(shot).resolve().relative_to(ctx.workspace.resolve()).as_posix()
+            )
+        except ValueError:
+            page.pop("screenshot")
+    return Done(
+        result.status,
+        cap_text(result.content),
+        filepath=str(page.get("screenshot", "")),
+        url=str(page.get("url", "")),
+        data=[page],
+    )
+
+
+def show(content: str, data: list[dict[str, Any]]) -> str:
+    page = data[0] if data else {}
+    if not page.get("title") and not page.get("markdown"):
+        return content
+    lines = [ln for ln in str(page.get("markdown", "")).splitlines() if ln.strip()]
+    head = f"{page.get('title') or '(untitled)'} <{page.get('url', '')}>"
+    return "\n".join([head, *lines[:SHOWN_LINES]])
+
+
+ACTION = ActionDef(
+    spec=ActionSpec(
+        name=ActionType.WEB_FETCH,
+        description="Read a web page (or a PDF) as Markdown, with its title and links.",
+        required=("url",),
+        example="<web_fetch><url>https://docs.python.org/3/whatsnew/</url></web_fetch>",
+    ),
+    kind=MessageKind.BROWSER,
+    handler=web_fetch,
+    approval="web",
+    offer=offer,
+    label=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
+    running=lambda a: f"Reading {a.params.get('url', '')}",
+    describe=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
+    show=show,
+    order=60,
+)

@@ -1,0 +1,47 @@
+"""web_search: titles, links and snippets from the configured provider (CONTRACT 11)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.actions.model import Action, ActionSpec
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.messages.kinds import ActionType, MessageKind
+from backend.runtime.base import cap_text
+
+
+async def offer(ctx: ActionContext) -> Offer | None:
+    return Offer() if ctx.tools is not None and ctx.tools.search is not None else None
+
+
+async def web_search(ctx: ActionContext, action: Action) -> Done:
+    search = ctx.tools.search if ctx.tools is not None else None
+    if search is None:
+        return Done("failure", "Web search is not offered here (SEARCH_PROVIDER is not set).")
+    result = await search(action.params.get("query", ""))
+    return Done(result.status, cap_text(result.content), data=list(result.data.get("results", [])))
+
+
+def show(content: str, data: list[dict[str, Any]]) -> str:
+    if not data:
+        return content
+    return "\n".join(f"{r.get('title') or r.get('url', '')}\n  {r.get('url', '')}" for r in data)
+
+
+ACTION = ActionDef(
+    spec=ActionSpec(
+        name=ActionType.WEB_SEARCH,
+        description="Search the web; returns titles, links and snippets.",
+        required=("query",),
+        example="<web_search><query>python 3.13 release notes</query></web_search>",
+    ),
+    kind=MessageKind.SEARCH,
+    handler=web_search,
+    approval="web",
+    offer=offer,
+    label=lambda a: f"web_search: {a.params.get('query', '')[:200]}",
+    running=lambda a: f"Searching the web: {a.params.get('query', '')}",
+    describe=lambda a: f"web_search {a.params.get('query', '')[:200]!r}",
+    show=show,
+    order=50,
+)

@@ -1,0 +1,188 @@
+"""The action registry: each action is one :class:`ActionDef` in one module.
+
+A definition carries everything the rest of the code needs to know about an action: its
+spec for the parser and the prompt, its handler, its label and running text, its approval
+class (CONTRACT section 10), its stream kind and how it shows in the CLI and the
+transcript. The loop dispatches through it; nothing else switches on action names.
+
+    ACTION = ActionDef(spec=ActionSpec(...), kind="my_kind", handler=run_it)
+    register(ACTION)          # builtin modules are registered when the package loads
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from backend.actions import model
+from backend.actions.model import Action, ActionSpec
+
+if TYPE_CHECKING:
+    from backend.runtime.base import ActionResult, OutputCallback, Runtime
+    from backend.tools.kit import Tools
+
+
+@dataclass
+class Done:
+    """An action's result: words for the model and the person, data for the stream."""
+
+    status: str  # "success" | "failure"
+    content: str
+    filepath: str = ""  # the workspace file it touched (meta.filepath)
+    url: str = ""  # the address it read (meta.url)
+    data: list[dict[str, Any]] = field(default_factory=list)  # meta.json
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "success"
+
+    @classmethod
+    def of(cls, result: ActionResult) -> Done:
+        return cls(result.status, result.content, result.filepath)
+
+
+@dataclass
+class ActionContext:
+    """What a handler is given: the run's sandbox and the tools this process offers."""
+
+    runtime: Runtime
+    workspace: Path
+    tools: Tools | None = None
+    on_output: OutputCallback | None = None  # live output (actions with ``streams_output``)
+    mcp_servers: list[str] | None = None  # the run's pick (None: every configured server)
+
+
+@dataclass
+class Offer:
+    """An action as offered for one task: extra prompt text (e.g. an MCP server's tools)
+    and problems the run names in its stream (a server that did not start)."""
+
+    note: str = ""
+    problems: list[str] = field(default_factory=list)
+    available: bool = True  # False: only its problems are named, the prompt leaves it out
+
+
+Handler = Callable[[ActionContext, Action], Awaitable[Done]]
+OfferFn = Callable[[ActionContext], Awaitable[Offer | None]]
+
+
+def brief(text: str, limit: int) -> str:
+    """``text`` stripped, its middle cut when longer than ``limit``."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} […] {text[-half:]}"
+
+
+def _path_label(action: Action) -> str:
+    path = action.params.get("path")
+    return f"{action.type} {path}" if path is not None else action.type
+
+
+@dataclass(frozen=True)
+class ActionDef:
+    spec: ActionSpec
+    kind: str  # the stream's meta.action_type of its messages
+    handler: Handler
+    # CONTRACT section 10: "edits", "terminal", "web", "mcp", or None (never asks)
+    approval: str | None = None
+    # None: always offered; else the Offer for a task (None from it: not offered here)
+    offer: OfferFn | None = None
+    label: Callable[[Action], str] = _path_label  # how the model's observation names it
+    running: Callable[[Action], str] = lambda a: a.type  # its `running` message's content
+    describe: Callable[[Action], str] = lambda a: a.type  # one line: what it did
+    # how `planact run` prints its result (content, meta.json); None: the content itself
+    show: Callable[[str, list[dict[str, Any]]], str] | None = None
+    rereadable: bool = False  # an old success is condensed to its size (read it again)
+    writes_files: bool = False  # a success changes the file in Done.filepath
+    streams_output: bool = False  # gets live output deltas (terminal_run)
+    ends_task: bool = False  # `finish`: no running message, its content is the task's note
+    order: int = 100  # where the prompt lists it
+    lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+_DEFS: dict[str, ActionDef] = {}
+_listeners: list[Callable[[], None]] = []
+
+
+def register(defn: ActionDef) -> ActionDef:
+    """Add (or replace) an action: the parser reads it, prompts may offer it."""
+    _DEFS[defn.name] = defn
+    model.KNOWN_ACTIONS[defn.name] = defn.spec
+    if defn.offer is None:
+        model.ACTIONS[defn.name] = defn.spec
+    else:
+        model.TOOL_ACTIONS[defn.name] = defn.spec
+    for refresh in _listeners:
+        refresh()
+    return defn
+
+
+def unregister(name: str) -> None:
+    _DEFS.pop(name, None)
+    for table in (model.KNOWN_ACTIONS, model.ACTIONS, model.TOOL_ACTIONS):
+        table.pop(name, None)
+    for refresh in _listeners:
+        refresh()
+
+
+def on_change(refresh: Callable[[], None]) -> None:
+    """``refresh`` is called after every (un)registration (the scanner's name tables)."""
+    _listeners.append(refresh)
+
+
+def get(name: str) -> ActionDef | None:
+    return _DEFS.get(name)
+
+
+def defs() -> list[ActionDef]:
+    return sorted(_DEFS.values(), key=lambda d: (d.order, d.name))
+
+
+def kind_of(name: str) -> str:
+    defn = _DEFS.get(name)
+    return defn.kind if defn else name
+
+
+def lemonai_type(kind: str) -> str:
+    """LemonAI's action type for messages of stream ``kind``: the one its client draws."""
+    for defn in _DEFS.values():
+        if defn.kind == kind:
+            return defn.lemonai or defn.kind
+    return kind
+
+
+def show(kind: str, content: str, data: list[Any]) -> str | None:
+    """How `planact run` prints a successful result of the action with stream ``kind``
+    (None: as any message)."""
+    for defn in _DEFS.values():
+        if defn.kind == kind and defn.show is not None:
+            return defn.show(content, data)
+    return None
+
+
+async def offered(ctx: ActionContext) -> list[tuple[ActionDef, Offer]]:
+    """The actions offered for one task, in prompt order, with their offers."""
+    out: list[tuple[ActionDef, Offer]] = []
+    for defn in defs():
+        if defn.offer is None:
+            out.append((defn, Offer()))
+            continue
+        got = await defn.offer(ctx)
+        if got is not None:  # (an offer that is not available still names its problems)
+            out.append((defn, got))
+    return out
+
+
+async def execute(ctx: ActionContext, action: Action) -> Done:
+    defn = _DEFS.get(action.type)
+    if defn is None:
+        return Done("failure", f"Unknown action {action.type!r}.")
+    return await defn.handler(ctx, action)

@@ -1,0 +1,116 @@
+"""Adding an action is adding one module: defined and registered here, in this test, a new
+action is parsed, offered in the prompt, executed, shown in the stream with its kind,
+printed by `planact run` and translated for LemonAI, with no other file touched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backend.actions import FormatError, parse_actions, registry
+from backend.actions.model import Action, ActionSpec
+from backend.actions.registry import ActionContext, ActionDef, Done
+from backend.cli import Progress
+from backend.config import Settings
+from backend.lemonai.translate import translate_all
+from backend.llm.testing import ScriptedLLM
+from backend.messages.message import Message
+from tests.agent.scripts import finish, plan_reply
+from tests.api.test_pipeline_asgi import client_for, post_run
+
+
+# ---- the new action's module, as a newcomer writes it ----------------------------------
+async def shout(ctx: ActionContext, action: Action) -> Done:
+    text = action.params.get("text", "")
+    ctx.workspace.mkdir(parents=True, exist_ok=True)
+    (ctx.workspace / "shouted.txt").write_text(text.upper())
+    return Done("success", text.upper(), filepath="shouted.txt", data=[{"said": text}])
+
+
+SHOUT = ActionDef(
+    spec=ActionSpec(
+        name="shout",
+        description="Say a text loudly (into shouted.txt).",
+        required=("text",),
+        example="<shout><text>hello</text></shout>",
+    ),
+    kind="shout",
+    handler=shout,
+    approval="edits",
+    running=lambda a: f"Shouting {a.params.get('text', '')}",
+    show=lambda content, data: f"loudly: {content} (from {data[0]['said']!r})",
+)
+# -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def shout_action() -> Iterator[ActionDef]:
+    registry.register(SHOUT)
+    yield SHOUT
+    registry.unregister("shout")
+
+
+def test_a_registered_action_parses_in_the_dialects_and_is_gone_when_removed() -> None:
+    with pytest.raises(FormatError):
+        parse_actions("<shout><text>hi</text></shout>")
+    registry.register(SHOUT)
+    try:
+        assert parse_actions("<shout><text>hi</text></shout>") == [Action("shout", {"text": "hi"})]
+        qwen = "<function=shout><parameter=text>hi there</parameter></function>"
+        assert parse_actions(qwen) == [Action("shout", {"text": "hi there"})]
+        call = '{"name": "shout", "arguments": {"text": "json"}}'
+        assert parse_actions(call) == [Action("shout", {"text": "json"})]
+    finally:
+        registry.unregister("shout")
+    with pytest.raises(FormatError):
+        parse_actions("<shout><text>hi</text></shout>")
+
+
+def test_a_registered_action_is_offered_run_shown_printed_and_translated(
+    settings: Settings, tmp_path: Path, shout_action: ActionDef
+) -> None:
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Shout")),
+            ("thinking", "<shout><text>hello</text></shout>" + finish("shouted")),
+            ("summary", "Shouted."),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, end, _ = post_run(client, {"goal": "shout hello", "mode": "agent"})
+    assert llm.errors == [] and end["status"] == "completed"
+    # offered: the prompt lists it with its description and example
+    system = next(c for c in llm.calls if c.stage == "thinking").messages[0]["content"]
+    assert "<shout> — Say a text loudly" in system and SHOUT.spec.example in system
+    # executed and shown with its kind, its running text and its data
+    shouts = [m for m in messages if m["meta"]["action_type"] == "shout"]
+    assert [m["status"] for m in shouts] == ["running", "success"]
+    assert shouts[0]["content"] == "Shouting hello"
+    assert shouts[1]["content"] == "HELLO"
+    assert shouts[1]["meta"]["json"] == [{"said": "hello"}]
+    assert shouts[1]["meta"]["filepath"] == "shouted.txt"
+    path = next(settings.workspace_dir.rglob("shouted.txt"))
+    assert path.read_text() == "HELLO"
+    # printed by `planact run` as its module says
+    lines: list[str] = []
+    Progress(lines.append).message(Message.from_dict(shouts[1]))
+    assert lines == ["[shout ok] loudly: HELLO (from 'hello')"]
+    # translated for LemonAI: an action chip of its own type, the file as its path
+    lemon = translate_all([Message.from_dict(m) for m in messages], lambda p: f"/abs/{p}")
+    chips = [m for m in lemon if m["meta"]["action_type"] == "shout"]
+    assert [m["status"] for m in chips] == ["running", "success"]
+    assert chips[1]["meta"]["filepath"] == "/abs/shouted.txt"
+
+
+def test_each_builtin_action_declares_its_approval_class_and_stream_kind() -> None:
+    table = {d.name: (d.approval, d.kind) for d in registry.defs()}
+    assert table["write_code"] == ("edits", "write_code")
+    assert table["edit_file"] == ("edits", "edit_file")
+    assert table["terminal_run"] == ("terminal", "terminal_run")
+    assert table["read_file"] == (None, "read_file")
+    assert table["finish"] == (None, "finish")
+    assert table["web_search"] == ("web", "search")
+    assert table["web_fetch"] == ("web", "browser")
+    assert table["mcp_tool"] == ("mcp", "mcp_tool")
