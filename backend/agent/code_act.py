@@ -60,7 +60,7 @@ async def run_task(
                     task=task,
                     notes=notes,
                     files=files[:200],
-                    inputs=ctx.state.inputs,  # issue 13: files the user uploaded
+                    inputs=ctx.state.inputs,  # files the user uploaded
                 ),
             },
         ]

@@ -49,7 +49,7 @@ async def start_run(request: Request) -> Response:
             f"The {runtime} runtime is not available on this server"
             + (f" ({why})." if why else "."),
         )
-    model = pick_model(request.app.state.settings, body.get("model"))  # issue 13
+    model = pick_model(request.app.state.settings, body.get("model"))
     mcp_servers = pick_mcp_servers(request, body.get("mcp_servers"))
     return await begin_run(
         request,

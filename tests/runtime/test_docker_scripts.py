@@ -16,7 +16,6 @@ import os
 import queue
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,6 +98,9 @@ def test_the_wrapper_trailer_is_read() -> None:
 # ---- real runs in a PID namespace ----------------------------------------------------------
 
 
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+
+
 @functools.cache
 def _bwrap_problem() -> str | None:
     if shutil.which("bwrap") is None:
@@ -137,7 +139,9 @@ class RunnerProcess:
 
     def __init__(self, prefix: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-u", "-c", scripts.RUNNER],
+            # the distribution's python3, as in a sandbox image (the venv's may sit under a
+            # /tmp that the sandbox replaces)
+            [*prefix, SYSTEM_PYTHON, "-u", "-c", scripts.RUNNER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd="/",
@@ -196,9 +200,11 @@ class RunnerProcess:
 @pytest.fixture
 def runner(pid_namespace: list[str]) -> Iterator[RunnerProcess]:
     r = RunnerProcess(pid_namespace)
-    assert "hello" in r.next()
-    yield r
-    r.close()
+    try:
+        assert "hello" in r.next()
+        yield r
+    finally:
+        r.close()
 
 
 def test_runner_reports_output_and_exit_code(runner: RunnerProcess) -> None:
