@@ -9,9 +9,6 @@ text: the end of a body is found by `pick_close` (see there), never by parsing t
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
-from dataclasses import dataclass
-from functools import lru_cache
 
 from backend.actions import messages
 from backend.actions.jsoncalls import (
@@ -21,370 +18,50 @@ from backend.actions.jsoncalls import (
     decode_at,
     from_mapping,
 )
-from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
-from backend.actions.registry.core import on_change
-from backend.actions.values import parse_cdata_run
-
-# ---------------------------------------------------------------------------- names
-
-# action names accepted as XML tags: ours and the underscored aliases
-# (rebuilt with the name patterns below by _refresh_names when the registry changes)
-TAG_ACTIONS: dict[str, str] = {}
-_ALL_ACTION_NAMES: list[str] = []
-# `parameters`: Anthropic's legacy `<invoke><tool_name>…</tool_name><parameters>…` wrapper
-_WRAPPERS = (
-    "function",
-    "invoke",
-    "tool_call",
-    "tool_calls",
-    "actions",
-    "function_calls",
-    "parameters",
+from backend.actions.model import KNOWN_ACTIONS, ActionSpec
+from backend.actions.scan_names import (
+    _ACTION_CLOSE_OK,
+    _ATTR,
+    _DEEPSEEK_CALL,
+    _DS_BAR,
+    _DSML,
+    _FENCE_INFO,
+    _FUNCTION_OPEN,
+    _GLM_OPEN,
+    _HARMONY_CALL,
+    _INVOKE_OPEN,
+    _JSON_FENCE,
+    _KIMI_CALL,
+    _LEGACY_INVOKE_OPEN,
+    _MAX_JSON_FAILURES,
+    _MISTRAL_CALL,
+    _TAG,
+    _THINK_CLOSE,
+    _THINK_OPEN,
+    _TOP,
+    TAG_ACTIONS,
+    _tag_open,
+    canonical_param,
+)
+from backend.actions.scan_params import ParamReader
+from backend.actions.scan_text import (
+    _INVOKE,
+    _at_line_start,
+    _Dialect,
 )
 
-
-@lru_cache(maxsize=32)
-def _param_names(spec: ActionSpec | None) -> tuple[str, ...]:
-    """Tag names that open a param of this action (ours and aliases)."""
-    if spec is None:
-        own = {p for s in KNOWN_ACTIONS.values() for p in (*s.required, *s.optional)}
-    else:
-        own = {*spec.required, *spec.optional}
-    names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
-    return tuple(sorted(names, key=len, reverse=True))
+__all__ = ["Scanner", "canonical_param"]
 
 
-@lru_cache(maxsize=32)
-def _param_names_lower(spec: ActionSpec | None) -> frozenset[str]:
-    return frozenset(p.lower() for p in _param_names(spec))
-
-
-@lru_cache(maxsize=32)
-def _body_follow(spec: ActionSpec | None) -> re.Pattern[str]:
-    """What can follow the real end of a parameter body of this action."""
-    params = "|".join(re.escape(p) for p in _param_names(spec))
-    return re.compile(_FOLLOW_ANY[:-1] + r"|<(?:" + params + r")(?=[\s/>]))", re.I)
-
-
-@lru_cache(maxsize=64)
-def _tag_open(name: str) -> re.Pattern[str]:
-    return re.compile(_TAG_OPEN_FULL.format(name=re.escape(name)))
-
-
-def canonical_param(spec: ActionSpec | None, name: str) -> str:
-    if spec is None:
-        return name
-    params = (*spec.required, *spec.optional)
-    for candidate in (name, name.lower()):
-        if candidate in params:
-            return candidate
-        alias = PARAM_ALIASES.get(candidate)
-        if alias in params:
-            return alias
-    return name
-
-
-# ---------------------------------------------------------------------------- regexes
-
-_TOP = re.compile(r"[<`~{\[]")
-_TAG = re.compile(r"<(/?)((?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w.-]*)")
-_ATTR = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'<>/]+))""")
-_TAG_OPEN_FULL = r"""<{name}((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>/]+))*)\s*(/?)>"""
-_THINK_OPEN = re.compile(r"<(think|thinking)(?:\s[^<>]*)?>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
-_FUNCTION_OPEN = re.compile(
-    r"""<function(?:=\s*["']?([^\s"'<>]+)["']?|\s+name\s*=\s*["']([^"']+)["'][^<>]*)\s*>""",
-    re.I,
-)
-_INVOKE_OPEN = re.compile(
-    r"""<(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s+name\s*=\s*["']([^"']+)["'][^<>]*>""",
-    re.I,
-)
-# Anthropic's legacy tool use (Claude 2.1 era prompts, still written by models trained on
-# them): `<function_calls><invoke><tool_name>NAME</tool_name><parameters><p>v</p>…`
-_LEGACY_INVOKE_OPEN = re.compile(
-    r"<(?:[\w.-]+:)?invoke\s*>\s*<tool_name>\s*([\w.-]+)\s*</tool_name>\s*(?:<parameters>)?",
-    re.I,
-)
-# Qwen3's malformed parameter openers: the `>` dropped after the name (`<parameter=path\n…`)
-# or the value written into the opener (`<parameter=command=str_replace</parameter>`)
-_PARAM_MALFORMED_OPEN = re.compile(
-    r"<(?:[\w.-]+:)?parameter=\s*([A-Za-z_][\w.-]*)(?:=|[ \t]*(?=\r?\n))",
-    re.I,
-)
-# `<parameter=NAME>`, `<parameter name="NAME">` and the malformed variants models write:
-# `name=NAME` unquoted, `<param …>`, `<argument …>`, `<arg …>` (group 1 is the tag word)
-_PARAM_STYLE_OPEN = re.compile(
-    r"""<(?:[\w.-]+:|\uff5cDSML\uff5c)?(parameter|param|argument|arg)"""
-    r"""(?:=\s*["']?([^\s"'<>]+)["']?"""
-    r"""|\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))[^<>]*)\s*>""",
-    re.I,
-)
-_PARAM_TAG_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)((?:\s[^<>]*)?)(/?)>")
-_CDATA = "<![CDATA["
-_MAX_JSON_FAILURES = 64  # each failed attempt costs O(position) in the json module
-_FENCE_INFO = re.compile(r"[\w+#.-]*[ \t]*\r?\n")
-_ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
-# what may follow the real end of a parameter body (after whitespace)
-_FOLLOW_ANY = ""  # set by _refresh_names
-# GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
-_GLM_OPEN = re.compile(
-    r"<((?:[\w.-]+:)?tool_call)>[ \t]*([A-Za-z_][\w.-]*)[ \t]*\r?\n?\s*(?=<arg_key>)"
-)
-_ARG_KEY = re.compile(r"<arg_key>\s*([^<>]+?)\s*</arg_key>\s*<arg_value>")
-# Vendor tool-call markers followed by a name and JSON arguments (docs/dialects.md):
-# DeepSeek V3 `<|tool_call_begin|>function<|tool_sep|>NAME\n```json\n{…}\n```` and V3.1
-# `<|tool_call_begin|>NAME<|tool_sep|>{…}` (written with U+FF5C bars and U+2581 for the
-# underscores); Kimi K2
-# `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`; gpt-oss (harmony)
-# `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}`.
-_DS_BAR = "\uff5c"  # DeepSeek's fullwidth vertical line
-_DSML = f"<{_DS_BAR}DSML{_DS_BAR}"  # DeepSeek V3.2's tag prefix
-_DEEPSEEK_CALL = re.compile(
-    f"<{_DS_BAR}tool\u2581call\u2581begin{_DS_BAR}>"
-    + r"[ \t]*([\w.-]+)[ \t]*"
-    + f"<{_DS_BAR}tool\u2581sep{_DS_BAR}>"
-    + r"[ \t]*(?:([\w.-]+)[ \t]*(?=\r?\n|```))?"
-)
-_KIMI_CALL = re.compile(
-    r"<\|tool_call_begin\|>[ \t]*(?:functions\.)?([\w.-]+?)(?::\d+)?[ \t]*"
-    r"<\|tool_call_argument_begin\|>"
-)
-_HARMONY_CALL = re.compile(
-    r"<\|(?:start|channel)\|>[^<>\n]{0,80}?\bto=(?:functions\.)?([\w.-]+)"
-    r"(?:[^<>]|<\|(?:channel|constrain)\|>){0,120}?<\|message\|>"
-)
-# Mistral (tokenizer v11+): `[TOOL_CALLS]NAME[ARGS]{…}`, optionally `[CALL_ID]id` before
-# `[ARGS]`; the older `[TOOL_CALLS][{…}]` is a JSON list and read as such
-_MISTRAL_CALL = re.compile(
-    r"\[TOOL_CALLS\][ \t]*([A-Za-z_][\w.-]*)[ \t]*(?:\[CALL_ID\][ \t]*[\w-]*[ \t]*)?\[ARGS\]"
-)
-_JSON_FENCE = re.compile(r"\s*(?:```|~~~)[\w-]*[ \t]*\r?\n")
-
-_NEW_ACTION = re.compile("")  # set by _refresh_names
-
-
-def _refresh_names() -> None:
-    """(Re)build the tables and patterns that name every known action."""
-    global _ALL_ACTION_NAMES, _FOLLOW_ANY, _NEW_ACTION
-    TAG_ACTIONS.clear()
-    TAG_ACTIONS.update({name: name for name in KNOWN_ACTIONS})
-    TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
-    _ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
-    names = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
-    _FOLLOW_ANY = (
-        r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:"
-        + names
-        + "|"
-        + "|".join(_WRAPPERS)
-        + r")(?=[\s=/>])"
-        r"|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
-    )
-    _NEW_ACTION = re.compile(
-        r"<(?:(?:"
-        + names
-        + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s)",
-        re.I,
-    )
-    _param_names.cache_clear()
-    _param_names_lower.cache_clear()
-    _body_follow.cache_clear()
-
-
-_refresh_names()
-on_change(_refresh_names)
-
-
-@lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _cdata_spans(text: str) -> list[tuple[int, int]]:
-    """CDATA sections that start in place (a line start or right after a tag)."""
-    spans: list[tuple[int, int]] = []
-    pos = text.find(_CDATA)
-    while pos >= 0:
-        run = parse_cdata_run(text, pos) if _opener_in_place(text, pos) else None
-        if run is not None:
-            spans.append((pos, run[1]))
-            pos = text.find(_CDATA, run[1])
-        else:
-            pos = text.find(_CDATA, pos + 1)
-    return spans
-
-
-def _line_indent(text: str, i: int) -> str:
-    """The spaces/tabs before `i` when they are all that precedes it on its line."""
-    k = i
-    while k > 0 and text[k - 1] in " \t":
-        k -= 1
-    return text[k:i] if k == 0 or text[k - 1] == "\n" else ""
-
-
-def _at_line_start(text: str, i: int) -> bool:
-    k = i - 1
-    while k >= 0 and text[k] in " \t":
-        k -= 1
-    return k < 0 or text[k] == "\n"
-
-
-def _opener_in_place(text: str, start: int) -> bool:
-    k = start - 1
-    while k >= 0 and text[k] in " \t":
-        k -= 1
-    return k < 0 or text[k] in "\n>"
-
-
-@dataclass(frozen=True)
-class _Tok:
-    start: int
-    end: int
-    kind: int  # +1 opener, -1 closer that can end a body, 0 closer that cannot
-
-
-class _Tokens:
-    """Openers and closers of one tag over the whole reply, found once.
-
-    `pattern` matches `<` or `</` plus the tag name (group 1 is the slash); it starts
-    with a literal `<` and is case-sensitive, so the regex engine skips ahead fast.
-    """
-
-    def __init__(
-        self,
-        text: str,
-        pattern: re.Pattern[str],
-        follow: re.Pattern[str],
-        cdata: list[tuple[int, int]],
-    ) -> None:
-        toks: list[_Tok] = []
-        cdata_starts = [a for a, _ in cdata]
-        n = len(text)
-        for m in pattern.finditer(text):
-            start = m.start()
-            if cdata:
-                k = bisect_left(cdata_starts, start + 1) - 1
-                if k >= 0 and start < cdata[k][1]:
-                    continue  # inside a CDATA section: text, not a tag
-            if m.group(1):  # closer: `</name>` with optional spaces
-                end = m.end()
-                while end < n and text[end] in " \t\r\n":
-                    end += 1
-                if end >= n or text[end] != ">":
-                    continue
-                kind = -1 if follow.match(text, end + 1) else 0
-                toks.append(_Tok(start, end + 1, kind))
-            else:
-                # an opener counts when it starts a line or follows a tag: not when quoted
-                # in code (`"<content>"`), which would otherwise unbalance the count
-                gt = text.find(">", m.end())
-                if gt < 0 or text[gt - 1] == "/" or not _opener_in_place(text, start):
-                    continue
-                toks.append(_Tok(start, gt + 1, 1))
-        self.toks = toks
-        self.starts = [t.start for t in toks]
-        # indices of candidate closers, and of all closers, for skipping openers fast
-        self.cands = [i for i, t in enumerate(toks) if t.kind == -1]
-        self.closers = [i for i, t in enumerate(toks) if t.kind <= 0]
-        self._sums: tuple[list[int], list[int]] | None = None
-
-    def _range(self, lo: int, hi: int) -> range:
-        return range(bisect_left(self.starts, lo), bisect_left(self.starts, hi))
-
-    def _prefix(self) -> tuple[list[int], list[int]]:
-        """Running sums of +1 openers / -1 candidate closers (others 0), and their
-        suffix minima: for `pick_close` without pairing, in O(1) per candidate."""
-        if self._sums is None:
-            sums = [0]
-            for tok in self.toks:
-                sums.append(sums[-1] + tok.kind)
-            sufmin = sums[:]
-            for i in range(len(sufmin) - 2, -1, -1):
-                sufmin[i] = min(sufmin[i], sufmin[i + 1])
-            self._sums = (sums, sufmin)
-        return self._sums
-
-    def pick_close(self, lo: int, hi: int, *, pair_quoted: bool = True) -> _Tok | None:
-        """The closer that ends a body starting at `lo`, looking no further than `hi`.
-
-        Candidates are closers followed by what can follow a body (the action's close
-        tag, another parameter, a new action, the end). The chosen one is the FIRST
-        candidate after which the rest of the window stays balanced: read on, an opener
-        opens, any closer closes an open one, and a candidate closer with nothing open
-        means the earlier candidate was text inside the body. A closer that cannot end a
-        body (quoted in code: `find("</content>")`) never unbalances; with `pair_quoted`
-        off (action close tags, whose window runs to the end of the reply and so holds
-        the next actions' bodies) it is not counted at all. So a file quoting
-        `</content></write_code>` is not cut there, nested examples and Atom `<content>`
-        elements stay inside, and two actions in a row still split at the first closer.
-        The last candidate always qualifies.
-        """
-        toks = self.toks
-        idx = self._range(lo, hi)
-        cands = (
-            self.cands[c]
-            for c in range(bisect_left(self.cands, idx.start), bisect_left(self.cands, idx.stop))
-        )
-        if not pair_quoted and hi >= (toks[-1].start + 1 if toks else 0):
-            sums, sufmin = self._prefix()
-            for i in cands:
-                # the sums after toks[i] never drop below the sum right after it
-                if toks[i].kind == -1 and (i + 2 >= len(sums) or sufmin[i + 2] >= sums[i + 1]):
-                    return toks[i]
-            return None
-        stop = idx.stop
-        for i in cands:
-            depth = 0
-            for j in range(i + 1, stop):
-                kind = toks[j].kind
-                if kind == 1:
-                    depth += 1
-                elif kind == 0 and not pair_quoted:
-                    continue
-                elif depth > 0:
-                    depth -= 1
-                elif kind == -1:
-                    break
-            else:
-                return toks[i]
-        return None
-
-    def any_close(self, lo: int, hi: int) -> _Tok | None:
-        """The last closer of any kind in the window."""
-        idx = self._range(lo, hi)
-        k = bisect_left(self.closers, idx.stop) - 1
-        return self.toks[self.closers[k]] if k >= 0 and self.closers[k] >= idx.start else None
-
-    def first_close(self, lo: int, hi: int) -> _Tok | None:
-        """The first closer of any kind in the window."""
-        idx = self._range(lo, hi)
-        k = bisect_left(self.closers, idx.start)
-        if k < len(self.closers) and self.closers[k] < idx.stop:
-            return self.toks[self.closers[k]]
-        return None
-
-
-@dataclass
-class _Dialect:
-    key: str
-    tags: str  # regex: `<` or `</` (group 1) and the tag name, for balancing
-
-
-_INVOKE = _Dialect("invoke", r"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke(?=[\s>])")
-
-
-class Scanner:
+class Scanner(ParamReader):
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.n = len(text)
+        super().__init__(text)
         self.actions: list[RawAction] = []
         self.thinking: list[str] = []
         self.mentions: list[str] = []
         self.unclosed_reasoning = False
         self._stray: int | None = None  # the last `</think>` with no opener
         self._json_failures = 0
-        self._cache: dict[tuple[str, str], _Tokens] = {}
-        self._cdata: list[tuple[int, int]] | None = None
         # memos that keep hostile replies linear: searches known to fail from here on
         self._no_comment_end = False
         self._no_inline_close: dict[int, int] = {}  # backtick run length -> end of line
@@ -637,16 +314,6 @@ class Scanner:
 
     # ------------------------------------------------------------------ actions
 
-    def _tokens(self, key: str, tags: str, follow: re.Pattern[str]) -> _Tokens:
-        cache_key = (key, follow.pattern)
-        toks = self._cache.get(cache_key)
-        if toks is None:
-            if self._cdata is None:
-                self._cdata = _cdata_spans(self.text)
-            toks = _Tokens(self.text, _compiled(tags), follow, self._cdata)
-            self._cache[cache_key] = toks
-        return toks
-
     def _finish_selfclosing(
         self, name: str, attrs: dict[str, str], fenced: bool, start: int, end: int
     ) -> int:
@@ -728,167 +395,6 @@ class Scanner:
         action.end = end
         self.actions.append(action)
         return end
-
-    def _opener_ahead(self, dialect: _Dialect, lo: int, hi: int) -> bool:
-        """Another opener of the same action kind in [lo, hi)."""
-        pattern = _compiled(dialect.tags)
-        m = pattern.search(self.text, lo, hi)
-        while m is not None and m.group(1):
-            m = pattern.search(self.text, m.end(), hi)
-        return m is not None
-
-    def _param_opener_at(self, pos: int, spec: ActionSpec | None) -> bool:
-        text = self.text
-        if _PARAM_STYLE_OPEN.match(text, pos):
-            return True
-        tm = _PARAM_TAG_OPEN.match(text, pos)
-        if tm is None:
-            return False
-        return tm.group(1).lower() in _param_names_lower(spec)
-
-    def _params(
-        self,
-        action: RawAction,
-        spec: ActionSpec | None,
-        pos: int,
-        region_end: int,
-        closed: bool,
-    ) -> int:
-        """Reads params until the region ends; returns where reading stopped."""
-        text = self.text
-        follow = _body_follow(spec)
-        while pos < region_end:
-            j = text.find("<", pos, region_end)
-            if j < 0:
-                return region_end
-            if _NEW_ACTION.match(text, j) or _THINK_OPEN.match(text, j):
-                return j  # the close tag is missing; a new action starts here
-            am = _ARG_KEY.match(text, j)
-            pm = None if am else _PARAM_STYLE_OPEN.match(text, j)
-            mm = None if am or pm else _PARAM_MALFORMED_OPEN.match(text, j)
-            if mm:
-                written = mm.group(1)
-                tags = r"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?parameter(?=[\s=>])"
-                key = "parameter:parameter"
-                selfclosing = False
-                vstart = mm.end()
-                action.warnings.append(
-                    f"<parameter={written} had no `>` after the name; write "
-                    f"<parameter={written}>value</parameter>"
-                )
-            elif am:
-                written = am.group(1)
-                tags = r"<(/?)arg_value(?=[\s>])"
-                key = "arg_value"
-                selfclosing = False
-                vstart = am.end()
-            elif pm:
-                written = next((g for g in pm.group(2, 3, 4, 5) if g is not None), "")
-                word = re.escape(pm.group(1))
-                tags = rf"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?{word}(?=[\s=>])"
-                key = "parameter:" + pm.group(1)
-                selfclosing = False
-                vstart = pm.end()
-            else:
-                tm = _PARAM_TAG_OPEN.match(text, j)
-                if tm is None:
-                    pos = j + 1
-                    continue
-                written = tm.group(1)
-                if written.lower() in ("parameter", "function", "invoke"):
-                    pos = tm.end()
-                    continue
-                esc = re.escape(written)
-                tags = rf"<(/?){esc}(?=[\s/>])"
-                key = "tag:" + written
-                selfclosing = bool(tm.group(3))
-                vstart = tm.end()
-            canon = canonical_param(spec, written)
-            if selfclosing:
-                action.params.append((written, "", True))
-                pos = vstart
-                continue
-            raw = spec is None or canon in spec.raw
-            toks = self._tokens(key, tags, follow)
-            value, pos = self._value(
-                action, spec, written, canon, raw, toks, vstart, region_end, closed
-            )
-            if value is None:
-                return self.n
-            indent = _line_indent(text, j)
-            if indent:
-                action.indents[len(action.params)] = indent
-            action.params.append((written, value, True))
-        return region_end
-
-    def _value(
-        self,
-        action: RawAction,
-        spec: ActionSpec | None,
-        written: str,
-        canon: str,
-        raw: bool,
-        toks: _Tokens,
-        vstart: int,
-        region_end: int,
-        closed: bool,
-    ) -> tuple[str | None, int]:
-        """(body text, position after its closer); (None, _) when cut off."""
-        text = self.text
-        # a body that is CDATA: its inside is opaque, whatever it holds
-        k = vstart
-        while k < region_end and text[k] in " \t\r\n":
-            k += 1
-        if text.startswith(_CDATA, k):
-            run = parse_cdata_run(text, k)
-            if run is not None:
-                after = run[1]
-                while after < region_end and text[after] in " \t\r\n":
-                    after += 1
-                tok = toks.first_close(after, region_end)
-                if tok is not None and tok.start == after:
-                    return text[vstart : tok.start], tok.end
-        if raw:
-            tok = toks.pick_close(vstart, region_end)
-            if tok is None:
-                tok = toks.any_close(vstart, region_end)
-                if tok is not None:
-                    action.warnings.append(
-                        f"</{written}> was not followed by another parameter or the action's "
-                        "close tag; the last one was taken as the end"
-                    )
-            if tok is not None:
-                return text[vstart : tok.start], tok.end
-            # no closer at all
-            nxt = self._next_param_line(vstart, region_end, spec)
-            if nxt is not None:
-                return text[vstart:nxt], nxt
-            if closed:
-                action.warnings.append(f"<{written}> was not closed; it ends at the action's end")
-                return text[vstart:region_end], region_end
-            action.truncated = canon
-            return None, self.n
-        # short value: ends at its closer, which must come before any other tag
-        lt = text.find("<", vstart, region_end)
-        tok = toks.first_close(vstart, region_end)
-        if tok is not None and (lt < 0 or tok.start == lt):
-            return text[vstart : tok.start], tok.end
-        if lt >= 0:
-            action.warnings.append(f"<{written}> was not closed")
-            return text[vstart:lt], lt
-        if closed:
-            action.warnings.append(f"<{written}> was not closed")
-            return text[vstart:region_end], region_end
-        action.truncated = canon
-        return None, self.n
-
-    def _next_param_line(self, lo: int, hi: int, spec: ActionSpec | None) -> int | None:
-        """For a body with no closer at all (Qwen's missing `</parameter>`): the next
-        parameter opener at the start of a line ends it."""
-        m = re.compile(r"\n(?=<(?:[\w.-]+:|\uff5cDSML\uff5c)?parameter[=\s])").search(
-            self.text, lo, hi
-        )
-        return m.start() + 1 if m else None
 
 
 _WRAPPER_GAP = re.compile(

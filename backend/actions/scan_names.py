@@ -1,0 +1,184 @@
+"""The scanner's tables: the action names it knows (rebuilt when the registry changes) and the
+patterns of every dialect's openers and closers."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
+from backend.actions.registry.core import on_change
+
+# ---------------------------------------------------------------------------- names
+
+# action names accepted as XML tags: ours and the underscored aliases
+# (rebuilt with the name patterns below by _refresh_names when the registry changes)
+TAG_ACTIONS: dict[str, str] = {}
+_ALL_ACTION_NAMES: list[str] = []
+# `parameters`: Anthropic's legacy `<invoke><tool_name>…</tool_name><parameters>…` wrapper
+_WRAPPERS = (
+    "function",
+    "invoke",
+    "tool_call",
+    "tool_calls",
+    "actions",
+    "function_calls",
+    "parameters",
+)
+
+
+@lru_cache(maxsize=32)
+def _param_names(spec: ActionSpec | None) -> tuple[str, ...]:
+    """Tag names that open a param of this action (ours and aliases)."""
+    if spec is None:
+        own = {p for s in KNOWN_ACTIONS.values() for p in (*s.required, *s.optional)}
+    else:
+        own = {*spec.required, *spec.optional}
+    names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
+    return tuple(sorted(names, key=len, reverse=True))
+
+
+@lru_cache(maxsize=32)
+def _param_names_lower(spec: ActionSpec | None) -> frozenset[str]:
+    return frozenset(p.lower() for p in _param_names(spec))
+
+
+@lru_cache(maxsize=32)
+def _body_follow(spec: ActionSpec | None) -> re.Pattern[str]:
+    """What can follow the real end of a parameter body of this action."""
+    params = "|".join(re.escape(p) for p in _param_names(spec))
+    return re.compile(_FOLLOW_ANY[:-1] + r"|<(?:" + params + r")(?=[\s/>]))", re.I)
+
+
+@lru_cache(maxsize=64)
+def _tag_open(name: str) -> re.Pattern[str]:
+    return re.compile(_TAG_OPEN_FULL.format(name=re.escape(name)))
+
+
+def canonical_param(spec: ActionSpec | None, name: str) -> str:
+    if spec is None:
+        return name
+    params = (*spec.required, *spec.optional)
+    for candidate in (name, name.lower()):
+        if candidate in params:
+            return candidate
+        alias = PARAM_ALIASES.get(candidate)
+        if alias in params:
+            return alias
+    return name
+
+
+# ---------------------------------------------------------------------------- regexes
+
+_TOP = re.compile(r"[<`~{\[]")
+_TAG = re.compile(r"<(/?)((?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w.-]*)")
+_ATTR = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'<>/]+))""")
+_TAG_OPEN_FULL = r"""<{name}((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>/]+))*)\s*(/?)>"""
+_THINK_OPEN = re.compile(r"<(think|thinking)(?:\s[^<>]*)?>", re.I)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
+_FUNCTION_OPEN = re.compile(
+    r"""<function(?:=\s*["']?([^\s"'<>]+)["']?|\s+name\s*=\s*["']([^"']+)["'][^<>]*)\s*>""",
+    re.I,
+)
+_INVOKE_OPEN = re.compile(
+    r"""<(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s+name\s*=\s*["']([^"']+)["'][^<>]*>""",
+    re.I,
+)
+# Anthropic's legacy tool use (Claude 2.1 era prompts, still written by models trained on
+# them): `<function_calls><invoke><tool_name>NAME</tool_name><parameters><p>v</p>…`
+_LEGACY_INVOKE_OPEN = re.compile(
+    r"<(?:[\w.-]+:)?invoke\s*>\s*<tool_name>\s*([\w.-]+)\s*</tool_name>\s*(?:<parameters>)?",
+    re.I,
+)
+# Qwen3's malformed parameter openers: the `>` dropped after the name (`<parameter=path\n…`)
+# or the value written into the opener (`<parameter=command=str_replace</parameter>`)
+_PARAM_MALFORMED_OPEN = re.compile(
+    r"<(?:[\w.-]+:)?parameter=\s*([A-Za-z_][\w.-]*)(?:=|[ \t]*(?=\r?\n))",
+    re.I,
+)
+# `<parameter=NAME>`, `<parameter name="NAME">` and the malformed variants models write:
+# `name=NAME` unquoted, `<param …>`, `<argument …>`, `<arg …>` (group 1 is the tag word)
+_PARAM_STYLE_OPEN = re.compile(
+    r"""<(?:[\w.-]+:|\uff5cDSML\uff5c)?(parameter|param|argument|arg)"""
+    r"""(?:=\s*["']?([^\s"'<>]+)["']?"""
+    r"""|\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))[^<>]*)\s*>""",
+    re.I,
+)
+_PARAM_TAG_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)((?:\s[^<>]*)?)(/?)>")
+_CDATA = "<![CDATA["
+_MAX_JSON_FAILURES = 64  # each failed attempt costs O(position) in the json module
+_FENCE_INFO = re.compile(r"[\w+#.-]*[ \t]*\r?\n")
+_ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
+# what may follow the real end of a parameter body (after whitespace)
+_FOLLOW_ANY = ""  # set by _refresh_names
+# GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
+_GLM_OPEN = re.compile(
+    r"<((?:[\w.-]+:)?tool_call)>[ \t]*([A-Za-z_][\w.-]*)[ \t]*\r?\n?\s*(?=<arg_key>)"
+)
+_ARG_KEY = re.compile(r"<arg_key>\s*([^<>]+?)\s*</arg_key>\s*<arg_value>")
+# Vendor tool-call markers followed by a name and JSON arguments (docs/dialects.md):
+# DeepSeek V3 `<|tool_call_begin|>function<|tool_sep|>NAME\n```json\n{…}\n```` and V3.1
+# `<|tool_call_begin|>NAME<|tool_sep|>{…}` (written with U+FF5C bars and U+2581 for the
+# underscores); Kimi K2
+# `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`; gpt-oss (harmony)
+# `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}`.
+_DS_BAR = "\uff5c"  # DeepSeek's fullwidth vertical line
+_DSML = f"<{_DS_BAR}DSML{_DS_BAR}"  # DeepSeek V3.2's tag prefix
+_DEEPSEEK_CALL = re.compile(
+    f"<{_DS_BAR}tool\u2581call\u2581begin{_DS_BAR}>"
+    + r"[ \t]*([\w.-]+)[ \t]*"
+    + f"<{_DS_BAR}tool\u2581sep{_DS_BAR}>"
+    + r"[ \t]*(?:([\w.-]+)[ \t]*(?=\r?\n|```))?"
+)
+_KIMI_CALL = re.compile(
+    r"<\|tool_call_begin\|>[ \t]*(?:functions\.)?([\w.-]+?)(?::\d+)?[ \t]*"
+    r"<\|tool_call_argument_begin\|>"
+)
+_HARMONY_CALL = re.compile(
+    r"<\|(?:start|channel)\|>[^<>\n]{0,80}?\bto=(?:functions\.)?([\w.-]+)"
+    r"(?:[^<>]|<\|(?:channel|constrain)\|>){0,120}?<\|message\|>"
+)
+# Mistral (tokenizer v11+): `[TOOL_CALLS]NAME[ARGS]{…}`, optionally `[CALL_ID]id` before
+# `[ARGS]`; the older `[TOOL_CALLS][{…}]` is a JSON list and read as such
+_MISTRAL_CALL = re.compile(
+    r"\[TOOL_CALLS\][ \t]*([A-Za-z_][\w.-]*)[ \t]*(?:\[CALL_ID\][ \t]*[\w-]*[ \t]*)?\[ARGS\]"
+)
+_JSON_FENCE = re.compile(r"\s*(?:```|~~~)[\w-]*[ \t]*\r?\n")
+
+_NEW_ACTION = re.compile("")  # set by _refresh_names
+
+
+def _refresh_names() -> None:
+    """(Re)build the tables and patterns that name every known action."""
+    global _ALL_ACTION_NAMES, _FOLLOW_ANY, _NEW_ACTION
+    TAG_ACTIONS.clear()
+    TAG_ACTIONS.update({name: name for name in KNOWN_ACTIONS})
+    TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
+    _ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
+    names = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
+    _FOLLOW_ANY = (
+        r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:"
+        + names
+        + "|"
+        + "|".join(_WRAPPERS)
+        + r")(?=[\s=/>])"
+        r"|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
+    )
+    _NEW_ACTION = re.compile(
+        r"<(?:(?:"
+        + names
+        + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s)",
+        re.I,
+    )
+    _param_names.cache_clear()
+    _param_names_lower.cache_clear()
+    _body_follow.cache_clear()
+
+
+_refresh_names()
+on_change(_refresh_names)
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
