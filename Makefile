@@ -41,8 +41,11 @@ lint: setup
 typecheck: setup
 	$(UV) run mypy
 
+# in-process coverage of backend/ (servers started as processes are not measured); the
+# floor is the whole suite's figure when it was set
+COVERAGE_FLOOR ?= 0
 pytest: setup $(TEST_PREREQS)
-	$(UV) run pytest $(PYTEST_ARGS)
+	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
 # pytest last: its summary line closes the output
 test: lint typecheck $(EXTRA_TESTS) pytest
