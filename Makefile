@@ -42,8 +42,8 @@ typecheck: setup
 	$(UV) run mypy
 
 # in-process coverage of backend/ (servers started as processes are not measured); the
-# floor is the whole suite's figure when it was set
-COVERAGE_FLOOR ?= 0
+# floor sits a point under the whole suite's figure when it was set (91 %, in-process)
+COVERAGE_FLOOR ?= 90
 pytest: setup $(TEST_PREREQS)
 	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 

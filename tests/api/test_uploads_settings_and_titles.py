@@ -355,7 +355,7 @@ def test_another_users_conversation_and_run_are_404(tmp_path: Path) -> None:
 # -- the planner and thinking learn the uploaded files; titles ---------------------------
 
 
-def test_planner_and_thinking_are_told_the_uploaded_files_and_the_title_follows_the_plan(
+def test_planner_and_thinking_are_told_the_uploaded_files_and_the_title_keeps_the_goal(
     settings: Settings,
 ) -> None:
     llm = ScriptedLLM(
@@ -375,12 +375,13 @@ def test_planner_and_thinking_are_told_the_uploaded_files_and_the_title_follows_
         assert "The user provided these files" in planning.messages[0]["content"]
         assert "- data.csv" in planning.messages[0]["content"]
         assert "Files the user provided" in thinking.messages[1]["content"]
+        # the person's words, not the planner's sentence ("Analyse data.csv and chart it")
         assert client.get(f"/api/conversations/{cid}").json()["title"] == (
-            "Analyse data.csv and chart it"
+            "analyse the data and chart it"
         )
 
 
-def test_a_title_a_person_chose_is_kept_and_a_weak_plan_sentence_is_not_a_title(
+def test_a_title_a_person_chose_is_kept_and_a_plan_sentence_never_renames(
     settings: Settings,
 ) -> None:
     llm = ScriptedLLM(
