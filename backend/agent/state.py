@@ -39,6 +39,16 @@ class RunState(BaseModel):
     open_actions: dict[str, Message] = Field(default_factory=dict)  # published `running`
     open_tasks: set[str] = Field(default_factory=set)  # task ids published `running`
     budget: Budget = Field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
+    # -- where it is: a run resumed by another process goes on from here ---------------------
+    stage: str = "start"  # start | route | answered | planned | tasks | summary
+    last_seq: int = 0  # the seq of the run's last stored message
+    task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
+    turns: list[dict[str, Any]] = Field(default_factory=list)  # its turns (agent/resume.py)
+    pending: dict[str, Any] | None = None  # the turn whose actions run (+ "after_seq")
+    reply: dict[str, Any] | None = None  # the last model reply, until its turn begins
+    reply_stage: str = ""
+    reply_published: int = 0  # messages published since that reply
+    in_flight: str = ""  # the stage of a model call under way
 
     def to_json(self) -> str:
         return self.model_dump_json()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 TITLE_CHARS = 80
+
+
 def goal_title(goal: str) -> str:
     """The default title: the goal's first words."""
     line = " ".join(goal.split())

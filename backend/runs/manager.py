@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +32,7 @@ from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.sandboxes import Runtimes
+from backend.runs.takeover import too_many_resumes, unresumable
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
@@ -84,8 +85,10 @@ class RunManager:
             local_runs=self.local_runs,
             stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
             runtimes=self.runtimes.loaded,
-            close=self.close_unexecuted,
+            take_over=self.take_over,
         )
+        # queue workers: defer the job of a run taken over (set by backend/runs/worker.py)
+        self.requeue: Callable[[str], Awaitable[None]] | None = None
         self.accepting = True
         self._tasks: dict[str, asyncio.Task[str]] = {}
         self._contexts: dict[str, RunContext] = {}
@@ -155,8 +158,8 @@ class RunManager:
         await self.executor.start()
 
     async def recover(self) -> int:
-        """Fail the runs whose owner's lease expired (also run periodically by the lease
-        keeper). Returns how many runs this call failed."""
+        """Take over the runs whose owner's lease expired (also run periodically by the
+        lease keeper). Returns how many runs this call took."""
         if not self._opened:
             await self.open()
         return await self.lease.recover()
@@ -314,6 +317,30 @@ class RunManager:
             return await self._drive(ctx)
         finally:
             self._tasks.pop(run_id, None)
+
+    async def take_over(self, run_id: str, dead_owner: str) -> bool:
+        """Continue a run whose owner died from its last checkpoint: here (inline), or
+        queued again for a worker (queue). Past RUN_MAX_RESUMES it is failed, saying why.
+        False when another process took it first; a `planact run` leaves it to others."""
+        if self.kind == "cli":
+            return False
+        submit = self.requeue or (None if self.executor.runs_here else self.executor.submit)
+        owner = self.instance_id if submit is None else None  # None: queued again
+        resumes = await self.store.take_over(run_id, dead_owner, owner)
+        if resumes is None:
+            return False
+        limit = self.settings.run_max_resumes
+        reason = too_many_resumes(limit) if resumes > limit else ""
+        reason = reason or await unresumable(self.store, run_id)
+        if reason:
+            if owner is not None or await self.store.claim_run(run_id, self.instance_id, None):
+                await self.close_unexecuted(run_id, "failed", reason)
+            return True
+        if submit is None:
+            self.launch(run_id)
+        else:
+            await submit(run_id)  # a worker claims it and goes on
+        return True
 
     async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool:
         """End a run this instance owns but does not execute (recovered, or queued and

@@ -74,6 +74,10 @@ class Run(Base):
     # the instance executing it (None: queued, no worker took it yet); see Instance
     owner: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the run's RunState at its last step (JSON; None: no step taken yet), see agent/state.py
+    checkpoint: Mapped[str | None] = mapped_column(Text, default=None)
+    resumes: Mapped[int] = mapped_column(Integer, default=0)  # times another process took it
+    repeated_calls: Mapped[int] = mapped_column(Integer, default=0)  # model calls made again
 
 
 class Instance(Base):

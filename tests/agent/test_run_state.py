@@ -36,7 +36,7 @@ def a_run_in_progress(tmp_path: Path) -> RunState:
         written={"count.py"},
         open_actions={running.uuid: running},
         open_tasks={"t2"},
-        budget=Budget(started=12.5, calls=3, tokens=4567, cost=0.0123, cost_unknown=True),
+        budget=Budget(seconds=12.5, calls=3, tokens=4567, cost=0.0123, cost_unknown=True),
     )
 
 

@@ -1,0 +1,36 @@
+"""Taking over a run whose owner died: whether it can go on, and why not.
+
+The run goes on from its checkpoint (its RunState at its last step, backend/agent/resume.py)
+on the process that took it (inline) or on a worker (queue); RUN_MAX_RESUMES bounds how often.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backend.store.repo import Store
+
+NO_CHECKPOINT = (
+    "The process running this run crashed or restarted before the run ended, and the run "
+    "had no stored step to go on from, so it was interrupted. Send the goal again to continue."
+)
+
+
+def too_many_resumes(limit: int) -> str:
+    return (
+        f"The run was interrupted more than {limit} times (its process crashed, restarted or "
+        f"shut down), so it was not resumed again (RUN_MAX_RESUMES={limit}). Send the goal "
+        "again to continue, or raise RUN_MAX_RESUMES."
+    )
+
+
+async def unresumable(store: Store, run_id: str) -> str:
+    """Why a run cannot go on ("" when it can): a run with messages but no checkpoint
+    (begun by a version before checkpoints) has no stored step to go on from."""
+    run = await store.run_for_execution(run_id)
+    if run is None or run.get("checkpoint"):
+        return ""
+    if await store.messages(str(run["conversation_id"]), run_id=run_id, limit=1):
+        return NO_CHECKPOINT
+    return ""  # it had not begun: it begins now
