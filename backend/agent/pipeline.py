@@ -41,6 +41,11 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
     """Each stage goes on from where the run's checkpoint says it was (``state.stage``,
     set before the message that ends the stage: the checkpoint is stored with it)."""
     state = ctx.state
+    if ctx.resumed and await _summary_stored(ctx):  # it had ended but for its status
+        return state.outcome or "completed"
+    if state.stage == "ending":  # it was ending (a stop, an error): it ends so
+        ctx.resumed = False
+        return await _end_early(ctx, stopped=state.outcome == "stopped", reason=state.reason)
     try:
         resumed_note = await prepare_resume(ctx) if ctx.resumed else None
         if state.stage == "start":
@@ -122,6 +127,16 @@ async def _run_tasks(ctx: RunContext, resumed_note: str | None) -> None:
     state.task_index = len(state.tasks)
 
 
+async def _summary_stored(ctx: RunContext) -> bool:
+    state = ctx.state
+    kinds = (MessageKind.FINISH_SUMMERY,)
+    return bool(
+        await ctx.deps.store.messages(
+            state.conversation_id, run_id=state.run_id, limit=1, action_types=kinds
+        )
+    )
+
+
 async def answer_directly(ctx: RunContext) -> None:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": render("auto_reply", history=ctx.state.history)},
@@ -148,6 +163,7 @@ async def _end_early(ctx: RunContext, *, stopped: bool = False, reason: str = ""
         reason = "The server shut down while this run was active."
     state = ctx.state
     outcome = "stopped" if stopped else "failed"
+    state.stage, state.outcome, state.reason = "ending", outcome, reason
 
     async def fail_task(task: dict[str, Any], result: str) -> None:
         await _set_task(ctx, task, "failed", result)

@@ -7,10 +7,12 @@ process needs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic_core import PydanticSerializationError
 
 from backend.agent.budget import Budget
 from backend.agent.specialists import Specialist
@@ -40,7 +42,7 @@ class RunState(BaseModel):
     open_tasks: set[str] = Field(default_factory=set)  # task ids published `running`
     budget: Budget = Field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
     # -- where it is: a run resumed by another process goes on from here ---------------------
-    stage: str = "start"  # start | route | answered | planned | tasks | summary
+    stage: str = "start"  # start | route | answered | planned | tasks | summary | ending
     last_seq: int = 0  # the seq of the run's last stored message
     task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
     turns: list[dict[str, Any]] = Field(default_factory=list)  # its turns (agent/resume.py)
@@ -49,9 +51,14 @@ class RunState(BaseModel):
     reply_stage: str = ""
     reply_published: int = 0  # messages published since that reply
     in_flight: str = ""  # the stage of a model call under way
+    outcome: str = ""  # once it ends early (stage "ending"): failed | stopped, and why
+    reason: str = ""
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:  # model text with a lone surrogate: kept, escaped
+            return json.dumps(self.model_dump(mode="json"), ensure_ascii=True)
 
     @classmethod
     def from_json(cls, data: str | bytes) -> RunState:
