@@ -168,6 +168,7 @@ class RunContext:
         when a run budget is used up."""
         state, llm = self.state, self.deps.llm
         self.check_stop()
+        self.control.check_hand_over()
         if self.replay_reply and state.reply is not None and state.reply_stage == stage:
             self.replay_reply = False  # resumed: this reply was had and paid for already
             self.replay_skip = state.reply_published

@@ -30,10 +30,12 @@ from backend.messages.message import Message
 from backend.workspace import scan
 
 log = logging.getLogger(__name__)
+HANDED_OVER = "handed_over"  # not a run status: the run goes on in another process
 
 
 async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
-    """Run to the end and return the final status: completed | failed | stopped."""
+    """Run to the end and return the final status: completed | failed | stopped, or
+    ``HANDED_OVER`` (this process shuts down; the run stays running in the store)."""
     return await logged_run(ctx, _run_pipeline(ctx, specialists))
 
 
@@ -93,6 +95,9 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
         task_obj = asyncio.current_task()
         while task_obj is not None and task_obj.uncancel() > 0:
             pass
+        control = ctx.control
+        if control.handing_over and not (control.stop_requested or control.lost):
+            return HANDED_OVER  # still running in the store: a live process goes on with it
         return await _end_early(ctx, stopped=not ctx.control.shutting_down)
     except (RunError, LLMError) as exc:
         return await _end_early(ctx, reason=str(exc))

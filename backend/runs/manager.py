@@ -21,7 +21,7 @@ import anyio
 from backend.agent.context import RunContext
 from backend.agent.control import RunControl
 from backend.agent.live import DeltaSink
-from backend.agent.pipeline import run_pipeline
+from backend.agent.pipeline import HANDED_OVER, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
@@ -101,6 +101,7 @@ class RunManager:
         self._opened = False
         self._closed = False
         self._grace_over = False
+        self._handing_over = False  # SIGTERM: runs are handed over at their next step
 
     @classmethod
     def for_process(
@@ -165,9 +166,33 @@ class RunManager:
         return await self.lease.recover()
 
     async def drain(self, grace: float) -> None:
-        """Take no new runs; let active runs go on up to ``grace`` seconds, then stop them
-        with a message saying the server shut down."""
+        """Take no new runs. A server or worker hands its active runs over at their next
+        step boundary (before their next model call), within ``grace`` seconds; past it
+        they are interrupted where they are. Either way they stay `running` in the store
+        and a live process (or this one's next start) continues them. A `planact run`
+        instead lets its own run go on up to ``grace``, then stops it."""
         self.accepting = False
+        if self.kind == "cli":
+            await self._stop_after(grace)
+            return
+        self._handing_over = True
+        for live in self._contexts.values():
+            live.control.handing_over = True
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        if tasks and grace > 0:
+            log.warning("shutting down: handing %d active run(s) over", len(tasks))
+            await asyncio.wait(tasks, timeout=grace)
+        for rid, task in list(self._tasks.items()):
+            ctx = self._contexts.get(rid)
+            if not task.done() and ctx is not None and rid not in self._cancellers:
+                self._cancellers[rid] = asyncio.create_task(
+                    self._cancel_until_done(rid, ctx.control), name=f"hand-over-{rid}"
+                )
+        remaining = [t for t in self._tasks.values() if not t.done()]
+        if remaining:
+            await asyncio.wait(remaining)
+
+    async def _stop_after(self, grace: float) -> None:
         tasks = [t for t in self._tasks.values() if not t.done()]
         if tasks and grace > 0:
             log.warning("shutting down: %d active run(s), %.0f s to finish", len(tasks), grace)
@@ -308,6 +333,7 @@ class RunManager:
             listener=self._listeners.pop(run_id, None),
             delta_listener=self._delta_listeners.pop(run_id, None),
         )
+        ctx.control.handing_over = self._handing_over
         self._contexts[run_id] = ctx
         self.bus.mark_live(run_id)
         current = asyncio.current_task()
@@ -360,7 +386,7 @@ class RunManager:
             # end as one from elsewhere while the run has not left this process yet
             ctx.control.ending = True
             try:
-                if not ctx.control.lost:
+                if not ctx.control.lost and status != HANDED_OVER:
                     error = ""
                     if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."

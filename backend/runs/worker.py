@@ -76,17 +76,18 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     stopping: list[asyncio.Task[Any]] = []
 
     async def graceful() -> None:
-        # stop taking jobs; running runs go on up to SHUTDOWN_GRACE, then are stopped
+        # stop taking jobs; active runs are handed over at their next step (another worker
+        # continues them), at the latest after SHUTDOWN_GRACE
         manager.accepting = False
         worker.stop()  # type: ignore[no-untyped-call]
         await manager.drain(settings.shutdown_grace)
 
     def on_signal() -> None:
         if stopping:
-            log.warning("second signal: stopping the active runs now")
+            log.warning("second signal: handing the active runs over now")
             stopping.append(asyncio.ensure_future(manager.drain(0)))
             return
-        log.warning("stopping: no new runs; active runs get %.0f s", settings.shutdown_grace)
+        log.warning("stopping: no new runs; active runs are handed over at their next step")
         stopping.append(asyncio.ensure_future(graceful()))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
