@@ -32,7 +32,7 @@ from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.sandboxes import Runtimes
-from backend.runs.takeover import too_many_resumes, unresumable
+from backend.runs.takeover import last_stored, too_many_resumes, unresumable
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
@@ -335,7 +335,7 @@ class RunManager:
         )
         ctx.control.handing_over = self._handing_over
         self._contexts[run_id] = ctx
-        self.bus.mark_live(run_id)
+        self.bus.mark_live(run_id, await last_stored(self.store, ctx) if ctx.resumed else 0)
         current = asyncio.current_task()
         if run_id not in self._tasks and current is not None:
             self._tasks[run_id] = current

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from backend.agent.context import RunContext
     from backend.store.repo import Store
 
 NO_CHECKPOINT = (
@@ -34,3 +35,15 @@ async def unresumable(store: Store, run_id: str) -> str:
     if await store.messages(str(run["conversation_id"]), run_id=run_id, limit=1):
         return NO_CHECKPOINT
     return ""  # it had not begun: it begins now
+
+
+async def last_stored(store: Store, ctx: RunContext) -> int:
+    """The seq of the last message a taken-over run stored before (its checkpoint may be a
+    message behind: it is stored with the message it precedes)."""
+    state = ctx.state
+    later = await store.messages(
+        state.conversation_id, run_id=state.run_id, after=state.last_seq, limit=100_000
+    )
+    if later and later[-1].seq is not None:
+        state.last_seq = later[-1].seq
+    return state.last_seq
