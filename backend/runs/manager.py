@@ -32,7 +32,7 @@ from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.sandboxes import Runtimes
-from backend.runs.takeover import last_stored, too_many_resumes, unresumable
+from backend.runs.takeover import last_stored, take_over
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
@@ -345,28 +345,8 @@ class RunManager:
             self._tasks.pop(run_id, None)
 
     async def take_over(self, run_id: str, dead_owner: str) -> bool:
-        """Continue a run whose owner died from its last checkpoint: here (inline), or
-        queued again for a worker (queue). Past RUN_MAX_RESUMES it is failed, saying why.
-        False when another process took it first; a `planact run` leaves it to others."""
-        if self.kind == "cli":
-            return False
-        submit = self.requeue or (None if self.executor.runs_here else self.executor.submit)
-        owner = self.instance_id if submit is None else None  # None: queued again
-        resumes = await self.store.take_over(run_id, dead_owner, owner)
-        if resumes is None:
-            return False
-        limit = self.settings.run_max_resumes
-        reason = too_many_resumes(limit) if resumes > limit else ""
-        reason = reason or await unresumable(self.store, run_id)
-        if reason:
-            if owner is not None or await self.store.claim_run(run_id, self.instance_id, None):
-                await self.close_unexecuted(run_id, "failed", reason)
-            return True
-        if submit is None:
-            self.launch(run_id)
-        else:
-            await submit(run_id)  # a worker claims it and goes on
-        return True
+        """Continue a run whose owner died (backend/runs/takeover.py)."""
+        return await take_over(self, run_id, dead_owner)
 
     async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool:
         """End a run this instance owns but does not execute (recovered, or queued and

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
+    from backend.runs.manager import RunManager
     from backend.store.repo import Store
 
 NO_CHECKPOINT = (
@@ -24,6 +25,32 @@ def too_many_resumes(limit: int) -> str:
         f"shut down), so it was not resumed again (RUN_MAX_RESUMES={limit}). Send the goal "
         "again to continue, or raise RUN_MAX_RESUMES."
     )
+
+
+async def take_over(m: RunManager, run_id: str, dead_owner: str) -> bool:
+    """Continue a run whose owner died from its last checkpoint: in ``m``'s process
+    (inline), or queued again for a worker (queue). Past RUN_MAX_RESUMES it is failed,
+    saying why. False when another process took it first; a `planact run` leaves it to
+    others (it ends when its own run does)."""
+    if m.kind == "cli":
+        return False
+    submit = m.requeue or (None if m.executor.runs_here else m.executor.submit)
+    owner = m.instance_id if submit is None else None  # None: queued again
+    resumes = await m.store.take_over(run_id, dead_owner, owner)
+    if resumes is None:
+        return False
+    limit = m.settings.run_max_resumes
+    reason = too_many_resumes(limit) if resumes > limit else ""
+    reason = reason or await unresumable(m.store, run_id)
+    if reason:
+        if owner is not None or await m.store.claim_run(run_id, m.instance_id, None):
+            await m.close_unexecuted(run_id, "failed", reason)
+        return True
+    if submit is None:
+        m.launch(run_id)
+    else:
+        await submit(run_id)  # a worker claims it and goes on
+    return True
 
 
 async def unresumable(store: Store, run_id: str) -> str:
