@@ -60,6 +60,7 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
                 state.conversation_id, ("",), goal_title(state.goal)
             )
             state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
+            await ctx.deps.store.save_start_files(state.run_id, state.snapshot_json())
             state.specialist = specialist = await route(ctx, specialists)
             await ctx.deps.store.set_run_task_type(state.run_id, specialist.task_type)
             if not specialist.needs_tools:

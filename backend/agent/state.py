@@ -36,7 +36,8 @@ class RunState(BaseModel):
     tasks: list[dict[str, Any]] = Field(default_factory=list)  # the plan
     task_index: int = 0  # the task being worked on (== len(tasks): all done)
     notes: list[str] = Field(default_factory=list)  # finish notes of completed tasks
-    snapshot: dict[str, tuple[int, int]] = Field(default_factory=dict)  # files at start
+    # files at start: stored once beside the checkpoint (up to 5,000), not in every one
+    snapshot: dict[str, tuple[int, int]] = Field(default_factory=dict, exclude=True)
     written: set[str] = Field(default_factory=set)  # files the run's actions wrote
     open_actions: dict[str, Message] = Field(default_factory=dict)  # published `running`
     open_tasks: set[str] = Field(default_factory=set)  # task ids published `running`
@@ -61,5 +62,11 @@ class RunState(BaseModel):
             return json.dumps(self.model_dump(mode="json"), ensure_ascii=True)
 
     @classmethod
-    def from_json(cls, data: str | bytes) -> RunState:
-        return cls.model_validate_json(data)
+    def from_json(cls, data: str | bytes, snapshot: str | None = None) -> RunState:
+        state = cls.model_validate_json(data)
+        if snapshot:
+            state.snapshot = {p: (int(v[0]), int(v[1])) for p, v in json.loads(snapshot).items()}
+        return state
+
+    def snapshot_json(self) -> str:
+        return json.dumps(self.snapshot, ensure_ascii=True)

@@ -98,7 +98,12 @@ class SqlRuns(StoreBase):
             conv = s.get(Conversation, run.conversation_id)
             if conv is None:
                 return None
-            return {**run_dict(run), "user_id": conv.user_id, "checkpoint": run.checkpoint}
+            return {
+                **run_dict(run),
+                "user_id": conv.user_id,
+                "checkpoint": run.checkpoint,
+                "start_files": run.start_files,
+            }
 
         return await self._run(fn)
 
@@ -163,6 +168,12 @@ class SqlRuns(StoreBase):
                 .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
                 .values(checkpoint=checkpoint)
             )
+
+        await self._core(fn)
+
+    async def save_start_files(self, run_id: str, files: str) -> None:
+        def fn(c: Connection) -> None:
+            c.execute(update(RUNS).where(RUNS.c.id == run_id).values(start_files=files))
 
         await self._core(fn)
 

@@ -76,6 +76,8 @@ class Run(Base):
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     # the run's RunState at its last step (JSON; None: no step taken yet), see agent/state.py
     checkpoint: Mapped[str | None] = mapped_column(Text, default=None)
+    # the workspace's files when it began (JSON: path -> [size, mtime_ns]), stored once
+    start_files: Mapped[str | None] = mapped_column(Text, default=None)
     resumes: Mapped[int] = mapped_column(Integer, default=0)  # times another process took it
     repeated_calls: Mapped[int] = mapped_column(Integer, default=0)  # model calls made again
 

@@ -168,6 +168,9 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
             "row": await store.get_run(rid),
             "msgs": await store.messages(cid, limit=10_000),
             "calls": llm.calls,
+            "on_disk": sorted(
+                p.name for p in owner.workspace("1", cid).glob("*") if p.name != ".planact"
+            ),
             "ran": (owner.workspace("1", cid) / "log.txt").read_text().count("ran")
             if (owner.workspace("1", cid) / "log.txt").exists()
             else 0,
@@ -199,6 +202,13 @@ def check_messages(msgs: list[Message], label: str) -> None:
     assert kinds.count("finish") == 2, (label, kinds)
 
 
+def check_summary_files(msgs: list[Message], on_disk: list[str], label: str) -> None:
+    """The summary lists the files the run made, as on disk (a command interrupted before
+    it began made none; an action skipped wrote nothing)."""
+    (summary,) = [m for m in msgs if m.meta.action_type == "finish_summery"]
+    assert sorted(f["filepath"] for f in summary.meta.json_) == on_disk, label
+
+
 async def test_a_run_whose_owner_dies_at_any_point_completes_on_another_process(
     tmp_path: Path, db_url: str, stepping_loop: None
 ) -> None:
@@ -206,6 +216,8 @@ async def test_a_run_whose_owner_dies_at_any_point_completes_on_another_process(
     assert clean["status"] == "completed" and clean["ran"] == 1
     assert len(clean["calls"]) == FEWEST_CALLS
     check_messages(clean["msgs"], "no crash")
+    check_summary_files(clean["msgs"], ["a.txt", "log.txt"], "no crash")
+    assert clean["on_disk"] == ["a.txt", "log.txt"]
     total = clean["steps"]
     assert total > 20  # the run really awaits many times (store, model, runtime)
     told = resumed = 0
@@ -217,6 +229,7 @@ async def test_a_run_whose_owner_dies_at_any_point_completes_on_another_process(
         assert got["crashed"], label
         assert got["status"] == "completed", (label, got["status"], got["row"])
         check_messages(got["msgs"], label)
+        check_summary_files(got["msgs"], got["on_disk"], label)
         assert got["ran"] <= 1, (label, "the command ran twice")
         assert len(got["calls"]) <= FEWEST_CALLS + 1, (label, [c[0] for c in got["calls"]])
         row = got["row"]
