@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from backend.runtime.docker import LABEL_WORKSPACE, MIN_API_VERSION
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.cluster import follow, messages, open_running, start_json
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, wipe
+from tests.runtime.conftest import require_docker
 
 pytestmark = pytest.mark.e2e
 
@@ -111,3 +113,60 @@ def test_the_embedded_set_up_resumes_its_run_at_the_next_start(
         check_completed_once(again, tmp_path, cid, rid)
     finally:
         again.stop()
+
+
+@pytest.mark.docker
+def test_kill9_mid_command_in_a_docker_sandbox_goes_on_in_a_sandbox_of_the_other_server(
+    tmp_path: Path, fake_model_server: FakeModelServer, fake_model: FakeModelServer
+) -> None:
+    """The new owner finds the workspace as it was and makes its own sandbox for it; the
+    command that was running is not run again."""
+    require_docker()
+    url = postgres_url()
+    wipe(url)
+    env = server_env(
+        tmp_path,
+        fake_model.base_url,
+        DATABASE_URL=url,
+        LEASE_SECONDS=str(LEASE),
+        RUNTIME="docker",
+    )
+    a, b = Server(tmp_path, env).start(60), Server(tmp_path, env).start(60)
+    try:
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Count")},
+            {"stage": "thinking", "content": run("echo ran >> count.log; sleep 600")},
+            {"stage": "thinking", "content": run("cat count.log")},
+            {"stage": "thinking", "content": finish("counted")},
+        )
+        ids = start_json(a, {"goal": "write code"}).json()
+        rid, cid = ids["run_id"], ids["conversation_id"]
+        logs = lambda: [p for p in (tmp_path / "workspace").rglob("count.log") if cid in str(p)]  # noqa: E731
+        wait_for(logs, timeout=120, what="the command to run in the sandbox")
+        a.kill9()
+        msgs, end = follow(b, rid)
+        assert end is not None and end["status"] == "completed", kinds(msgs)
+        stored = messages(b, cid)
+        assert open_running(stored) == []
+        commands = [m for m in stored if m["meta"]["action_type"] == "terminal_run"]
+        assert [m["status"] for m in commands] == ["running", "failure", "running", "success"]
+        assert commands[1]["content"].startswith("Interrupted:")
+        assert "ran" in commands[3]["content"]  # the workspace, seen from the new sandbox
+        assert [p.read_text() for p in logs()] == ["ran\n"]
+    finally:
+        a.stop()
+        b.stop()
+        remove_sandboxes_under(tmp_path)
+
+
+def remove_sandboxes_under(tmp: Path) -> None:
+    """The sandboxes this test's servers made (a sandbox outlives its server by design)."""
+    import docker
+
+    client = docker.from_env(version=MIN_API_VERSION)
+    try:
+        for container in client.containers.list(all=True, filters={"label": LABEL_WORKSPACE}):
+            if container.labels.get(LABEL_WORKSPACE, "").startswith(str(tmp)):
+                container.remove(force=True)
+    finally:
+        client.close()
