@@ -132,8 +132,10 @@ class RunContext:
         return state.to_json()
 
     async def save_checkpoint(self) -> None:
+        """Before a model call: the checkpoint and the task's finished turns."""
         if not self.control.lost:
-            await self.deps.store.save_checkpoint(self.run_id, self.checkpoint())
+            checkpoint = self.checkpoint()
+            await self.deps.store.save_checkpoint(self.run_id, checkpoint, self.state.turns_json())
 
     def begin_task(self, transcript: Transcript) -> None:
         """The task loop's transcript: restored as it was when the task is resumed."""

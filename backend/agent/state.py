@@ -46,7 +46,9 @@ class RunState(BaseModel):
     stage: str = "start"  # start | route | answered | planned | tasks | summary | ending
     last_seq: int = 0  # the seq of the run's last stored message
     task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
-    turns: list[dict[str, Any]] = Field(default_factory=list)  # its turns (agent/resume.py)
+    # its finished turns (agent/resume.py): stored beside the checkpoint, before each model
+    # call (they change only between model calls), not with every message
+    turns: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     pending: dict[str, Any] | None = None  # the turn whose actions run (+ "after_seq")
     reply: dict[str, Any] | None = None  # the last model reply, until its turn begins
     reply_stage: str = ""
@@ -62,11 +64,18 @@ class RunState(BaseModel):
             return json.dumps(self.model_dump(mode="json"), ensure_ascii=True)
 
     @classmethod
-    def from_json(cls, data: str | bytes, snapshot: str | None = None) -> RunState:
+    def from_json(
+        cls, data: str | bytes, snapshot: str | None = None, turns: str | None = None
+    ) -> RunState:
         state = cls.model_validate_json(data)
+        if turns and state.task_head is not None:
+            state.turns = json.loads(turns)
         if snapshot:
             state.snapshot = {p: (int(v[0]), int(v[1])) for p, v in json.loads(snapshot).items()}
         return state
+
+    def turns_json(self) -> str:
+        return json.dumps(self.turns, ensure_ascii=True)
 
     def snapshot_json(self) -> str:
         return json.dumps(self.snapshot, ensure_ascii=True)

@@ -39,7 +39,7 @@ async def build_context(
     run_id, cid = str(run["run_id"]), str(run["conversation_id"])
     checkpoint = run.get("checkpoint")
     state = (
-        RunState.from_json(checkpoint)
+        RunState.from_json(checkpoint, run.get("start_files"), run.get("transcript"))
         if checkpoint
         else RunState(
             run_id=run_id,

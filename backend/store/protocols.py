@@ -71,7 +71,9 @@ class RunStore(Protocol):
         """End a run that is still running (and, with ``owner``, still owned by it).
         Returns False when it had already ended: an ended run never changes again."""
 
-    async def save_checkpoint(self, run_id: str, checkpoint: str) -> None: ...
+    async def save_checkpoint(
+        self, run_id: str, checkpoint: str, transcript: str | None = None
+    ) -> None: ...
     async def save_start_files(self, run_id: str, files: str) -> None: ...
     async def take_over(self, run_id: str, expected: str, owner: str | None) -> int | None:
         """Take a running run from its dead owner (``owner`` None: queued again), counting

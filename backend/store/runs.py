@@ -103,6 +103,7 @@ class SqlRuns(StoreBase):
                 "user_id": conv.user_id,
                 "checkpoint": run.checkpoint,
                 "start_files": run.start_files,
+                "transcript": run.transcript,
             }
 
         return await self._run(fn)
@@ -161,12 +162,17 @@ class SqlRuns(StoreBase):
         return await self._core(fn)
 
     # -- checkpoints and take-over ----------------------------------------------------------
-    async def save_checkpoint(self, run_id: str, checkpoint: str) -> None:
+    async def save_checkpoint(
+        self, run_id: str, checkpoint: str, transcript: str | None = None
+    ) -> None:
+        """The run's checkpoint and (when given) its current task's finished turns."""
+        values = {"checkpoint": checkpoint}
+        if transcript is not None:
+            values["transcript"] = transcript
+
         def fn(c: Connection) -> None:
             c.execute(
-                update(RUNS)
-                .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
-                .values(checkpoint=checkpoint)
+                update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE).values(**values)
             )
 
         await self._core(fn)

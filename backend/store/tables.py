@@ -78,6 +78,8 @@ class Run(Base):
     checkpoint: Mapped[str | None] = mapped_column(Text, default=None)
     # the workspace's files when it began (JSON: path -> [size, mtime_ns]), stored once
     start_files: Mapped[str | None] = mapped_column(Text, default=None)
+    # the current task's finished turns (JSON), stored before each model call
+    transcript: Mapped[str | None] = mapped_column(Text, default=None)
     resumes: Mapped[int] = mapped_column(Integer, default=0)  # times another process took it
     repeated_calls: Mapped[int] = mapped_column(Integer, default=0)  # model calls made again
 

@@ -145,7 +145,11 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
             task.cancel()
 
     SteppingTask.hook = hook
-    cid, rid = await owner.start("1", "write code", mode="agent")
+    # a file that was there before the run: no summary lists it
+    cid = await owner.store.create_conversation("1", "t")
+    owner.workspace("1", cid).mkdir(parents=True, exist_ok=True)
+    (owner.workspace("1", cid) / "given.txt").write_text("given\n")
+    cid, rid = await owner.start("1", "write code", conversation_id=cid, mode="agent")
     rid_box.append(rid)
     first = owner._tasks.get(rid)
     if first is not None:
@@ -169,7 +173,9 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
             "msgs": await store.messages(cid, limit=10_000),
             "calls": llm.calls,
             "on_disk": sorted(
-                p.name for p in owner.workspace("1", cid).glob("*") if p.name != ".planact"
+                p.name
+                for p in owner.workspace("1", cid).glob("*")
+                if p.name not in (".planact", "given.txt")
             ),
             "ran": (owner.workspace("1", cid) / "log.txt").read_text().count("ran")
             if (owner.workspace("1", cid) / "log.txt").exists()

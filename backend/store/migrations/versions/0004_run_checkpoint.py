@@ -1,5 +1,6 @@
 """a run's checkpoint (its RunState at its last step), the workspace's files when it began
-(stored once, not with every checkpoint), resumes and repeated model calls
+(stored once, not with every checkpoint), the current task's finished turns (stored before
+each model call, not with every message), resumes and repeated model calls
 
 Revision ID: 0004
 Revises: 0003
@@ -19,6 +20,7 @@ def upgrade() -> None:
     with op.batch_alter_table('runs', schema=None) as batch_op:
         batch_op.add_column(sa.Column('checkpoint', sa.Text(), nullable=True))
         batch_op.add_column(sa.Column('start_files', sa.Text(), nullable=True))
+        batch_op.add_column(sa.Column('transcript', sa.Text(), nullable=True))
         batch_op.add_column(
             sa.Column('resumes', sa.Integer(), nullable=False, server_default='0')
         )
@@ -31,5 +33,6 @@ def downgrade() -> None:
     with op.batch_alter_table('runs', schema=None) as batch_op:
         batch_op.drop_column('repeated_calls')
         batch_op.drop_column('resumes')
+        batch_op.drop_column('transcript')
         batch_op.drop_column('start_files')
         batch_op.drop_column('checkpoint')
