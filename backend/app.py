@@ -91,7 +91,7 @@ def create_app(
         await anyio.to_thread.run_sync(store.migrate)
         await manager.open()  # lease, listener, executor; recovers runs of dead owners
         if manager.lease.recovered:
-            log.warning("marked %d interrupted run(s) as failed", manager.lease.recovered)
+            log.warning("took over %d interrupted run(s)", manager.lease.recovered)
         checker = asyncio.create_task(_probe_runtimes(app, manager))
         if own_llm is not None:
             own_llm.prewarm()  # litellm (seconds to import) in the background, if needed

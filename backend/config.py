@@ -136,6 +136,8 @@ class Settings(BaseSettings):
     executor: Literal["inline", "queue"] = "inline"
     lease_seconds: float = 12.0  # an owner renews its lease every third of this
     shutdown_grace: float = 30.0
+    # times a run may be taken over from a dead owner (or handed over) before it fails
+    run_max_resumes: int = Field(default=3, ge=0)
     worker_concurrency: int = 4  # runs one `planact worker` executes at once
 
     frontend_dist: Path = Field(

@@ -1,5 +1,5 @@
 """Runs across processes: delivery latency (LISTEN/NOTIFY vs the in-process bus),
-stop latency across replicas, runs/s with two workers vs one, lease expiry -> failed.
+stop latency across replicas, runs/s with two workers vs one, kill -9 -> run continued.
 
 Needs PostgreSQL: BENCH_POSTGRES_URL (or TEST_POSTGRES_URL) names a database it may wipe.
 Run: `uv run python bench/bench_runs.py`.
@@ -170,12 +170,13 @@ def worker_figures(url: str, model: FakeModelServer, tmp: Path) -> None:
             f"runs/s, 2 workers:                            {two:6.1f}   "
             f"(ratio {two / one:.2f}x; zero-latency model, 2 cores shared by everything)"
         )
-        # lease expiry -> failed: kill -9 the worker holding a held run
+        # kill -9 the worker holding a held run: the other worker continues it
         model.model.auto = False
         model.model.reset()
         model.script(
             {"stage": "planning", "content": plan_reply("Hang")},
             {"stage": "thinking", "content": finish("x"), "hold": "hang"},
+            {"stage": "thinking", "content": finish("y")},  # the call in flight, made again
         )
         ids = start_json(api)
         with api.client() as c:
@@ -196,10 +197,11 @@ def worker_figures(url: str, model: FakeModelServer, tmp: Path) -> None:
             _, end = collect(r.iter_lines())
         took = time.perf_counter() - t0
         model.release("hang")
-        assert end is not None and end["status"] == "failed"
+        assert end is not None and end["status"] == "completed"
         print(
-            f"kill -9 of a worker -> run failed:            {took:6.2f} s   "
-            f"(LEASE_SECONDS=6: lease + up to a third of it for the recovery pass)"
+            f"kill -9 of a worker -> run completed elsewhere: {took:6.2f} s   "
+            f"(one host: the dead PID is seen at the next recovery pass, a third of "
+            f"LEASE_SECONDS=6; another host: the lease + up to a third of it)"
         )
     finally:
         for w in workers:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from backend.agent.errors import RunError
@@ -38,9 +38,11 @@ def limits(settings: Settings) -> dict[str, Any]:
 
 @dataclass
 class Budget:
-    """What one run has spent so far."""
+    """What one run has spent so far. Wall time is an elapsed amount (``seconds``, settled
+    at each checkpoint), never a clock reading: a run resumed by another process goes on
+    counting from what it had spent."""
 
-    started: float = field(default_factory=time.monotonic)
+    seconds: float = 0.0
     calls: int = 0
     tokens: int = 0
     cost: float = 0.0
@@ -54,8 +56,18 @@ class Budget:
         elif math.isfinite(completion.cost):
             self.cost += completion.cost
 
+    def __post_init__(self) -> None:
+        self.__dict__["_since"] = time.monotonic()
+
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        since = self.__dict__.setdefault("_since", time.monotonic())
+        return self.seconds + time.monotonic() - float(since)
+
+    def settle(self) -> None:
+        """Fold the time spent since the last settle into ``seconds`` (before a checkpoint)."""
+        now = time.monotonic()
+        self.seconds = self.elapsed()
+        self.__dict__["_since"] = now
 
     def check(self, settings: Settings) -> None:
         """Raise BudgetExceeded when the next model call would go over a budget."""

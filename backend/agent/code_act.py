@@ -65,6 +65,7 @@ async def run_task(
             },
         ]
     )
+    ctx.begin_task(transcript)  # checkpointed; restored when the run is resumed
     format_errors = 0
     for _step in range(ctx.deps.settings.max_steps_per_task):
         narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
@@ -103,6 +104,7 @@ async def run_task(
         if not reply.strip():  # native tool calls: say what was called
             reply = "(tool calls) " + "; ".join(describe(a) for a in parsed)
         turn = Turn(reply=reply, actions=parsed)
+        ctx.begin_turn(turn)  # checkpointed with the action messages
         note = await run_actions(ctx, task, parsed, turn)
         if note is not None:
             return note

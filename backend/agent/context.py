@@ -13,7 +13,9 @@ from backend.agent.control import RunControl
 from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink, Live
 from backend.agent.publisher import Publisher
+from backend.agent.resume import turn_dict, turn_from
 from backend.agent.state import RunState
+from backend.agent.transcript import Transcript, Turn
 from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -44,6 +46,13 @@ class RunContext:
     # (the CLI); made only while someone follows the run
     delta_listener: DeltaSink | None = None
     live: Live = field(default_factory=Live)
+    # the current task's transcript and turn (code_act.py hands them over), checkpointed
+    transcript: Transcript | None = None
+    turn: Turn | None = None
+    turn_after: int = 0  # the seq of the last message before the current turn
+    resumed: bool = False  # taken over from a checkpoint another process stored
+    replay_reply: bool = False  # resumed: the stored model reply is used, not asked again
+    replay_skip: int = 0  # messages the replayed reply had already published
 
     def __post_init__(self) -> None:
         self.live = Live(self.delta_listener, wanted=self._wants_deltas, publish=self.publish_delta)
@@ -75,23 +84,78 @@ class RunContext:
         if self.control.lost:  # another process ended this run: its messages are closed
             msg.conversation_id, msg.run_id = self.state.conversation_id, self.run_id
             return msg
+        if self.replay_skip > 0:  # stored before the run was resumed
+            self.replay_skip -= 1
+            msg.conversation_id, msg.run_id = self.state.conversation_id, self.run_id
+            return msg
         # to other processes too, whose notification of the message is sent when stored
         self.live.flush(msg.uuid)
         cancelled = await _drain_deltas(self.live)
-        return await self.publisher.publish(msg, self._track, cancelled=cancelled)
+        self._track(msg)  # the checkpoint stored with the message already counts it
+        if self.state.reply is not None:
+            self.state.reply_published += 1
+        return await self.publisher.publish(
+            msg, self._stored, cancelled=cancelled, checkpoint=self.checkpoint()
+        )
 
-    def _track(self, stored: Message) -> None:
+    def _track(self, msg: Message) -> None:
         state = self.state
-        if stored.meta.action_type == MessageKind.TASK:  # tasks pair by task id
-            if stored.status == "running":
-                state.open_tasks.add(str(stored.meta.task_id))
+        if msg.meta.action_type == MessageKind.TASK:  # tasks pair by task id
+            if msg.status == "running":
+                state.open_tasks.add(str(msg.meta.task_id))
             else:
-                state.open_tasks.discard(str(stored.meta.task_id))
-        elif stored.status == "running":
-            state.open_actions[stored.uuid] = stored
+                state.open_tasks.discard(str(msg.meta.task_id))
+        elif msg.status == "running":
+            state.open_actions[msg.uuid] = msg
         else:
-            state.open_actions.pop(stored.uuid, None)
+            state.open_actions.pop(msg.uuid, None)
+
+    def _stored(self, stored: Message) -> None:
+        if stored.status == "running" and stored.uuid in self.state.open_actions:
+            self.state.open_actions[stored.uuid] = stored
+        if stored.seq is not None:
+            self.state.last_seq = stored.seq
         self.live.published(stored)
+
+    # -- checkpoints (agent/resume.py) ------------------------------------------------------
+    def checkpoint(self) -> str:
+        """The run's state as stored at a step boundary: a resumed run goes on from it."""
+        state = self.state
+        state.budget.settle()
+        if self.transcript is not None:
+            state.turns = [turn_dict(t) for t in self.transcript.turns]
+            turn = self.turn
+            if turn is not None and not any(t is turn for t in self.transcript.turns):
+                state.pending = {**turn_dict(turn), "after_seq": self.turn_after}
+            else:
+                state.pending = None
+        return state.to_json()
+
+    async def save_checkpoint(self) -> None:
+        """Before a model call: the checkpoint and the task's finished turns."""
+        if not self.control.lost:
+            checkpoint = self.checkpoint()
+            await self.deps.store.save_checkpoint(self.run_id, checkpoint, self.state.turns_json())
+
+    def begin_task(self, transcript: Transcript) -> None:
+        """The task loop's transcript: restored as it was when the task is resumed."""
+        state = self.state
+        self.transcript, self.turn = transcript, None
+        if state.task_head is not None:
+            transcript.head = list(state.task_head)
+            transcript.turns = [turn_from(t) for t in state.turns]
+        else:
+            state.task_head = list(transcript.head)
+
+    def begin_turn(self, turn: Turn) -> None:
+        """A model reply was parsed into ``turn``: its actions run now."""
+        self.turn, self.turn_after = turn, self.state.last_seq
+        self.state.reply = None
+
+    def end_task(self) -> None:
+        state = self.state
+        self.transcript = self.turn = None
+        state.task_head, state.turns, state.pending = None, [], None
 
     async def call_model(
         self,
@@ -106,7 +170,15 @@ class RunContext:
         when a run budget is used up."""
         state, llm = self.state, self.deps.llm
         self.check_stop()
+        self.control.check_hand_over()
+        if self.replay_reply and state.reply is not None and state.reply_stage == stage:
+            self.replay_reply = False  # resumed: this reply was had and paid for already
+            self.replay_skip = state.reply_published
+            return Completion(**state.reply)
+        self.replay_reply = False
         state.budget.check(self.deps.settings)
+        state.in_flight, state.reply = stage, None
+        await self.save_checkpoint()
         model = state.specialist.model if (specialist and state.specialist) else None
         if state.model:  # a model the person picked wins, with no silent fallback
             model = state.model
@@ -121,6 +193,14 @@ class RunContext:
             self.check_stop()
             completion = await llm.complete(stage=stage, messages=messages, on_delta=on_delta)
         state.budget.add(completion)
+        state.in_flight, state.reply_stage, state.reply_published = "", stage, 0
+        state.reply = {
+            "text": completion.text,
+            "model": completion.model,
+            "finish_reason": completion.finish_reason,
+            "tool_calls": completion.tool_calls,
+            "reasoning": completion.reasoning,
+        }
         await self.deps.store.record_usage(
             state.conversation_id,
             self.run_id,

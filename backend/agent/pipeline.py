@@ -18,6 +18,7 @@ from backend.agent.ending import close_run
 from backend.agent.errors import RunError, TaskFailed
 from backend.agent.planning import first_answer, plan
 from backend.agent.prompts import render
+from backend.agent.resume import prepare_resume
 from backend.agent.routing import route
 from backend.agent.runlog import logged_run
 from backend.agent.specialists import Specialist
@@ -29,56 +30,64 @@ from backend.messages.message import Message
 from backend.workspace import scan
 
 log = logging.getLogger(__name__)
+HANDED_OVER = "handed_over"  # not a run status: the run goes on in another process
 
 
 async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
-    """Run to the end and return the final status: completed | failed | stopped."""
+    """Run to the end and return the final status: completed | failed | stopped, or
+    ``HANDED_OVER`` (this process shuts down; the run stays running in the store)."""
     return await logged_run(ctx, _run_pipeline(ctx, specialists))
 
 
 async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
+    """Each stage goes on from where the run's checkpoint says it was (``state.stage``,
+    set before the message that ends the stage: the checkpoint is stored with it)."""
     state = ctx.state
+    if ctx.resumed and await _summary_stored(ctx):  # it had ended but for its status
+        return state.outcome or "completed"
+    if state.stage == "ending":  # it was ending (a stop, an error): it ends so
+        ctx.resumed = False
+        return await _end_early(ctx, stopped=state.outcome == "stopped", reason=state.reason)
     try:
-        await ctx.publish(
-            Message.build(
-                "question", state.goal, role="user", json=[{"budget": limits(ctx.deps.settings)}]
+        resumed_note = await prepare_resume(ctx) if ctx.resumed else None
+        if state.stage == "start":
+            state.stage = "route"
+            budget = [{"budget": limits(ctx.deps.settings)}]
+            await ctx.publish(Message.build("question", state.goal, role="user", json=budget))
+        if state.stage == "route":
+            # a conversation made empty (to upload files first) is named by its first goal
+            await ctx.deps.store.retitle_if_default(
+                state.conversation_id, ("",), goal_title(state.goal)
             )
-        )
-        # a conversation made empty (to upload files first) is named by its first goal
-        await ctx.deps.store.retitle_if_default(
-            state.conversation_id, ("",), goal_title(state.goal)
-        )
-        state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
-        state.specialist = specialist = await route(ctx, specialists)
-        await ctx.deps.store.set_run_task_type(state.run_id, specialist.task_type)
-        if not specialist.needs_tools:
-            await answer_directly(ctx)
+            state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
+            await ctx.deps.store.save_start_files(state.run_id, state.snapshot_json())
+            state.specialist = specialist = await route(ctx, specialists)
+            await ctx.deps.store.set_run_task_type(state.run_id, specialist.task_type)
+            if not specialist.needs_tools:
+                await answer_directly(ctx)
+                return "completed"
+            reply = uuid.uuid4().hex  # the planner's prose streams live as this auto_reply
+            prose, tasks = await plan(ctx, reply)
+            state.tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
+            state.stage = "planned"
+            await ctx.publish(
+                Message.build(
+                    MessageKind.AUTO_REPLY, scrub(first_answer(prose, state.tasks)), uuid=reply
+                )
+            )
+        if state.stage == "answered":
             return "completed"
-        reply = uuid.uuid4().hex  # the planner's prose streams live as this auto_reply
-        prose, tasks = await plan(ctx, reply)
-        state.tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
-        await ctx.publish(
-            Message.build(
-                MessageKind.AUTO_REPLY, scrub(first_answer(prose, state.tasks)), uuid=reply
+        if state.stage == "planned":
+            await ctx.deps.store.save_tasks(state.run_id, state.conversation_id, state.tasks)
+            state.stage = "tasks"
+            await ctx.publish(
+                Message.build(
+                    MessageKind.PLAN, _plan_text(state.tasks), json=[dict(t) for t in state.tasks]
+                )
             )
-        )
-        await ctx.deps.store.save_tasks(state.run_id, state.conversation_id, state.tasks)
-        await ctx.publish(
-            Message.build(
-                MessageKind.PLAN, _plan_text(state.tasks), json=[dict(t) for t in state.tasks]
-            )
-        )
-        for index, task in enumerate(state.tasks):
-            state.task_index = index
-            await _set_task(ctx, task, "running")
-            try:
-                note = await run_task(ctx, task, state.tasks, state.notes)
-            except TaskFailed as exc:
-                await _set_task(ctx, task, "failed", str(exc))
-                raise
-            state.notes.append(note)
-            await _set_task(ctx, task, "completed", note)
-        state.task_index = len(state.tasks)
+        if state.stage == "tasks":
+            await _run_tasks(ctx, resumed_note)
+            state.stage = "summary"
         await summarize(ctx, state.tasks, state.notes, "completed")
         return "completed"
     except (asyncio.CancelledError, RunStopped):
@@ -87,6 +96,9 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
         task_obj = asyncio.current_task()
         while task_obj is not None and task_obj.uncancel() > 0:
             pass
+        control = ctx.control
+        if control.handing_over and not (control.stop_requested or control.lost):
+            return HANDED_OVER  # still running in the store: a live process goes on with it
         return await _end_early(ctx, stopped=not ctx.control.shutting_down)
     except (RunError, LLMError) as exc:
         return await _end_early(ctx, reason=str(exc))
@@ -97,6 +109,38 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
             "on; the server log has the details. Try again."
         )
         return await _end_early(ctx, reason=scrub(reason))
+
+
+async def _run_tasks(ctx: RunContext, resumed_note: str | None) -> None:
+    """The tasks from the current one on (a resumed run: its task goes on)."""
+    state = ctx.state
+    for index in range(state.task_index, len(state.tasks)):
+        task = state.tasks[index]
+        state.task_index = index
+        if task["id"] not in state.open_tasks:
+            await _set_task(ctx, task, "running")
+        try:
+            note = resumed_note or await run_task(ctx, task, state.tasks, state.notes)
+        except TaskFailed as exc:
+            ctx.end_task()
+            await _set_task(ctx, task, "failed", str(exc))
+            raise
+        resumed_note = None
+        ctx.end_task()
+        state.notes.append(note)
+        state.task_index = index + 1  # stored with the task's end
+        await _set_task(ctx, task, "completed", note)
+    state.task_index = len(state.tasks)
+
+
+async def _summary_stored(ctx: RunContext) -> bool:
+    state = ctx.state
+    kinds = (MessageKind.FINISH_SUMMERY,)
+    return bool(
+        await ctx.deps.store.messages(
+            state.conversation_id, run_id=state.run_id, limit=1, action_types=kinds
+        )
+    )
 
 
 async def answer_directly(ctx: RunContext) -> None:
@@ -111,6 +155,7 @@ async def answer_directly(ctx: RunContext) -> None:
         specialist=True,
         on_delta=ctx.live.model_text(reply, MessageKind.AUTO_REPLY),
     )
+    ctx.state.stage = "answered"
     await ctx.publish(
         Message.build(MessageKind.AUTO_REPLY, scrub(completion.text.strip()), uuid=reply)
     )
@@ -124,6 +169,7 @@ async def _end_early(ctx: RunContext, *, stopped: bool = False, reason: str = ""
         reason = "The server shut down while this run was active."
     state = ctx.state
     outcome = "stopped" if stopped else "failed"
+    state.stage, state.outcome, state.reason = "ending", outcome, reason
 
     async def fail_task(task: dict[str, Any], result: str) -> None:
         await _set_task(ctx, task, "failed", result)

@@ -37,14 +37,15 @@ class Publisher:
         on_stored: Callable[[Message], None] | None = None,
         *,
         cancelled: bool = False,
+        checkpoint: str | None = None,
     ) -> Message:
         """Store ``msg`` (even when cancelled meanwhile), call ``on_stored`` with the stored
         message, notify the readers, then the listener. A cancellation that arrived
         meanwhile (or before: ``cancelled``) is raised once the message is stored and
-        known."""
+        known. ``checkpoint``: the run's state, stored in the message's transaction."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
-        stored, cancelled_now = await _store_through_cancellation(self.store, msg)
+        stored, cancelled_now = await _store_through_cancellation(self.store, msg, checkpoint)
         cancelled = cancelled or cancelled_now
         if on_stored is not None:
             on_stored(stored)
@@ -58,11 +59,13 @@ class Publisher:
         return stored
 
 
-async def _store_through_cancellation(store: Store, msg: Message) -> tuple[Message, bool]:
+async def _store_through_cancellation(
+    store: Store, msg: Message, checkpoint: str | None = None
+) -> tuple[Message, bool]:
     """Store ``msg`` even when the run is cancelled meanwhile (the write runs on the store's
     thread and completes anyway): a stored `running` message must be known to the run, so
     that its final partner is published when the run ends. Returns (stored, cancelled)."""
-    write = asyncio.ensure_future(store.append_message(msg))
+    write = asyncio.ensure_future(store.append_message(msg, checkpoint))
     cancelled = False
     while True:
         try:

@@ -7,10 +7,12 @@ process needs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic_core import PydanticSerializationError
 
 from backend.agent.budget import Budget
 from backend.agent.specialists import Specialist
@@ -35,16 +37,47 @@ class RunState(BaseModel):
     tasks: list[dict[str, Any]] = Field(default_factory=list)  # the plan
     task_index: int = 0  # the task being worked on (== len(tasks): all done)
     notes: list[str] = Field(default_factory=list)  # finish notes of completed tasks
-    snapshot: dict[str, tuple[int, int]] = Field(default_factory=dict)  # files at start
+    # files at start: stored once beside the checkpoint (up to 5,000), not in every one
+    snapshot: dict[str, tuple[int, int]] = Field(default_factory=dict, exclude=True)
     written: set[str] = Field(default_factory=set)  # files the run's actions wrote
     open_actions: dict[str, Message] = Field(default_factory=dict)  # published `running`
     open_tasks: set[str] = Field(default_factory=set)  # task ids published `running`
     budget: Budget = Field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
     tool_problems: list[str] = Field(default_factory=list)  # named in the stream already
+    # -- where it is: a run resumed by another process goes on from here ---------------------
+    stage: str = "start"  # start | route | answered | planned | tasks | summary | ending
+    last_seq: int = 0  # the seq of the run's last stored message
+    task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
+    # its finished turns (agent/resume.py): stored beside the checkpoint, before each model
+    # call (they change only between model calls), not with every message
+    turns: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
+    pending: dict[str, Any] | None = None  # the turn whose actions run (+ "after_seq")
+    reply: dict[str, Any] | None = None  # the last model reply, until its turn begins
+    reply_stage: str = ""
+    reply_published: int = 0  # messages published since that reply
+    in_flight: str = ""  # the stage of a model call under way
+    outcome: str = ""  # once it ends early (stage "ending"): failed | stopped, and why
+    reason: str = ""
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:  # model text with a lone surrogate: kept, escaped
+            return json.dumps(self.model_dump(mode="json"), ensure_ascii=True)
 
     @classmethod
-    def from_json(cls, data: str | bytes) -> RunState:
-        return cls.model_validate_json(data)
+    def from_json(
+        cls, data: str | bytes, snapshot: str | None = None, turns: str | None = None
+    ) -> RunState:
+        state = cls.model_validate_json(data)
+        if turns and state.task_head is not None:
+            state.turns = json.loads(turns)
+        if snapshot:
+            state.snapshot = {p: (int(v[0]), int(v[1])) for p, v in json.loads(snapshot).items()}
+        return state
+
+    def turns_json(self) -> str:
+        return json.dumps(self.turns, ensure_ascii=True)
+
+    def snapshot_json(self) -> str:
+        return json.dumps(self.snapshot, ensure_ascii=True)

@@ -35,15 +35,20 @@ class Bus:
     def __init__(self) -> None:
         self._waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._live: dict[str, list[Message]] = {}
+        self._floor: dict[str, int] = {}  # a live run's messages up to this seq: in the store
         self.closing = False  # set when the process shuts down: readers end their streams
 
     # -- runs of this process -------------------------------------------------------------
-    def mark_live(self, key: str) -> None:
-        """A run of this process started: it publishes every message it stores."""
+    def mark_live(self, key: str, floor: int = 0) -> None:
+        """A run of this process started: it publishes every message it stores. ``floor``:
+        the seq of its last message stored before (a run taken over from another process);
+        a reader behind it reads the store."""
         self._live[key] = []
+        self._floor[key] = floor
 
     def mark_done(self, key: str) -> None:
         self._live.pop(key, None)
+        self._floor.pop(key, None)
         self.notify(key)
 
     def is_live(self, key: str) -> bool:
@@ -59,7 +64,7 @@ class Bus:
     def stored_after(self, key: str, after: int) -> list[Message] | None:
         """The live run's messages with seq > after, or None when the run is not live here."""
         messages = self._live.get(key)
-        if messages is None:
+        if messages is None or after < self._floor.get(key, 0):
             return None
         start = len(messages)
         while start > 0 and messages[start - 1].seq > after:  # readers read from the end

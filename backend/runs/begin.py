@@ -39,20 +39,26 @@ async def build_context(
 ) -> RunContext:
     """The context of ``run`` (its row, as the store gives it for execution)."""
     run_id, cid = str(run["run_id"]), str(run["conversation_id"])
-    state = RunState(
-        run_id=run_id,
-        conversation_id=cid,
-        user_id=str(run["user_id"]),
-        goal=run["goal"],
-        mode=run["mode"],
-        runtime=run["runtime"],
-        workspace=workspace,
-        model=run["model"] or None,
-        mcp_servers=run.get("mcp_servers"),
-        history=[]
-        if run.get("new_conversation")
-        else await conversation_history(store, cid, run_id),
+    checkpoint = run.get("checkpoint")
+    state = (
+        RunState.from_json(checkpoint, run.get("start_files"), run.get("transcript"))
+        if checkpoint
+        else RunState(
+            run_id=run_id,
+            conversation_id=cid,
+            user_id=str(run["user_id"]),
+            goal=run["goal"],
+            mode=run["mode"],
+            runtime=run["runtime"],
+            workspace=workspace,
+            model=run["model"] or None,
+            mcp_servers=run.get("mcp_servers"),
+            history=[]
+            if run.get("new_conversation")
+            else await conversation_history(store, cid, run_id),
+        )
     )
+    state.workspace = workspace  # the same volume, wherever the run goes on
     control = RunControl(
         run_id, stop_requested=bool(run["stop_requested"]), shutting_down=shutting_down
     )
@@ -65,4 +71,6 @@ async def build_context(
         tools=tools,
     )
     publisher = Publisher(store, notifier.bus, cid, run_id, listener)
-    return RunContext(deps, state, publisher, control, delta_listener=delta_listener)
+    ctx = RunContext(deps, state, publisher, control, delta_listener=delta_listener)
+    ctx.resumed = bool(checkpoint)
+    return ctx

@@ -5,7 +5,8 @@
 - ``QueueExecutor`` (``EXECUTOR=queue``, PostgreSQL): the API process defers a procrastinate
   job; a ``planact worker`` process takes the job, claims the run in the store (it becomes
   the owner, with its lease) and executes it. Jobs are never retried: a lost worker's run
-  is failed by lease recovery (actions have side effects).
+  is taken over by lease recovery, which queues a new job that goes on from the run's
+  checkpoint (an action that was running is never run again).
 """
 
 from __future__ import annotations

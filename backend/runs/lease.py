@@ -4,8 +4,9 @@ Every server or worker process is an instance with an id and a lease in the stor
 (``instances.expires_at``), renewed every third of ``LEASE_SECONDS``. The keeper also:
 
 - recovers, every few seconds: a running run whose owner's lease expired is taken over
-  (an atomic claim, so one process does it) and ended ``failed`` with its open messages
-  closed, its running tasks failed, an ``error`` and a ``finish_summery``;
+  (an atomic claim, so one process does it) and continued from its last checkpoint
+  (``take_over``: executed here, or queued again for a worker; past ``RUN_MAX_RESUMES`` it
+  is ended ``failed`` with its open messages closed, an ``error`` saying why);
 - watches this process's runs once a second as a safety net for notifications: a stop
   request in the store stops the run; a run another process ended is dropped here
   (``lost``) without publishing anything more.
@@ -34,10 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTROL_SECONDS = 1.0  # how often an owner re-reads its runs' stop flags (safety net)
-INTERRUPTED = (
-    "The process running this run crashed or restarted before the run ended, so the run "
-    "was interrupted. Send the goal again to continue."
-)
 
 
 # instances created by this process (tests may hold several managers in one process)
@@ -77,7 +74,8 @@ class LeaseKeeper:
     """The lease of one instance and the runs it executes, seen through narrow callbacks:
     ``local_runs()`` (the runs executing here, by id), ``stop_local(run_id, lost)`` (stop
     one; ``lost``: another process ended it), ``runtimes()`` (the runtimes made here) and
-    ``close(run_id, status, reason)`` (end a run taken over from a dead owner)."""
+    ``take_over(run_id, owner)`` (continue a run whose owner ``owner`` died; False when
+    another process took it first)."""
 
     def __init__(
         self,
@@ -89,7 +87,7 @@ class LeaseKeeper:
         local_runs: Callable[[], dict[str, RunControl]],
         stop_local: Callable[[str, bool], None],
         runtimes: Callable[[], list[Runtime]],
-        close: Callable[[str, str, str], Awaitable[bool]],
+        take_over: Callable[[str, str], Awaitable[bool]],
     ) -> None:
         self.store = store
         self.iid = instance_id
@@ -98,7 +96,7 @@ class LeaseKeeper:
         self.local_runs = local_runs
         self.stop_local = stop_local
         self.runtimes = runtimes
-        self.close = close
+        self.take_over = take_over
         self.host = host_identity()
         self._tasks: list[asyncio.Task[None]] = []
         self._thread: threading.Thread | None = None
@@ -174,15 +172,14 @@ class LeaseKeeper:
                 self.stop_local(rid, False)
 
     async def recover(self) -> int:
-        """Fail every running run whose owner's lease expired. Returns how many."""
+        """Take over every running run whose owner's lease expired. Returns how many."""
         async with self._recover_lock:
             await self._expire_dead_neighbours()
             count = 0
             for run in await self.store.orphaned_runs():
-                if not await self.store.claim_run(run["run_id"], self.iid, run["owner"]):
+                if not await self.take_over(run["run_id"], run["owner"]):
                     continue  # another process recovers it, or its owner came back
-                log.warning("run %s lost its owner %s: failing it", run["run_id"], run["owner"])
-                await self.close(run["run_id"], "failed", INTERRUPTED)
+                log.warning("run %s lost its owner %s: taken over", run["run_id"], run["owner"])
                 count += 1
             self.recovered += count
             await self._forget_dead_instances()

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,7 +21,7 @@ import anyio
 from backend.agent.context import RunContext
 from backend.agent.control import RunControl
 from backend.agent.live import DeltaSink
-from backend.agent.pipeline import run_pipeline
+from backend.agent.pipeline import HANDED_OVER, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
@@ -32,6 +32,7 @@ from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.sandboxes import Runtimes
+from backend.runs.takeover import last_stored, take_over
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
@@ -90,8 +91,10 @@ class RunManager:
             local_runs=self.local_runs,
             stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
             runtimes=self.runtimes.loaded,
-            close=self.close_unexecuted,
+            take_over=self.take_over,
         )
+        # queue workers: defer the job of a run taken over (set by backend/runs/worker.py)
+        self.requeue: Callable[[str], Awaitable[None]] | None = None
         self.accepting = True
         self._tasks: dict[str, asyncio.Task[str]] = {}
         self._contexts: dict[str, RunContext] = {}
@@ -104,6 +107,7 @@ class RunManager:
         self._opened = False
         self._closed = False
         self._grace_over = False
+        self._handing_over = False  # SIGTERM: runs are handed over at their next step
 
     @classmethod
     def for_process(
@@ -163,16 +167,40 @@ class RunManager:
         await self.executor.start()
 
     async def recover(self) -> int:
-        """Fail the runs whose owner's lease expired (also run periodically by the lease
-        keeper). Returns how many runs this call failed."""
+        """Take over the runs whose owner's lease expired (also run periodically by the
+        lease keeper). Returns how many runs this call took."""
         if not self._opened:
             await self.open()
         return await self.lease.recover()
 
     async def drain(self, grace: float) -> None:
-        """Take no new runs; let active runs go on up to ``grace`` seconds, then stop them
-        with a message saying the server shut down."""
+        """Take no new runs. A server or worker hands its active runs over at their next
+        step boundary (before their next model call), within ``grace`` seconds; past it
+        they are interrupted where they are. Either way they stay `running` in the store
+        and a live process (or this one's next start) continues them. A `planact run`
+        instead lets its own run go on up to ``grace``, then stops it."""
         self.accepting = False
+        if self.kind == "cli":
+            await self._stop_after(grace)
+            return
+        self._handing_over = True
+        for live in self._contexts.values():
+            live.control.handing_over = True
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        if tasks and grace > 0:
+            log.warning("shutting down: handing %d active run(s) over", len(tasks))
+            await asyncio.wait(tasks, timeout=grace)
+        for rid, task in list(self._tasks.items()):
+            ctx = self._contexts.get(rid)
+            if not task.done() and ctx is not None and rid not in self._cancellers:
+                self._cancellers[rid] = asyncio.create_task(
+                    self._cancel_until_done(rid, ctx.control), name=f"hand-over-{rid}"
+                )
+        remaining = [t for t in self._tasks.values() if not t.done()]
+        if remaining:
+            await asyncio.wait(remaining)
+
+    async def _stop_after(self, grace: float) -> None:
         tasks = [t for t in self._tasks.values() if not t.done()]
         if tasks and grace > 0:
             log.warning("shutting down: %d active run(s), %.0f s to finish", len(tasks), grace)
@@ -318,8 +346,9 @@ class RunManager:
             listener=self._listeners.pop(run_id, None),
             delta_listener=self._delta_listeners.pop(run_id, None),
         )
+        ctx.control.handing_over = self._handing_over
         self._contexts[run_id] = ctx
-        self.bus.mark_live(run_id)
+        self.bus.mark_live(run_id, await last_stored(self.store, ctx) if ctx.resumed else 0)
         current = asyncio.current_task()
         if run_id not in self._tasks and current is not None:
             self._tasks[run_id] = current
@@ -327,6 +356,10 @@ class RunManager:
             return await self._drive(ctx)
         finally:
             self._tasks.pop(run_id, None)
+
+    async def take_over(self, run_id: str, dead_owner: str) -> bool:
+        """Continue a run whose owner died (backend/runs/takeover.py)."""
+        return await take_over(self, run_id, dead_owner)
 
     async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool:
         """End a run this instance owns but does not execute (recovered, or queued and
@@ -346,7 +379,7 @@ class RunManager:
             # end as one from elsewhere while the run has not left this process yet
             ctx.control.ending = True
             try:
-                if not ctx.control.lost:
+                if not ctx.control.lost and status != HANDED_OVER:
                     error = ""
                     if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."

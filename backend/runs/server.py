@@ -1,9 +1,11 @@
 """`planact serve` under uvicorn, with a graceful SIGTERM.
 
 First SIGTERM (or Ctrl-C): the server keeps answering (reads, streams, stops) but takes no
-new runs (503); active runs go on up to SHUTDOWN_GRACE seconds, then are stopped with a
-message saying the server shut down. Their streams end with their `end` event; then uvicorn
-shuts down. A second signal skips the grace.
+new runs (503); active runs are handed over at their next step boundary (at the latest
+after SHUTDOWN_GRACE seconds, interrupted where they are): they stay `running` in the store
+and another live process, or this one's next start, continues them. Streams of this
+process hang up (a reader goes on elsewhere with its cursor); then uvicorn shuts down. A
+second signal skips the grace.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class GracefulServer(uvicorn.Server):
                 return
             super().handle_exit(sig, frame)
             return
-        log.warning("shutting down: no new runs; active runs get %.0f s", self.grace)
+        log.warning("shutting down: no new runs; active runs are handed over at their next step")
         self.manager.accepting = False
         self._loop.call_soon_threadsafe(self._start_drain, sig, frame)
 

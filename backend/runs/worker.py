@@ -25,7 +25,7 @@ async def prewarm(llm: DispatchLLM) -> None:
 
 async def close_stalled_jobs(app: Any) -> None:
     """Jobs of workers that died (no heartbeat for a minute) stay `doing` in procrastinate's
-    table: mark them failed, never retried. Their runs are failed by lease recovery."""
+    table: mark them failed, never retried. Their runs are taken over by lease recovery."""
     from procrastinate.jobs import Status
 
     from backend.runs.executor import QUEUE
@@ -42,7 +42,7 @@ async def close_stalled_jobs(app: Any) -> None:
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from procrastinate.worker import Worker
 
-    from backend.runs.executor import QUEUE, build_app, ensure_schema, require_postgres
+    from backend.runs.executor import JOB_NAME, QUEUE, build_app, ensure_schema, require_postgres
     from backend.runs.manager import RunManager
     from backend.store.repo import Store
 
@@ -53,9 +53,14 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     await asyncio.to_thread(store.migrate)
     await ensure_schema(settings.database_url)
     manager = RunManager.for_process(settings, store, llm, kind="worker")
-    await manager.open()
     app = build_app(settings.database_url, manager.execute)
     await app.open_async()
+
+    async def requeue(run_id: str) -> None:
+        await app.configure_task(JOB_NAME).defer_async(run_id=run_id)
+
+    manager.requeue = requeue  # a run taken over from a dead owner is queued again
+    await manager.open()
     await close_stalled_jobs(app)
     worker = Worker(
         app,
@@ -71,17 +76,18 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     stopping: list[asyncio.Task[Any]] = []
 
     async def graceful() -> None:
-        # stop taking jobs; running runs go on up to SHUTDOWN_GRACE, then are stopped
+        # stop taking jobs; active runs are handed over at their next step (another worker
+        # continues them), at the latest after SHUTDOWN_GRACE
         manager.accepting = False
         worker.stop()  # type: ignore[no-untyped-call]
         await manager.drain(settings.shutdown_grace)
 
     def on_signal() -> None:
         if stopping:
-            log.warning("second signal: stopping the active runs now")
+            log.warning("second signal: handing the active runs over now")
             stopping.append(asyncio.ensure_future(manager.drain(0)))
             return
-        log.warning("stopping: no new runs; active runs get %.0f s", settings.shutdown_grace)
+        log.warning("stopping: no new runs; active runs are handed over at their next step")
         stopping.append(asyncio.ensure_future(graceful()))
 
     for sig in (signal.SIGTERM, signal.SIGINT):

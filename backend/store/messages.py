@@ -18,6 +18,7 @@ from backend.store.base import (
     CONVERSATIONS,
     MESSAGE_CHANNEL,
     MESSAGES,
+    RUNS,
     StoreBase,
 )
 from backend.store.tables import utcnow
@@ -27,10 +28,17 @@ class SqlMessages(StoreBase):
     """Messages: stored before they are sent, read back by seq."""
 
     # -- messages -------------------------------------------------------------------------
-    async def append_message(self, msg: Message) -> Message:
-        """Store a message, assigning its ``seq``. Returns the stored message."""
+    async def append_message(self, msg: Message, checkpoint: str | None = None) -> Message:
+        """Store a message, assigning its ``seq``, and (same transaction) the run's
+        ``checkpoint`` when given. Returns the stored message."""
 
         def fn(c: Connection) -> Message:
+            if checkpoint is not None:
+                c.execute(
+                    update(RUNS)
+                    .where(RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE)
+                    .values(checkpoint=checkpoint)
+                )
             seq = c.execute(
                 update(CONVERSATIONS)
                 .where(CONVERSATIONS.c.id == msg.conversation_id)

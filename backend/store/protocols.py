@@ -71,6 +71,15 @@ class RunStore(Protocol):
         """End a run that is still running (and, with ``owner``, still owned by it).
         Returns False when it had already ended: an ended run never changes again."""
 
+    async def save_checkpoint(
+        self, run_id: str, checkpoint: str, transcript: str | None = None
+    ) -> None: ...
+    async def save_start_files(self, run_id: str, files: str) -> None: ...
+    async def take_over(self, run_id: str, expected: str, owner: str | None) -> int | None:
+        """Take a running run from its dead owner (``owner`` None: queued again), counting
+        the resume; the resumes so far, or None when another process took it first."""
+
+    async def count_repeated_call(self, run_id: str) -> None: ...
     async def running_tasks(self, run_id: str) -> list[dict[str, Any]]: ...
     async def save_tasks(self, run_id: str, cid: str, tasks: list[dict[str, str]]) -> None: ...
     async def update_task(self, task_id: str, status: str, result: str = "") -> None: ...
@@ -118,8 +127,9 @@ class LeaseStore(Protocol):
 class MessageStore(Protocol):
     """The messages of a conversation, by seq."""
 
-    async def append_message(self, msg: Message) -> Message:
-        """Store a message, assigning its ``seq``. Returns the stored message."""
+    async def append_message(self, msg: Message, checkpoint: str | None = None) -> Message:
+        """Store a message, assigning its ``seq`` (and the run's checkpoint, same
+        transaction). Returns the stored message."""
 
     async def messages(
         self,

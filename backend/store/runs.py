@@ -98,7 +98,13 @@ class SqlRuns(StoreBase):
             conv = s.get(Conversation, run.conversation_id)
             if conv is None:
                 return None
-            return {**run_dict(run), "user_id": conv.user_id}
+            return {
+                **run_dict(run),
+                "user_id": conv.user_id,
+                "checkpoint": run.checkpoint,
+                "start_files": run.start_files,
+                "transcript": run.transcript,
+            }
 
         return await self._run(fn)
 
@@ -155,10 +161,60 @@ class SqlRuns(StoreBase):
 
         return await self._core(fn)
 
+    # -- checkpoints and take-over ----------------------------------------------------------
+    async def save_checkpoint(
+        self, run_id: str, checkpoint: str, transcript: str | None = None
+    ) -> None:
+        """The run's checkpoint and (when given) its current task's finished turns."""
+        values = {"checkpoint": checkpoint}
+        if transcript is not None:
+            values["transcript"] = transcript
+
+        def fn(c: Connection) -> None:
+            c.execute(
+                update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE).values(**values)
+            )
+
+        await self._core(fn)
+
+    async def save_start_files(self, run_id: str, files: str) -> None:
+        def fn(c: Connection) -> None:
+            c.execute(update(RUNS).where(RUNS.c.id == run_id).values(start_files=files))
+
+        await self._core(fn)
+
+    async def take_over(self, run_id: str, expected: str, owner: str | None) -> int | None:
+        """Take a running run from its dead owner ``expected`` for ``owner`` (None: queued
+        again for a worker), counting the resume. Returns the run's resumes so far, or None
+        when another process took it first (or it ended)."""
+
+        def fn(c: Connection) -> int | None:
+            q = update(RUNS).where(
+                RUNS.c.id == run_id, RUNS.c.status == ACTIVE, RUNS.c.owner == expected
+            )
+            row = c.execute(
+                q.values(owner=owner, resumes=RUNS.c.resumes + 1).returning(RUNS.c.resumes)
+            ).scalar_one_or_none()
+            return None if row is None else int(row)
+
+        return await self._core(fn)
+
+    async def count_repeated_call(self, run_id: str) -> None:
+        def fn(c: Connection) -> None:
+            c.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id)
+                .values(repeated_calls=RUNS.c.repeated_calls + 1)
+            )
+
+        await self._core(fn)
+
     # -- tasks -----------------------------------------------------------------------------
     async def save_tasks(self, run_id: str, cid: str, tasks: list[dict[str, str]]) -> None:
         def fn(s: Session) -> None:
             for i, t in enumerate(tasks):
+                if s.get(Task, t["id"]) is not None:  # saved before the run was resumed
+                    continue
                 s.add(
                     Task(
                         id=t["id"],
@@ -198,4 +254,6 @@ def run_dict(r: Run) -> dict[str, Any]:
         "ended_at": iso(r.ended_at),
         "owner": r.owner,
         "stop_requested": bool(r.stop_requested),
+        "resumes": r.resumes or 0,
+        "repeated_calls": r.repeated_calls or 0,
     }

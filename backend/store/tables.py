@@ -74,6 +74,14 @@ class Run(Base):
     # the instance executing it (None: queued, no worker took it yet); see Instance
     owner: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the run's RunState at its last step (JSON; None: no step taken yet), see agent/state.py
+    checkpoint: Mapped[str | None] = mapped_column(Text, default=None)
+    # the workspace's files when it began (JSON: path -> [size, mtime_ns]), stored once
+    start_files: Mapped[str | None] = mapped_column(Text, default=None)
+    # the current task's finished turns (JSON), stored before each model call
+    transcript: Mapped[str | None] = mapped_column(Text, default=None)
+    resumes: Mapped[int] = mapped_column(Integer, default=0)  # times another process took it
+    repeated_calls: Mapped[int] = mapped_column(Integer, default=0)  # model calls made again
 
 
 class Instance(Base):

@@ -36,7 +36,7 @@ def a_run_in_progress(tmp_path: Path) -> RunState:
         written={"count.py"},
         open_actions={running.uuid: running},
         open_tasks={"t2"},
-        budget=Budget(started=12.5, calls=3, tokens=4567, cost=0.0123, cost_unknown=True),
+        budget=Budget(seconds=12.5, calls=3, tokens=4567, cost=0.0123, cost_unknown=True),
     )
 
 
@@ -44,7 +44,8 @@ def test_a_run_in_progress_round_trips_through_json(tmp_path: Path) -> None:
     state = a_run_in_progress(tmp_path)
     text = state.to_json()
     assert isinstance(json.loads(text), dict)  # plain JSON, nothing pickled
-    back = RunState.from_json(text)
+    assert "snapshot" not in json.loads(text)  # the files at start: stored once, beside it
+    back = RunState.from_json(text, state.snapshot_json())
     assert back == state
     assert back.specialist == Specialist(
         "code_generation", True, "openrouter/coder", ("script", "code")
@@ -66,6 +67,6 @@ def test_a_fresh_run_round_trips_with_its_defaults(tmp_path: Path) -> None:
         runtime="local",
         workspace=tmp_path,
     )
-    back = RunState.from_json(state.to_json())
+    back = RunState.from_json(state.to_json(), state.snapshot_json())
     assert back == state
     assert back.tasks == [] and back.task_index == 0 and back.specialist is None

@@ -13,7 +13,7 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.llm.base import LLMError
 from backend.llm.testing import ScriptedLLM
-from tests.agent.scripts import plan_reply, run
+from tests.agent.scripts import finish, plan_reply, run
 from tests.sse_client import collect
 
 
@@ -96,7 +96,10 @@ def test_a_model_error_mid_task_closes_the_task_before_the_error(settings: Setti
     assert "the provider is down" in messages[-2]["content"]
 
 
-def test_shutdown_during_a_command_leaves_nothing_running(tmp_path: Path) -> None:
+def test_shutdown_during_a_command_hands_the_run_to_the_next_start(tmp_path: Path) -> None:
+    """The server shuts down while a command runs: the run is handed over, not failed; the
+    next start continues it. The command is not run again: its `running` message gets its
+    `failure` partner saying it was interrupted, and the model reads that."""
     from tests.conftest import make_settings
 
     settings = make_settings(tmp_path)
@@ -106,13 +109,16 @@ def test_shutdown_during_a_command_leaves_nothing_running(tmp_path: Path) -> Non
     with TestClient(create_app(settings, llm=llm)) as client:
         cid, _rid = start(client, "run a long command")
         wait_for_message(client, cid, is_running_command)
-    # the lifespan ended (server shutdown) while the command ran: read what was stored
-    with TestClient(create_app(settings, llm=ScriptedLLM([]))) as client:
+    # the lifespan ended (server shutdown) while the command ran; the next start goes on
+    after = ScriptedLLM([("thinking", finish("gave up waiting"))])
+    with TestClient(create_app(settings, llm=after)) as client:
+        wait_for_message(client, cid, lambda m: m["meta"]["action_type"] == "finish_summery")
         messages = client.get(f"/api/conversations/{cid}/messages").json()
         conv = client.get(f"/api/conversations/{cid}").json()
     assert unpartnered(messages) == []
-    assert conv["status"] == "failed"
+    assert conv["status"] == "completed" and conv["runs"][0]["resumes"] == 1
     command = [m for m in messages if m["meta"]["action_type"] == "terminal_run"]
     assert [m["status"] for m in command] == ["running", "failure"]
-    assert command[1]["content"].startswith("Interrupted.")
-    assert [m["meta"]["action_type"] for m in messages][-2:] == ["error", "finish_summery"]
+    assert command[1]["content"].startswith("Interrupted:")
+    assert "Interrupted" in after.calls[0].messages[-1]["content"]
+    assert "error" not in [m["meta"]["action_type"] for m in messages]

@@ -113,17 +113,19 @@ async def set_expiry(store: Store, iid: str, when: datetime) -> None:
     )
 
 
-async def test_recovery_fails_only_runs_whose_owner_lease_expired(
+async def test_recovery_takes_only_runs_whose_owner_lease_expired(
     tmp_path: Path, db_url: str
 ) -> None:
     reaper = ReapingRuntime()
     b = await manager_on(tmp_path, db_url, runtimes={"docker": reaper})
+    b.llm = ScriptedLLM([("auto_reply", "hi")])
     store = b.store
     try:
         # a live owner (another host: its lease is all we know), and an owner that is gone
+        # with a run begun before runs stored checkpoints (nothing to go on from)
         await store.renew_instance("worker-a", "worker", 3600, "elsewhere|pid:[1]")
         cid_a = await store.create_conversation("1", "a")
-        rid_a = await store.start_run("1", cid_a, "g", "auto", "local", owner="worker-a")
+        rid_a = await store.start_run("1", cid_a, "g", "chat", "local", owner="worker-a")
         cid_g = await store.create_conversation("1", "g")
         rid_g = await store.start_run("1", cid_g, "g", "auto", "local", owner="ghost")
         await store.save_tasks(rid_g, cid_g, [{"id": "t1", "title": "T", "status": "running"}])
@@ -150,14 +152,18 @@ async def test_recovery_fails_only_runs_whose_owner_lease_expired(
             ("finish_summery", "success"),
         ]
         assert msgs[2].uuid == "u1"
-        assert "crashed or restarted" in msgs[4].content
+        assert "no stored step to go on from" in msgs[4].content
         assert await store.running_tasks(rid_g) == []
 
-        # worker-a dies (kill -9): it renews nothing and its lease runs out
+        # worker-a dies (kill -9) before its run began: it renews nothing, its lease runs
+        # out, and its run is taken over and executed here, from its beginning
         await store.expire_instance("worker-a")
         assert await b.recover() == 1
-        gone = await store.get_run(rid_a)
-        assert gone is not None and gone["status"] == "failed"
+        assert await b.wait(rid_a, timeout=30) == "completed"
+        taken = await store.get_run(rid_a)
+        assert taken is not None and taken["owner"] == b.instance_id and taken["resumes"] == 1
+        kinds = [m.meta.action_type for m in await store.messages(cid_a, limit=100)]
+        assert kinds == ["question", "auto_reply"]
         assert reaper.reaped == []  # not yet: a lease's grace after it expired
         # the conversation takes a new run
         await store.start_run("1", cid_a, "again", "auto", "local", owner=b.instance_id)
@@ -193,6 +199,7 @@ async def test_a_restarted_process_recovers_its_dead_predecessor_at_once(
 ) -> None:
     """Same host and PID namespace, process gone: no need to wait for the lease."""
     m = await manager_on(tmp_path, db_url)
+    m.llm = ScriptedLLM([("auto_reply", "hi")])
     try:
         store = m.store
         await store.renew_instance("serve-old", "serve", 3600, m.lease.host)
@@ -204,10 +211,9 @@ async def test_a_restarted_process_recovers_its_dead_predecessor_at_once(
             )
         )
         cid = await store.create_conversation("1", "o")
-        rid = await store.start_run("1", cid, "g", "auto", "local", owner="serve-old")
+        rid = await store.start_run("1", cid, "g", "chat", "local", owner="serve-old")
         assert await m.recover() == 1
-        run = await store.get_run(rid)
-        assert run is not None and run["status"] == "failed"
+        assert await m.wait(rid, timeout=30) == "completed"  # taken over, not failed
     finally:
         await close(m)
 

@@ -1,0 +1,153 @@
+"""Going on with a run another process began: the task transcript as stored in a checkpoint,
+and what a resumed run does first (close what was running, finish the interrupted turn).
+
+A checkpoint is the run's RunState, written with each message it publishes (same
+transaction) and before each model call. So on resume, what was stored is exactly what the
+run had done: a model call in flight is made again (counted in the run row), a reply that
+was stored is used again rather than asked again, and an action whose `running` message has
+no final partner was interrupted: it is never run again, it gets its `failure` partner, and
+the model reads that it was interrupted in its next call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from backend.actions.model import Action
+from backend.agent.transcript import Outcome, Turn
+from backend.messages.kinds import ActionType
+from backend.messages.message import Message
+from backend.runtime.base import cap_text
+
+if TYPE_CHECKING:
+    from backend.agent.context import RunContext
+
+OBSERVATION_CAP = 12_000  # as the task loop's (backend/agent/code_act.py)
+INTERRUPTED_ACTION = (
+    "Interrupted: the process running this run stopped before this action finished. It was "
+    "not run again; check what it did before running it again."
+)
+NOT_RUN = "Skipped: the run was interrupted before this action ran."
+FAILED_FOOTER = "An action failed; fix the problem and continue."
+OK_FOOTER = "All actions ran. Continue, or <finish> when the task is done."
+
+
+def turn_dict(turn: Turn) -> dict[str, Any]:
+    return {
+        "reply": turn.reply,
+        "actions": [
+            {"type": a.type, "params": dict(a.params), "warnings": list(a.warnings)}
+            for a in turn.actions
+        ],
+        "outcomes": [[o.label, o.verdict, o.content] for o in turn.outcomes],
+        "footer": turn.footer,
+        "format_error": turn.format_error,
+        "brief_error": turn.brief_error,
+    }
+
+
+def turn_from(data: dict[str, Any]) -> Turn:
+    return Turn(
+        reply=data["reply"],
+        actions=[
+            Action(a["type"], dict(a["params"]), list(a["warnings"])) for a in data["actions"]
+        ],
+        outcomes=[Outcome(*o) for o in data["outcomes"]],
+        footer=data.get("footer", ""),
+        format_error=data.get("format_error", ""),
+        brief_error=data.get("brief_error", ""),
+    )
+
+
+async def prepare_resume(ctx: RunContext) -> str | None:
+    """Make a resumed run ready to go on from its checkpoint. Returns the current task's
+    finish note when the interrupted turn had already finished the task."""
+    state, store = ctx.state, ctx.deps.store
+    if state.in_flight:  # the model call under way when the owner died is made again
+        await store.count_repeated_call(state.run_id)
+        state.in_flight = ""
+    ctx.replay_reply = state.reply is not None
+    for running in list(state.open_actions.values()):  # never run again: closed, said so
+        await ctx.publish(
+            Message.build(
+                running.meta.action_type,
+                INTERRUPTED_ACTION,
+                status="failure",
+                task_id=running.meta.task_id,
+                filepath=running.meta.filepath,
+                uuid=running.uuid,
+                meta_content=running.meta.content,
+            )
+        )
+    if state.pending is None:
+        return None
+    return await _finish_turn(ctx, state.pending)
+
+
+async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
+    """The turn whose actions were running: its outcomes from the stored messages; the
+    actions that had not begun are skipped (the model may do them again)."""
+    state = ctx.state
+    turn = turn_from(pending)
+    task_id = str(state.tasks[state.task_index]["id"])
+    stored = await ctx.deps.store.messages(
+        state.conversation_id, run_id=state.run_id, after=int(pending["after_seq"]), limit=100_000
+    )
+    types = {a.type for a in turn.actions}
+    finals = [
+        m
+        for m in stored
+        if m.meta.task_id == task_id and m.status != "running" and m.meta.action_type in types
+    ]
+    for m in finals:
+        if m.meta.action_type == ActionType.FINISH:
+            state.pending = None
+            return m.content
+    finals = [m for m in finals if m.meta.action_type != ActionType.FINISH]
+    turn.outcomes, failed, done = [], False, 0
+    for action in turn.actions:
+        if action.type == ActionType.FINISH:
+            break  # not reached: an earlier action failed
+        label = _label_of(finals[done]) if done < len(finals) else _label(action)
+        turn.outcomes.extend(Outcome(label, "warning", w) for w in action.warnings)
+        if done < len(finals):
+            msg = finals[done]
+            done += 1
+            if msg.status == "success":
+                turn.outcomes.append(Outcome(label, "ok", cap_text(msg.content, OBSERVATION_CAP)))
+            elif msg.content.startswith("Skipped:"):
+                turn.outcomes.append(Outcome(label, "skipped", "(an earlier action failed)"))
+            else:
+                failed = True
+                turn.outcomes.append(
+                    Outcome(label, "FAILED", cap_text(msg.content, OBSERVATION_CAP))
+                )
+            continue
+        await ctx.publish(
+            Message.build(
+                action.type,
+                NOT_RUN,
+                status="failure",
+                task_id=task_id,
+                filepath=action.params.get("path", ""),
+                meta_content=label,
+            )
+        )
+        failed = True
+        turn.outcomes.append(Outcome(label, "skipped", "(not run: the run was interrupted)"))
+    turn.footer = FAILED_FOOTER if failed else OK_FOOTER
+    state.turns.append(turn_dict(turn))
+    state.pending = None
+    return None
+
+
+def _label_of(msg: Message) -> str:
+    return msg.meta.content or msg.meta.action_type
+
+
+def _label(action: Action) -> str:
+    if action.type == ActionType.TERMINAL_RUN:
+        return f"terminal_run: {action.params.get('command', '')[:200]}"
+    if "path" in action.params:
+        return f"{action.type} {action.params['path']}"
+    return action.type
