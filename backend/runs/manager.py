@@ -258,7 +258,14 @@ class RunManager:
         cid = conversation_id or await self.store.create_conversation(user_id, goal_title(goal))
         owner = self.instance_id if self.executor.runs_here else None
         rid = await self.store.start_run(
-            user_id, cid, goal, mode, runtime_name, owner, model=model or ""
+            user_id,
+            cid,
+            goal,
+            mode,
+            runtime_name,
+            owner,
+            model=model or "",
+            mcp_servers=mcp_servers,
         )
         if listener is not None:
             self._listeners[rid] = listener

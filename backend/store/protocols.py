@@ -55,6 +55,7 @@ class RunStore(Protocol):
         runtime: str,
         owner: str | None = None,
         model: str = "",
+        mcp_servers: list[str] | None = None,
     ) -> str:
         """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
         if one is active (the partial unique index decides across processes),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import Connection, func, select, update
@@ -36,6 +37,7 @@ class SqlRuns(StoreBase):
         runtime: str,
         owner: str | None = None,
         model: str = "",
+        mcp_servers: list[str] | None = None,
     ) -> str:
         """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
         if one is active (the partial unique index decides across processes),
@@ -64,6 +66,7 @@ class SqlRuns(StoreBase):
                     owner=owner,
                     stop_requested=False,
                     model=model,
+                    mcp_servers=None if mcp_servers is None else json.dumps(mcp_servers),
                 )
             )
             conv.status = ACTIVE
@@ -256,4 +259,5 @@ def run_dict(r: Run) -> dict[str, Any]:
         "stop_requested": bool(r.stop_requested),
         "resumes": r.resumes or 0,
         "repeated_calls": r.repeated_calls or 0,
+        "mcp_servers": None if r.mcp_servers is None else json.loads(r.mcp_servers),
     }

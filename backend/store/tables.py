@@ -82,6 +82,8 @@ class Run(Base):
     transcript: Mapped[str | None] = mapped_column(Text, default=None)
     resumes: Mapped[int] = mapped_column(Integer, default=0)  # times another process took it
     repeated_calls: Mapped[int] = mapped_column(Integer, default=0)  # model calls made again
+    # the MCP servers the person picked (JSON list; None: every configured server)
+    mcp_servers: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class Instance(Base):

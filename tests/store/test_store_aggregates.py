@@ -106,3 +106,19 @@ async def test_a_stop_request_is_recorded_on_running_runs_only(store: StoreProto
     assert await store.run_flags([rid, "nope"]) == {rid: ("running", True, "i1")}
     await store.end_run(rid, "stopped")
     assert await store.request_stop(rid) is None
+
+
+async def test_a_runs_mcp_server_pick_is_stored_for_the_process_that_executes_it(
+    store: StoreProtocol,
+) -> None:
+    cid = await store.create_conversation("1", "t")
+    picked = await store.start_run("1", cid, "g", "auto", "local", mcp_servers=["calc"])
+    run = await store.run_for_execution(picked)
+    assert run is not None and run["mcp_servers"] == ["calc"]
+    await store.end_run(picked, "completed")
+    everything = await store.start_run("1", cid, "g", "auto", "local")
+    run = await store.run_for_execution(everything)
+    assert run is not None and run["mcp_servers"] is None
+    none = await store.create_conversation("1", "u")
+    empty = await store.start_run("1", none, "g", "auto", "local", mcp_servers=[])
+    assert (await store.run_for_execution(empty) or {})["mcp_servers"] == []
