@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from tests.agent.scripts import finish, plan_reply, write
-from tests.e2e.server import running_server, wait_for
+from tests.e2e.cluster import Worker
+from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, wipe
 from tests.sse_client import iter_events
 from tests.tools.search.fakesearch import FakeSearch
 from tests.tools.web.site import Site
@@ -188,3 +190,32 @@ def test_an_mcp_tool_result_reaches_the_model_and_failures_do_not_end_the_run(
     assert "42.0" in text_of(thinking[1])  # the add tool's result reached the next call
     assert "no luck" in text_of(thinking[2])
     assert "calc__add" in text_of(thinking[3]) and "FAILED" in text_of(thinking[3])
+
+
+def test_a_queue_worker_offers_only_the_mcp_servers_the_run_picked(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    url = postgres_url()
+    wipe(url)
+    fake_model.script(
+        *one_task(
+            "<mcp_tool><name>broken__anything</name><arguments>{}</arguments></mcp_tool>",
+            finish("refused"),
+        )
+    )
+    env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")
+    env |= {"MCP_SERVERS_FILE": str(mcp_file(tmp_path)), "WEB_FETCH": "0"}
+    server = Server(tmp_path, env).start(60)
+    worker = Worker(tmp_path, env, "w").start()
+    try:
+        messages, end, _ = server.run({"goal": "Add numbers", "mcp_servers": ["calc"]})
+    finally:
+        worker.stop()
+        server.stop()
+    assert end["status"] == "completed"
+    system = thinking_calls(fake_model)[0][0]["content"]
+    # the worker read the pick from the store: calc's tools, nothing of the other server
+    assert "calc__add" in system and "broken" not in system
+    refused = finals(messages, "mcp_tool")
+    assert refused and refused[-1]["status"] == "failure"
+    assert "calc" in refused[-1]["content"]  # the call to a server the run did not pick
