@@ -19,7 +19,7 @@ from backend.store.base import (
 )
 from backend.store.runs import run_dict
 from backend.store.tables import Conversation, FileRow, MessageRow, Run, Task, Usage, utcnow
-from backend.store.usage import usage_summary
+from backend.store.usage import run_tokens, usage_summary
 
 
 class SqlConversations(StoreBase):
@@ -56,6 +56,9 @@ class SqlConversations(StoreBase):
                 select(Run).where(Run.conversation_id == cid).order_by(Run.created_at)
             ).all()
             out["runs"] = [run_dict(r) for r in runs]
+            spent = run_tokens(s, cid)
+            for run in out["runs"]:  # each run's own tokens, beside the conversation's
+                run["total_tokens"] = spent.get(run["run_id"], 0)
             out["usage"] = usage_summary(s, Usage.conversation_id == cid)
             out.update(
                 {

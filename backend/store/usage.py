@@ -80,3 +80,13 @@ def usage_summary(s: Session, where: Any) -> dict[str, Any]:
         if stage_cost is not None:
             total_cost = (total_cost or 0.0) + stage_cost
     return {"total": {**total, "cost": total_cost}, "stages": stages}
+
+
+def run_tokens(s: Session, cid: str) -> dict[str, int]:
+    """Tokens spent by each run of conversation ``cid`` (prompt + completion)."""
+    rows = s.execute(
+        select(Usage.run_id, func.sum(Usage.prompt_tokens + Usage.completion_tokens))
+        .where(Usage.conversation_id == cid)
+        .group_by(Usage.run_id)
+    ).all()
+    return {str(run_id): int(tokens or 0) for run_id, tokens in rows}

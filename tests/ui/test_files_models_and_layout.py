@@ -390,3 +390,31 @@ def test_token_counter_never_reads_0_and_follows_the_run(
     expect(page.get_by_test_id("working")).to_be_visible()
     fake_model.release("think")
     expect(page.get_by_test_id("summary")).to_be_visible()
+
+
+def test_token_counter_sets_the_latest_runs_tokens_against_the_run_budget(
+    ui_server: Server, fake_model: FakeModelServer, new_page: NewPage
+) -> None:
+    one_run = (
+        {"stage": "planning", "content": plan_reply("Write")},
+        {"stage": "thinking", "content": write("a.txt", "a\n") + finish("Done.")},
+    )
+    fake_model.script(*one_run, *one_run)
+    page = new_page()
+    page.goto(ui_server.url)
+    send_goal(page, "write a.txt", mode="agent")
+    expect(page.get_by_test_id("conversation-status")).to_have_text("completed")
+    send_goal(page, "write a.txt again", mode="agent")
+    expect(page.get_by_test_id("summary")).to_have_count(2)
+    expect(page.get_by_test_id("conversation-status")).to_have_text("completed")
+    cid = conversation_id(page)
+    with ui_server.client() as c:
+        detail = c.get(f"/api/conversations/{cid}").json()
+    first, second = (run["total_tokens"] for run in detail["runs"])
+    assert first > 0 and second > 0 and detail["total_tokens"] == first + second
+    usage = page.get_by_test_id("usage")
+    # the second run's own tokens against the per-run budget, not the conversation's sum
+    expect(usage).to_contain_text(f"{second:,} / ")
+    expect(usage).to_contain_text("tokens this run")
+    assert f"{first + second:,} /" not in usage.inner_text()
+    assert f"this conversation: {first + second:,} tokens" in (usage.get_attribute("title") or "")
