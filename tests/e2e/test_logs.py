@@ -12,6 +12,7 @@ import pytest
 
 from tests.e2e.server import PLANACT, Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.sse_client import iter_events
 
 pytestmark = pytest.mark.e2e
 
@@ -197,3 +198,32 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_exits_2(tmp_path: Path) ->
         f"planact: port {port} on 127.0.0.1 is already in use: stop the other program "
         "or choose --port."
     )
+
+
+def test_the_end_line_of_a_stopped_run_says_it_was_stopped(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, RUNTIME="local")
+    del env["LOG_LEVEL"]
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script({"stage": "auto_reply", "content": "Hello.", "hold": "never"})
+        with (
+            server.client() as c,
+            c.stream("POST", "/api/agent/run", json={"goal": "hi", "mode": "chat"}) as resp,
+        ):
+            rid = resp.headers["x-run-id"]
+            end = None
+            for ev in iter_events(resp.iter_lines()):
+                if ev.event == "end":
+                    end = ev.json
+                    break
+                if ev.event == "message" and ev.json["meta"]["action_type"] == "question":
+                    with server.client() as c2:
+                        assert c2.post(f"/api/agent/runs/{rid}/stop").status_code == 202
+        assert end is not None and end["status"] == "stopped"
+        wait_for(lambda: f"run {rid} ended" in server.log.read_text(), what="the end line")
+    finally:
+        server.stop()
+    (line,) = [x for x in server.log.read_text().splitlines() if f"run {rid} ended" in x]
+    assert "status stopped" in line and line.endswith("; reason: stopped on request")
