@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,18 +23,34 @@ from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.runtime import registry
 
+log = logging.getLogger("planact")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="planact", description="planact agent service")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the UI and the API")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--host", help="address to listen on (HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (PORT, default 8000)")
     run = sub.add_parser("run", help="run one goal headless")
-    run.add_argument("goal")
-    run.add_argument("--runtime", choices=registry.names())
+    run.add_argument("goal", help="what the agent should do, in plain words")
+    run.add_argument(
+        "--runtime",
+        choices=registry.names(),
+        help="where commands run (RUNTIME; default from the settings)",
+    )
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
-    run.add_argument("--mode", choices=["auto", "agent", "chat"], default="auto")
+    run.add_argument(
+        "--mode",
+        choices=["auto", "agent", "chat"],
+        default="auto",
+        help="agent: plan and act; chat: answer only; auto (default): the model decides",
+    )
+    run.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="the model of this run: LLM_MODEL or one of LLM_MODELS (default LLM_MODEL)",
+    )
     run.add_argument(
         "--file",
         dest="files",
@@ -59,10 +78,47 @@ def main(argv: list[str] | None = None) -> int:
     from backend.runtime.sandboxing import SandboxConfigError
 
     try:
-        return asyncio.run(run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files))
+        return asyncio.run(
+            run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files, args.model)
+        )
     except SandboxConfigError as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
+
+
+def model_problem(settings: Settings, model: str | None) -> str | None:
+    """Why `planact run` cannot start with this model (None: it can)."""
+    if model is None:
+        return None if settings.llm_model else NO_MODEL_CLI
+    choices = settings.model_choices()
+    if model not in choices:
+        offered = ", ".join(choices) or "none (LLM_MODEL is not set)"
+        return f"--model {model} is not offered; the offered models: {offered}."
+    return None
+
+
+NO_MODEL_CLI = (
+    "no model is set. Put LLM_MODEL (a litellm model id such as openai/gpt-4o-mini) and "
+    "LLM_API_KEY in .env or the environment, then run the command again."
+)
+
+
+def warn_if_no_model(settings: Settings) -> None:
+    if not settings.llm_model:
+        log.warning(
+            "No model is set: runs will fail until LLM_MODEL (a litellm model id such as "
+            "openai/gpt-4o-mini) and LLM_API_KEY are put in .env (then restart)."
+        )
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """The address is taken by another program (bound as uvicorn binds it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.create_server((host, port), family=family).close()
+    except OSError as exc:
+        return exc.errno == errno.EADDRINUSE
+    return False
 
 
 def serve_cmd(host: str | None, port: int | None) -> int:
@@ -71,6 +127,14 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         settings.host = host
     if port:
         settings.port = port
+    if port_in_use(settings.host, settings.port):
+        print(
+            f"planact: port {settings.port} on {settings.host} is already in use: stop the "
+            "other program or choose --port.",
+            file=sys.stderr,
+        )
+        return 2
+    warn_if_no_model(settings)
     if settings.host not in LOOPBACK_HOSTS and not settings.auth_enabled:
         print(
             f"planact: refusing to listen on {settings.host} without AUTH_TOKEN: anyone who "
@@ -100,8 +164,10 @@ def worker_cmd(concurrency: int | None) -> int:
     from backend.runtime.sandboxing import SandboxConfigError
     from backend.tools.mcp import McpConfigError
 
+    settings = Settings()
+    warn_if_no_model(settings)
     try:
-        return asyncio.run(run_worker(Settings(), concurrency))
+        return asyncio.run(run_worker(settings, concurrency))
     except (QueueConfigError, McpConfigError, SandboxConfigError) as exc:
         print(f"planact worker: {exc}", file=sys.stderr)
         return 2
@@ -113,10 +179,15 @@ async def run_cmd(
     workspace: Path | None,
     mode: str,
     files: list[Path] | None = None,
+    model: str | None = None,
 ) -> int:
     settings = Settings()
     if workspace is not None:
         settings.workspace_dir = workspace
+    problem = model_problem(settings, model)
+    if problem:
+        print(f"planact: {problem}", file=sys.stderr)
+        return 2
     from backend.llm.factory import make_llm
     from backend.runs import RunManager
     from backend.runs.worker import prewarm
@@ -156,6 +227,7 @@ async def run_cmd(
         runtime=runtime,
         listener=progress.message,
         delta_listener=progress.delta,
+        model=model,
     )
     try:
         status = await manager.wait(rid)

@@ -56,14 +56,38 @@ class RedactQuerySecrets(logging.Filter):
         return True
 
 
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class QuietReads(logging.Filter):
+    """uvicorn's access lines: a read that succeeded (health checks, polls, static files)
+    is a DEBUG line, written only with LOG_LEVEL=DEBUG; requests that change something or
+    fail stay at INFO. uvicorn passes (client, method, path, http version, status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not isinstance(args, tuple) or len(args) != 5:
+            return True
+        method, status = args[1], args[4]
+        if method not in READ_METHODS or not isinstance(status, int) or status >= 400:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
 def uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's own logging set-up (its access and error lines), every handler redacting."""
+    """uvicorn's own logging set-up (its access and error lines), every handler redacting,
+    successful reads logged at DEBUG."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
-    config.setdefault("filters", {})["redact_query_secrets"] = {"()": RedactQuerySecrets}
-    for handler in config.get("handlers", {}).values():
+    filters = config.setdefault("filters", {})
+    filters["redact_query_secrets"] = {"()": RedactQuerySecrets}
+    filters["quiet_reads"] = {"()": QuietReads}
+    for name, handler in config.get("handlers", {}).items():
         handler.setdefault("filters", []).append("redact_query_secrets")
+        if name == "access":
+            handler["filters"].append("quiet_reads")
     return config
 
 

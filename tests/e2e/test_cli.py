@@ -163,3 +163,76 @@ def test_errors_are_printed_whole_and_without_library_noise(
     everything = proc.stdout + proc.stderr
     for noise in ("LiteLLM", "litellm.", "INFO", "alembic", "HTTP Request:", "Give Feedback"):
         assert noise not in everything.replace("litellm.BadRequestError", ""), noise
+
+
+def test_run_help_describes_every_argument_and_offers_model() -> None:
+    for command in ("run", "serve", "worker"):
+        proc = subprocess.run(
+            [PLANACT, command, "--help"], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        # argparse prints an argument without help as its name alone, followed by the
+        # next argument: every argument has a text on its line or the line below
+        options = proc.stdout.split("options:", 1)[1]
+        lines = proc.stdout.split("arguments:", 1)[-1].splitlines()
+        for i, line in enumerate(lines):
+            if not line.startswith("  ") or line.startswith("   "):
+                continue  # a heading, or a description's continuation
+            described = "  " in line.strip() or (
+                i + 1 < len(lines) and lines[i + 1].startswith("     ")
+            )
+            assert described, (command, line)
+        if command == "run":
+            assert "--model MODEL" in proc.stdout and "LLM_MODELS" in proc.stdout
+            positional = proc.stdout.split("positional arguments:", 1)[1].split("options:")[0]
+            assert "what the agent should do" in positional
+            for flag in ("--runtime", "--workspace", "--mode", "--file"):
+                block = options.split(flag, 1)[1].split("\n  -", 1)[0]
+                assert len(block.split()) > 2, (flag, block)
+        if command == "serve":
+            for flag in ("--host HOST", "--port PORT"):
+                rest = options.split(flag, 1)[1].split("\n", 1)[0]
+                assert rest.strip(), (flag, options)
+
+
+def test_run_model_picks_the_model_of_the_run(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    fake_model.script({"stage": "auto_reply", "content": "Hello."})
+    env = {**quiet_env(tmp_path, fake_model.base_url), "LLM_MODELS": "openai/other-model"}
+    args = ["say hello", "--mode", "chat", "--model", "openai/other-model"]
+    proc = subprocess.run(
+        [PLANACT, "run", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [c["model"] for c in fake_model.model.calls] == ["other-model"]
+
+
+def test_run_with_a_model_not_offered_exits_2(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    env = quiet_env(tmp_path, fake_model.base_url)
+    proc = subprocess.run(
+        [PLANACT, "run", "goal", "--model", "openai/gpt-9"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "planact: --model openai/gpt-9 is not offered; the offered models: openai/fake-model."
+    )
+    assert fake_model.model.calls == []
+
+
+def test_run_without_a_model_says_what_to_set_and_to_run_again(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = {**quiet_env(tmp_path, fake_model.base_url), "LLM_MODEL": ""}
+    proc = subprocess.run(
+        [PLANACT, "run", "goal"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "restart" not in said
+    assert "LLM_MODEL" in said and ".env or the environment" in said
+    assert "run the command again" in said
+    assert "Traceback" not in said

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.server import Server, server_env, wait_for
+from tests.e2e.server import PLANACT, Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.sse_client import iter_events
 
 pytestmark = pytest.mark.e2e
 
@@ -96,13 +98,132 @@ def test_query_tokens_never_reach_the_log(tmp_path: Path, fake_model: FakeModelS
             lemon = c.get(f"/lemonai/api/conversation?node_token={wrong}&api_key={wrong}")
             assert lemon.status_code == 401
         wait_for(
-            lambda: server.log.read_text().count("/api/conversation") >= 3, what="access lines"
+            lambda: server.log.read_text().count("/api/conversation") >= 2, what="access lines"
         )
     finally:
         server.stop()
     log = server.log.read_text()
     assert good not in log and wrong not in log, log[-3000:]
     access = [line for line in log.splitlines() if "GET /api/conversations?" in line]
-    assert len(access) == 2, log[-3000:]
-    assert "access_token=[redacted]" in access[0] and "q=x" in access[0]
-    assert " 401" in access[1]
+    assert len(access) == 1, log[-3000:]  # the successful read is a DEBUG line
+    assert " 401" in access[0] and "access_token=[redacted]" in access[0]
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_successful_reads_are_debug_lines_and_changes_and_failures_info(
+    tmp_path: Path, fake_model: FakeModelServer, level: str
+) -> None:
+    """Polls and health checks filled the log at INFO, one line each."""
+    token = "alice-secret-0123456789"
+    work = tmp_path
+    env = server_env(work, fake_model.base_url, RUNTIME="local", AUTH_TOKEN=token)
+    env["LOG_LEVEL"] = level
+    server = Server(work, env).start()
+    try:
+        fake_model.script({"stage": "auto_reply", "content": "Hello."})
+        auth = {"headers": {"Authorization": f"Bearer {token}"}}
+        server.run({"goal": "say hello", "mode": "chat"}, **auth)
+        with server.client() as c:
+            assert c.get("/api/health").status_code == 200
+            assert c.get(f"/api/conversations?access_token={token}").status_code == 200
+            assert c.get("/api/no-such-thing", **auth).status_code == 404
+            wait_for(lambda: "/api/no-such-thing" in server.log.read_text(), what="the 404")
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert token not in log
+    lines = log.splitlines()
+    (post,) = [x for x in lines if "POST /api/agent/run" in x]
+    assert post.startswith("INFO")
+    (missing,) = [x for x in lines if "GET /api/no-such-thing" in x]
+    assert missing.startswith("INFO") and " 404" in missing
+    reads = [x for x in lines if "GET /api/health" in x or "GET /api/conversations" in x]
+    if level == "INFO":
+        assert reads == [], reads
+    else:
+        assert len(reads) >= 2 and all(x.startswith("DEBUG") for x in reads), reads
+        assert any("access_token=[redacted]" in x for x in reads)
+
+
+def test_the_end_line_of_a_failed_run_says_why(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    env = server_env(tmp_path, fake_model.base_url, RUNTIME="local")
+    del env["LOG_LEVEL"]
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script(*({"stage": "planning", "content": "no plan, sorry"},) * 3)
+        _, end, headers = server.run({"goal": "write code", "mode": "agent"})
+        assert end["status"] == "failed"
+        rid = headers["x-run-id"]
+        wait_for(lambda: f"run {rid} ended" in server.log.read_text(), what="the end line")
+    finally:
+        server.stop()
+    (line,) = [x for x in server.log.read_text().splitlines() if f"run {rid} ended" in x]
+    assert "status failed" in line
+    reason = line.split("; reason: ", 1)[1]
+    assert "usable plan" in reason and len(reason) <= 301
+
+
+def test_serve_warns_once_at_start_when_no_model_is_set(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, LLM_MODEL="")
+    del env["LOG_LEVEL"]
+    server = Server(tmp_path, env).start()  # it still starts
+    try:
+        started = server.log.read_text()  # the log up to healthy
+    finally:
+        server.stop()
+    warnings = [x for x in started.splitlines() if "WARNING" in x]
+    assert len(warnings) == 1, warnings
+    assert "LLM_MODEL" in warnings[0] and "LLM_API_KEY" in warnings[0] and ".env" in warnings[0]
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, **server_env(tmp_path, "http://127.0.0.1:9")}
+        proc = subprocess.run(
+            [PLANACT, "serve", "--port", str(port)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Errno" not in proc.stderr
+    assert proc.stderr.strip() == (
+        f"planact: port {port} on 127.0.0.1 is already in use: stop the other program "
+        "or choose --port."
+    )
+
+
+def test_the_end_line_of_a_stopped_run_says_it_was_stopped(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, RUNTIME="local")
+    del env["LOG_LEVEL"]
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script({"stage": "auto_reply", "content": "Hello.", "hold": "never"})
+        with (
+            server.client() as c,
+            c.stream("POST", "/api/agent/run", json={"goal": "hi", "mode": "chat"}) as resp,
+        ):
+            rid = resp.headers["x-run-id"]
+            end = None
+            for ev in iter_events(resp.iter_lines()):
+                if ev.event == "end":
+                    end = ev.json
+                    break
+                if ev.event == "message" and ev.json["meta"]["action_type"] == "question":
+                    with server.client() as c2:
+                        assert c2.post(f"/api/agent/runs/{rid}/stop").status_code == 202
+        assert end is not None and end["status"] == "stopped"
+        wait_for(lambda: f"run {rid} ended" in server.log.read_text(), what="the end line")
+    finally:
+        server.stop()
+    (line,) = [x for x in server.log.read_text().splitlines() if f"run {rid} ended" in x]
+    assert "status stopped" in line and line.endswith("; reason: stopped on request")
