@@ -11,6 +11,7 @@ import type {
   ModelCheck,
   ServerSettings,
 } from './types'
+import type { McpServerInfo } from './mcpservers'
 
 const TOKEN_KEY = 'planact.token'
 
@@ -167,6 +168,7 @@ export interface RunBody {
 export const api = {
   health: () => json<Health>('/api/health'),
   settings: () => json<ServerSettings>('/api/settings'),
+  mcpServers: () => json<McpServerInfo[]>('/api/mcp/servers'),
   checkModel: (model: string | null) =>
     sendJson<ModelCheck>('/api/llm/check', 'POST', model ? { model } : {}),
   conversations: (q = '') =>
