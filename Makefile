@@ -42,8 +42,9 @@ typecheck: setup
 	$(UV) run mypy
 
 # in-process coverage of backend/ (servers started as processes are not measured); the
-# floor sits a point under the whole suite's figure when it was set (91 %, in-process)
-COVERAGE_FLOOR ?= 90
+# floor sits under the whole suite's figure when it was set (90.4-91 % in-process; the
+# figure moves a little with timing-dependent paths)
+COVERAGE_FLOOR ?= 89
 pytest: setup $(TEST_PREREQS)
 	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
 
