@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from backend.actions.model import Action
+from backend.actions.registry import run_action
 from backend.runtime.bwrap import Bubblewrap, hidden_entries
 from backend.runtime.local import LocalRuntime
 
@@ -46,7 +47,7 @@ def child_cpu() -> float:
 
 async def once(rt: LocalRuntime, command: str, ws: Path, cpu: list[float]) -> float:
     start, start_cpu = time.perf_counter(), child_cpu()
-    result = await rt.execute(Action("terminal_run", {"command": command}), ws)
+    result = await run_action(rt, Action("terminal_run", {"command": command}), ws)
     elapsed = time.perf_counter() - start
     cpu.append(child_cpu() - start_cpu)
     assert result.ok, result.content

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from backend.actions.model import Action
+from backend.actions.registry import run_action
 from backend.config import Settings
 from backend.runtime import confined
 from backend.runtime.docker import DockerRuntime
@@ -41,7 +42,7 @@ async def timed(rt: LocalRuntime | DockerRuntime, action: Action, ws: Path, n: i
     times: list[float] = []
     for _ in range(n):
         start = time.perf_counter()
-        result = await rt.execute(action, ws)
+        result = await run_action(rt, action, ws)
         times.append(time.perf_counter() - start)
         assert result.ok, result.content
     return times
@@ -74,7 +75,7 @@ async def main(rounds: int, execs: int) -> int:
         await local_figures(root, settings, execs)
 
         probe = DockerRuntime(settings)
-        first = await probe.execute(TRUE, root / "probe")
+        first = await run_action(probe, TRUE, root / "probe")
         await probe.close()
         if not first.ok:
             print(f"docker skipped: {first.content}")
@@ -85,24 +86,24 @@ async def main(rounds: int, execs: int) -> int:
         for i in range(rounds):
             rt = DockerRuntime(settings)
             start = time.perf_counter()
-            result = await rt.execute(TRUE, root / f"cold-{i}")
+            result = await run_action(rt, TRUE, root / f"cold-{i}")
             cold.append(time.perf_counter() - start)
             assert result.ok, result.content
             await rt.close()
 
         # new conversation on a connected runtime (the usual case on a running server)
         rt = DockerRuntime(settings)
-        await rt.execute(TRUE, root / "warmup")
+        await run_action(rt, TRUE, root / "warmup")
         new_conv: list[float] = []
         for i in range(rounds):
             start = time.perf_counter()
-            result = await rt.execute(TRUE, root / f"conv-{i}")
+            result = await run_action(rt, TRUE, root / f"conv-{i}")
             new_conv.append(time.perf_counter() - start)
             assert result.ok, result.content
 
         # per exec in a running container
         ws = root / "warm"
-        await rt.execute(TRUE, ws)
+        await run_action(rt, TRUE, ws)
         warm = await timed(rt, TRUE, ws, execs)
         escape = Action("terminal_run", {"command": "setsid sleep 100 & (sleep 100 &)"})
         leftovers = await timed(rt, escape, ws, max(5, execs // 5))
@@ -110,7 +111,7 @@ async def main(rounds: int, execs: int) -> int:
 
         # the fallback: one docker exec per command (images without python3)
         rt = DockerRuntime(settings, runner=False)
-        await rt.execute(TRUE, ws)
+        await run_action(rt, TRUE, ws)
         per_exec = await timed(rt, TRUE, ws, min(execs, 30))
         await rt.close()
 

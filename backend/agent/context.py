@@ -13,9 +13,8 @@ from backend.agent.control import RunControl
 from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink, Live
 from backend.agent.publisher import Publisher
-from backend.agent.resume import turn_dict, turn_from
 from backend.agent.state import RunState
-from backend.agent.transcript import Transcript, Turn
+from backend.agent.transcript import Transcript, Turn, turn_dict, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message

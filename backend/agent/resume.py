@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from backend.actions.model import Action
-from backend.agent.transcript import Outcome, Turn
+from backend.agent.transcript import Outcome, turn_dict, turn_from
 from backend.messages.kinds import ActionType
 from backend.messages.message import Message
 from backend.runtime.base import cap_text
@@ -30,33 +30,6 @@ INTERRUPTED_ACTION = (
 NOT_RUN = "Skipped: the run was interrupted before this action ran."
 FAILED_FOOTER = "An action failed; fix the problem and continue."
 OK_FOOTER = "All actions ran. Continue, or <finish> when the task is done."
-
-
-def turn_dict(turn: Turn) -> dict[str, Any]:
-    return {
-        "reply": turn.reply,
-        "actions": [
-            {"type": a.type, "params": dict(a.params), "warnings": list(a.warnings)}
-            for a in turn.actions
-        ],
-        "outcomes": [[o.label, o.verdict, o.content] for o in turn.outcomes],
-        "footer": turn.footer,
-        "format_error": turn.format_error,
-        "brief_error": turn.brief_error,
-    }
-
-
-def turn_from(data: dict[str, Any]) -> Turn:
-    return Turn(
-        reply=data["reply"],
-        actions=[
-            Action(a["type"], dict(a["params"]), list(a["warnings"])) for a in data["actions"]
-        ],
-        outcomes=[Outcome(*o) for o in data["outcomes"]],
-        footer=data.get("footer", ""),
-        format_error=data.get("format_error", ""),
-        brief_error=data.get("brief_error", ""),
-    )
 
 
 async def prepare_resume(ctx: RunContext) -> str | None:

@@ -134,3 +134,33 @@ def _rereadable(label: str) -> bool:
     its size once old (read_file: the model reads the file again)."""
     defn = registry.get(label.split(" ", 1)[0].rstrip(":"))
     return defn is not None and defn.rereadable
+
+
+# -- a turn as JSON (checkpoints: a resumed run rebuilds its transcript from them) -------
+
+
+def turn_dict(turn: Turn) -> dict[str, Any]:
+    return {
+        "reply": turn.reply,
+        "actions": [
+            {"type": a.type, "params": dict(a.params), "warnings": list(a.warnings)}
+            for a in turn.actions
+        ],
+        "outcomes": [[o.label, o.verdict, o.content] for o in turn.outcomes],
+        "footer": turn.footer,
+        "format_error": turn.format_error,
+        "brief_error": turn.brief_error,
+    }
+
+
+def turn_from(data: dict[str, Any]) -> Turn:
+    return Turn(
+        reply=data["reply"],
+        actions=[
+            Action(a["type"], dict(a["params"]), list(a["warnings"])) for a in data["actions"]
+        ],
+        outcomes=[Outcome(*o) for o in data["outcomes"]],
+        footer=data.get("footer", ""),
+        format_error=data.get("format_error", ""),
+        brief_error=data.get("brief_error", ""),
+    )

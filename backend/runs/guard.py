@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.actions.model import Action
 from backend.runtime.base import ActionResult, OutputCallback, Runtime
 
 if TYPE_CHECKING:
@@ -22,12 +21,6 @@ class StopCheckedRuntime:
         self.control = control
         self.name = inner.name
         self.prompt_note = inner.prompt_note
-
-    async def execute(
-        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
-    ) -> ActionResult:
-        self.control.check_stop()
-        return await self.inner.execute(action, workspace, on_output)
 
     async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult:
         self.control.check_stop()

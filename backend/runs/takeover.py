@@ -6,12 +6,31 @@ on the process that took it (inline) or on a worker (queue); RUN_MAX_RESUMES bou
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
-    from backend.runs.manager import RunManager
+    from backend.config import Settings
+    from backend.runs.executor import Executor
     from backend.store.repo import Store
+
+
+class Host(Protocol):
+    """What taking a run over needs of the process's run manager (runs/manager.py)."""
+
+    kind: str
+    instance_id: str
+    settings: Settings
+    store: Store
+    executor: Executor
+    requeue: Callable[[str], Awaitable[None]] | None
+
+    def launch(self, run_id: str) -> asyncio.Task[str]: ...
+
+    async def close_unexecuted(self, run_id: str, status: str, reason: str) -> bool: ...
+
 
 NO_CHECKPOINT = (
     "The process running this run crashed or restarted before the run ended, and the run "
@@ -27,7 +46,7 @@ def too_many_resumes(limit: int) -> str:
     )
 
 
-async def take_over(m: RunManager, run_id: str, dead_owner: str) -> bool:
+async def take_over(m: Host, run_id: str, dead_owner: str) -> bool:
     """Continue a run whose owner died from its last checkpoint: in ``m``'s process
     (inline), or queued again for a worker (queue). Past RUN_MAX_RESUMES it is failed,
     saying why. False when another process took it first; a `planact run` leaves it to

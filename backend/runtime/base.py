@@ -26,7 +26,6 @@ from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 
 if TYPE_CHECKING:
-    from backend.actions.model import Action
     from backend.config import Settings
 
 OUTPUT_CAP = 16_000  # characters kept of each of stdout / stderr
@@ -94,10 +93,6 @@ class Runtime(Protocol):
     @property
     def prompt_note(self) -> PromptNote:
         """How the prompts tell the model where commands run (planning, task loop)."""
-
-    async def execute(
-        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
-    ) -> ActionResult: ...
 
     async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult: ...
 
@@ -222,16 +217,6 @@ class BaseRuntime:
     @property
     def workspace_max_bytes(self) -> int:
         return int(self.workspace_max_mb * MB)
-
-    async def execute(
-        self, action: Action, workspace: Path, on_output: OutputCallback | None = None
-    ) -> ActionResult:
-        """Run one action through its handler in the action registry (the loop calls the
-        handlers itself; this is for callers that hold an Action, e.g. benches)."""
-        from backend.actions.registry import ActionContext, execute  # the registry imports us
-
-        done = await execute(ActionContext(self, workspace, on_output=on_output), action)
-        return ActionResult(done.status, done.content, done.filepath)
 
     # ---- the operations the sandbox actions' handlers call -----------------------------
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from backend.actions.model import Action
+from backend.actions.registry import run_action
 from backend.config import Settings
 from backend.runtime import make_runtime
 from backend.runtime.base import ActionResult, BaseRuntime
@@ -173,15 +174,15 @@ async def run(rt: BaseRuntime, ws: Path, command: str, cwd: str | None = None) -
     params = {"command": command}
     if cwd is not None:
         params["cwd"] = cwd
-    return await rt.execute(Action("terminal_run", params), ws)
+    return await run_action(rt, Action("terminal_run", params), ws)
 
 
 async def write(rt: BaseRuntime, ws: Path, path: str, content: str) -> ActionResult:
-    return await rt.execute(Action("write_code", {"path": path, "content": content}), ws)
+    return await run_action(rt, Action("write_code", {"path": path, "content": content}), ws)
 
 
 async def read(rt: BaseRuntime, ws: Path, path: str) -> ActionResult:
-    return await rt.execute(Action("read_file", {"path": path}), ws)
+    return await run_action(rt, Action("read_file", {"path": path}), ws)
 
 
 def stdout_of(result: ActionResult) -> str:

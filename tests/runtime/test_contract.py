@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from backend.actions.model import Action
+from backend.actions.registry import run_action
 from backend.runtime.base import OUTPUT_CAP, READ_CAP, ActionResult, BaseRuntime
 from tests.runtime.conftest import (
     RuntimeFactory,
@@ -271,9 +272,9 @@ async def test_cancel_kills_the_command(runtime: BaseRuntime, workspace: Path) -
 
 
 async def test_other_actions(runtime: BaseRuntime, workspace: Path) -> None:
-    done = await runtime.execute(Action("finish", {"message": "all done"}), workspace)
+    done = await run_action(runtime, Action("finish", {"message": "all done"}), workspace)
     assert (done.status, done.content) == ("success", "all done")
-    odd = await runtime.execute(Action("explode", {}), workspace)
+    odd = await run_action(runtime, Action("explode", {}), workspace)
     assert odd.status == "failure"
 
 
@@ -373,7 +374,7 @@ async def test_cancellation_at_any_point_propagates_and_leaves_no_process(
 
 async def edit(rt: BaseRuntime, ws: Path, path: str, old: str, new: str) -> ActionResult:
     params = {"path": path, "old_str": old, "new_str": new}
-    return await rt.execute(Action("edit_file", params), ws)
+    return await run_action(rt, Action("edit_file", params), ws)
 
 
 async def test_edit_file_replaces_the_one_occurrence_byte_exact(

@@ -15,6 +15,7 @@ from tests.runtime.conftest import eventually, wait_for_file
 SERVER = r"""
 import asyncio, sys
 from pathlib import Path
+from backend.actions.registry import run_action
 from backend.actions.model import Action
 from backend.runtime.local import LocalRuntime
 
@@ -22,7 +23,8 @@ command = (
     "setsid sh -c 'sleep 1000 & echo $! > setsid.pid'; "
     "(sh -c 'sleep 1001 & echo $! > double.pid' &); sleep 1002"
 )
-asyncio.run(LocalRuntime().execute(Action("terminal_run", {"command": command}), Path(sys.argv[1])))
+action = Action("terminal_run", {"command": command})
+asyncio.run(run_action(LocalRuntime(), action, Path(sys.argv[1])))
 """
 
 

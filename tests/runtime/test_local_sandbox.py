@@ -178,6 +178,7 @@ SERVER = r"""
 import asyncio, sys
 from pathlib import Path
 from backend.actions.model import Action
+from backend.actions.registry import run_action
 from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.local import LocalRuntime
 
@@ -187,7 +188,7 @@ command = (
     f"(sh -c 'sleep {m}2 & echo $! > double.pid' &); sleep {m}3"
 )
 runtime = LocalRuntime(sandbox=Bubblewrap(sys.argv[3]))
-asyncio.run(runtime.execute(Action("terminal_run", {"command": command}), Path(sys.argv[1])))
+asyncio.run(run_action(runtime, Action("terminal_run", {"command": command}), Path(sys.argv[1])))
 """
 
 

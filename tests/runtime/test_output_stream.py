@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from backend.actions.model import Action
+from backend.actions.registry import run_action
 from tests.runtime.conftest import RuntimeFactory
 
 # prints, then waits (bounded) for a file that the output callback creates on "first"
@@ -30,7 +31,7 @@ async def test_output_reaches_the_callback_before_the_command_ends(
             released.set()
 
     result = await asyncio.wait_for(
-        runtime.execute(Action("terminal_run", {"command": WAIT_FOR_GO}), workspace, on_output),
+        run_action(runtime, Action("terminal_run", {"command": WAIT_FOR_GO}), workspace, on_output),
         60,
     )
     assert released.is_set()
@@ -41,7 +42,7 @@ async def test_output_reaches_the_callback_before_the_command_ends(
 
 
 async def test_without_a_callback_nothing_changes(make_rt: RuntimeFactory, workspace: Path) -> None:
-    result = await make_rt().execute(
-        Action("terminal_run", {"command": "echo one; echo two >&2"}), workspace
+    result = await run_action(
+        make_rt(), Action("terminal_run", {"command": "echo one; echo two >&2"}), workspace
     )
     assert result.ok and "one" in result.content and "two" in result.content

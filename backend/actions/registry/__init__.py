@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.actions.registry import builtin
 from backend.actions.registry.core import (
@@ -29,6 +31,10 @@ from backend.actions.registry.core import (
     unregister,
 )
 
+if TYPE_CHECKING:
+    from backend.actions.model import Action
+    from backend.runtime.base import ActionResult, OutputCallback, Runtime
+
 __all__ = [
     "ActionContext",
     "ActionDef",
@@ -44,6 +50,7 @@ __all__ = [
     "offered",
     "on_change",
     "register",
+    "run_action",
     "show",
     "unregister",
 ]
@@ -61,3 +68,14 @@ def _load_builtin() -> None:
 
 
 _load_builtin()
+
+
+async def run_action(
+    runtime: Runtime, action: Action, workspace: Path, on_output: OutputCallback | None = None
+) -> ActionResult:
+    """Run one action in ``runtime`` through its handler (the task loop calls handlers with
+    its own context; this is for callers that hold an Action: tests, benches)."""
+    from backend.runtime.base import ActionResult
+
+    done = await execute(ActionContext(runtime, workspace, on_output=on_output), action)
+    return ActionResult(done.status, done.content, done.filepath)
