@@ -446,6 +446,8 @@ def test_sigterm_of_a_lone_server_hands_its_run_to_its_next_start(
             events = iter_events(resp.iter_lines())
             for ev in events:
                 if ev.event == "message" and ev.json["meta"]["action_type"] == "task":
+                    # the thinking call is under way (held by the model) when SIGTERM comes
+                    wait_for(lambda: "long" in fake_model.model.holds, what="the held call")
                     server.proc.send_signal(15)
                     break
             rest = list(events)

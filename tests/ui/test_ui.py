@@ -341,6 +341,8 @@ def test_dropped_connection_reconnects_by_itself(
         page.goto(server.url)
         send_goal(page, "Write code that hangs")
         expect(page.get_by_test_id("task")).to_have_attribute("data-status", "running")
+        # the thinking call is under way (held by the model) when the server dies
+        wait_for(lambda: "dropped" in fake_model.model.holds, what="the held call")
         server.kill9()
         server2 = Server(tmp_path, env, port=server.port).start()
         expect(page.get_by_test_id("summary")).to_be_visible(timeout=30_000)
