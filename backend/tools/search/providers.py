@@ -81,13 +81,7 @@ async def searxng(
         params={"q": query, "format": "json"},
         headers={"Accept": "application/json"},
     )
-    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
-        raise _shape_error("SearXNG")
-    return [
-        {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("content")}
-        for r in payload["results"]
-        if isinstance(r, dict)
-    ]
+    return _content_results(payload, "SearXNG")
 
 
 async def tavily(
@@ -102,13 +96,7 @@ async def tavily(
         json={"query": query, "max_results": limit},
         headers={"Authorization": f"Bearer {api_key}"},
     )
-    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
-        raise _shape_error("Tavily")
-    return [
-        {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("content")}
-        for r in payload["results"]
-        if isinstance(r, dict)
-    ]
+    return _content_results(payload, "Tavily")
 
 
 async def brave(
@@ -133,6 +121,17 @@ async def brave(
     return [
         {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("description")}
         for r in _list_at(payload, "web", "results")
+        if isinstance(r, dict)
+    ]
+
+
+def _content_results(payload: Any, provider: str) -> list[dict[str, Any]]:
+    """``{"results": [{"title", "url", "content"}]}``, the shape SearXNG and Tavily share."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
+        raise _shape_error(provider)
+    return [
+        {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("content")}
+        for r in payload["results"]
         if isinstance(r, dict)
     ]
 
