@@ -237,12 +237,28 @@ async def run_cmd(
     run = await store.get_run(rid)
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)
-    print(f"run {rid} {status}; files in {ws}", flush=True)
+    print(final_line(rid, str(status), str((run or {}).get("error") or ""), ws), flush=True)
     await manager.shutdown()
     await tools.aclose()
     await llm.aclose()
     await store.close()
     return 0 if status == "completed" else 1
+
+
+def final_line(run_id: str, status: str, error: str, workspace: Path) -> str:
+    """`planact run`'s last line: each way a run ends reads as itself (a stop is not a
+    failure, a run waiting for the person is not over)."""
+    where = f"files in {workspace}"
+    if status == "completed":
+        return f"run {run_id} completed; {where}"
+    if status == "stopped":
+        return f"run {run_id} stopped before it finished; {where}"
+    if status == "waiting":
+        return f"run {run_id} is waiting for your answer (open it in the web UI); {where}"
+    if status == "failed":
+        cause = error.strip().split("\n", 1)[0]
+        return f"run {run_id} FAILED{': ' + cause if cause else ''}; {where}"
+    return f"run {run_id} {status}; {where}"
 
 
 BRIEF = 160  # characters of a progress line for routine messages (never for failures)
@@ -261,10 +277,15 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
         files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
         return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
-    if msg.status == "failure" or kind in RUN_END_KINDS:
+    failed = msg.status == "failure"
+    if msg.status != "running":  # its card: a command and its output, a diff, a file
+        shown = actions.show(kind, text, msg.meta.json_, failed=failed)
+        if shown and output_shown and not failed:
+            return f"[{kind} {mark}] {shown.split(chr(10), 1)[0]} (output above)"
+        if shown:
+            return f"[{kind} {mark}] {_indent(shown)}"
+    if failed or kind in RUN_END_KINDS:
         return f"[{kind} {mark}] {_indent(text)}"  # whole, even after its live output
-    if msg.status == "success" and (shown := actions.show(kind, text, msg.meta.json_)):
-        return f"[{kind} {mark}] {_indent(shown)}"  # a tool's result: links, a page, a call
     if output_shown:
         text = text.split("\n", 1)[0] + " (output above)"
     line = " ".join(text.split())

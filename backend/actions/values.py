@@ -15,6 +15,7 @@ Rules (docs/dialects.md):
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _ENTITY = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6}));")
 _NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
@@ -167,6 +168,17 @@ def scrub(value: str) -> str:
     if not has_surrogates(value):
         return value
     return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def scrub_data(value: Any) -> Any:
+    """:func:`scrub` applied to every string of a JSON value (an action's meta.json)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [scrub_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub_data(v) for k, v in value.items()}
+    return value
 
 
 def trim_path(value: str) -> str:

@@ -11,7 +11,7 @@ import anyio
 from backend.actions import FormatError, extract_thinking, parse_actions, registry
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry import ActionContext, Done
-from backend.actions.values import scrub
+from backend.actions.values import scrub, scrub_data
 from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
@@ -200,6 +200,7 @@ async def run_actions(
         if defn is not None and defn.writes_files and done.ok and done.filepath:
             ctx.state.written.add(done.filepath)
         done.content = scrub(done.content)  # e.g. a NUL printed by a command
+        done.data = scrub_data(done.data)
         await ctx.publish(
             Message.build(
                 kind,

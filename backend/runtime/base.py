@@ -16,9 +16,9 @@ import errno
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import anyio
 
@@ -37,6 +37,9 @@ class ActionResult:
     status: str  # "success" | "failure"
     content: str
     filepath: str = ""
+    # what the cards show (the message's meta.json): a command's exit code and output, an
+    # edit's diff; ``content`` stays the words for the person and the model
+    data: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -182,7 +185,15 @@ def format_command_result(command: str, out: CommandOutput, timeout: float) -> A
         parts.append(out.note)
     parts.append(f"stdout:\n{stdout}" if stdout else "stdout: (empty)")
     parts.append(f"stderr:\n{stderr}" if stderr else "stderr: (empty)")
-    return ActionResult(status, "\n".join(parts))
+    shown = {
+        "command": command,
+        "exit_code": None if out.timed_out else out.exit_code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "timed_out": out.timed_out,
+        "note": out.note,
+    }
+    return ActionResult(status, "\n".join(parts), data=[shown])
 
 
 MB = 1024 * 1024
@@ -390,7 +401,12 @@ class BaseRuntime:
                     "changed.",
                     done.rel,
                 )
-            return ActionResult("success", f"File {path} edited successfully.", done.rel)
+            return ActionResult(
+                "success",
+                f"File {path} edited successfully.",
+                done.rel,
+                data=[{"path": done.rel, "diff": done.diff}],
+            )
 
         return await anyio.to_thread.run_sync(edit)
 
@@ -454,11 +470,14 @@ class BaseRuntime:
         used = await anyio.to_thread.run_sync(confined.usage, workspace)
         if used > self.workspace_max_bytes:
             result.status = "failure"
-            result.content += (
-                f"\nThe workspace now holds {used / MB:.1f} MB, over its limit of "
+            over = (
+                f"The workspace now holds {used / MB:.1f} MB, over its limit of "
                 f"{self.workspace_max_mb:g} MB (WORKSPACE_MAX_MB): file writes are refused "
                 "until files are deleted (build outputs, downloads, caches)."
             )
+            result.content += "\n" + over
+            for shown in result.data:
+                shown["note"] = "\n".join(n for n in (shown.get("note"), over) if n)
         return result
 
     async def _run_command(

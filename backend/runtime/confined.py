@@ -36,6 +36,7 @@ from backend.runtime.beneath import (
     relative_parts,
     use_openat2,
 )
+from backend.runtime.diffs import edit_diff
 from backend.runtime.paths import PathEscapeError
 
 __all__ = [
@@ -207,6 +208,7 @@ class EditOutcome:
     count: int  # occurrences of the old text (the file is changed only when it is 1)
     old_size: int = 0
     new_size: int = 0
+    diff: str = ""  # the change as a unified diff (capped), when it was made
 
 
 def count_occurrences(data: bytes, needle: bytes, stop: int = 1000) -> int:
@@ -247,6 +249,7 @@ def edit_exact(
         at = data.find(old)
         changed = data[:at] + new + data[at + len(old) :]
         outcome.new_size = len(changed)
+        outcome.diff = edit_diff(loc.rel, data, at, len(old), new)
         if max_total is not None and used - len(data) + len(changed) > max_total:
             raise OSError(errno.EDQUOT, "workspace size limit", loc.rel)
         replace_in(loc, changed, owner)

@@ -40,7 +40,7 @@ class Done:
 
     @classmethod
     def of(cls, result: ActionResult) -> Done:
-        return cls(result.status, result.content, result.filepath)
+        return cls(result.status, result.content, result.filepath, data=list(result.data))
 
 
 @dataclass
@@ -77,6 +77,17 @@ def brief(text: str, limit: int) -> str:
     return f"{text[:half]} […] {text[-half:]}"
 
 
+def fold(lines: list[str], keep: int, *, tail: bool = False) -> list[str]:
+    """At most ``keep`` of ``lines`` (the first, or the last with ``tail``) and a line
+    saying how many more there are."""
+    if len(lines) <= keep:
+        return lines
+    more = len(lines) - keep
+    if tail:
+        return [f"[… {more} lines above …]", *lines[-keep:]]
+    return [*lines[:keep], f"[… {more} more lines …]"]
+
+
 def _path_label(action: Action) -> str:
     path = action.params.get("path")
     return f"{action.type} {path}" if path is not None else action.type
@@ -94,8 +105,11 @@ class ActionDef:
     label: Callable[[Action], str] = _path_label  # how the model's observation names it
     running: Callable[[Action], str] = lambda a: a.type  # its `running` message's content
     describe: Callable[[Action], str] = lambda a: a.type  # one line: what it did
-    # how `planact run` prints its result (content, meta.json); None: the content itself
+    # how `planact run` prints its result (content, meta.json); None: the content itself.
+    # Its first line is the head (all that is printed when a command's output was already
+    # printed live)
     show: Callable[[str, list[dict[str, Any]]], str] | None = None
+    shows_failure: bool = False  # ``show`` prints its failures too (a failed command)
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
     streams_output: bool = False  # gets live output deltas (terminal_run)
@@ -159,11 +173,11 @@ def lemonai_type(kind: str) -> str:
     return kind
 
 
-def show(kind: str, content: str, data: list[Any]) -> str | None:
-    """How `planact run` prints a successful result of the action with stream ``kind``
-    (None: as any message)."""
+def show(kind: str, content: str, data: list[Any], *, failed: bool = False) -> str | None:
+    """How `planact run` prints a result of the action with stream ``kind`` (None: as any
+    message; a failure only when the action ``shows_failure``)."""
     for defn in _DEFS.values():
-        if defn.kind == kind and defn.show is not None:
+        if defn.kind == kind and defn.show is not None and (defn.shows_failure or not failed):
             return defn.show(content, data)
     return None
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
+from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
 from backend.messages.kinds import ActionType, MessageKind
 
 
@@ -13,6 +15,17 @@ async def edit_file(ctx: ActionContext, action: Action) -> Done:
         ctx.workspace, p.get("path", ""), p.get("old_str", ""), p.get("new_str", "")
     )
     return Done.of(result)
+
+
+SHOWN_LINES = 40  # lines of the diff `planact run` prints
+
+
+def show(content: str, data: list[dict[str, Any]]) -> str:
+    """The result, then the change as a unified diff."""
+    diff = str(data[0].get("diff") or "").rstrip("\n") if data else ""
+    if not diff:
+        return ""
+    return "\n".join([content, *fold(diff.split("\n"), SHOWN_LINES)])
 
 
 ACTION = ActionDef(
@@ -38,6 +51,7 @@ ACTION = ActionDef(
         f"edit_file {a.params.get('path', '')} "
         f"(replaced {brief(a.params.get('old_str', ''), 60)!r})"
     ),
+    show=show,
     writes_files=True,
     lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
     order=20,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
+from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
 from backend.messages.kinds import ActionType, MessageKind
 
 
@@ -19,6 +21,28 @@ def describe(action: Action) -> str:
     p = action.params
     cwd = f" in {p['cwd']}" if p.get("cwd") else ""
     return f"terminal_run `{brief(p.get('command', ''), 200)}`{cwd}"
+
+
+SHOWN_LINES = 20  # the last lines of each stream `planact run` prints
+
+
+def show(content: str, data: list[dict[str, Any]]) -> str:
+    """The command as a terminal shows it: `$ command`, its exit code, then its output
+    (``|`` stdout, ``!`` stderr, the last lines of each)."""
+    if not data or "stdout" not in data[0]:
+        return ""  # e.g. cut short by a stop: printed as its content
+    d = data[0]
+    badge = "timed out" if d.get("timed_out") else f"exit {d.get('exit_code')}"
+    lines = [f"$ {d.get('command', '')}  [{badge}]"]
+    for stream, mark in (("stdout", "|"), ("stderr", "!")):
+        text = str(d.get(stream) or "").rstrip("\n")
+        if text:
+            lines += [f"{mark} {line}" for line in fold(text.split("\n"), SHOWN_LINES, tail=True)]
+    if d.get("timed_out"):
+        lines.append(content.split("\n", 1)[0])  # how long it ran, what to do instead
+    if d.get("note"):
+        lines.append(str(d["note"]))
+    return "\n".join(lines)
 
 
 ACTION = ActionDef(
@@ -40,6 +64,8 @@ ACTION = ActionDef(
     label=lambda a: f"terminal_run: {a.params.get('command', '')[:200]}",
     running=lambda a: a.params.get("command", ""),
     describe=describe,
+    show=show,
+    shows_failure=True,
     streams_output=True,
     order=30,
 )

@@ -2,22 +2,58 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
 from backend.messages.kinds import ActionType, MessageKind
 
+SHOWN_CAP = 20_000  # characters of the written file its card carries (meta.json)
+
+
+def count_lines(content: str) -> int:
+    return content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+
 
 async def write_code(ctx: ActionContext, action: Action) -> Done:
     p = action.params
-    return Done.of(
-        await ctx.runtime.write_file(ctx.workspace, p.get("path", ""), p.get("content", ""))
-    )
+    content = p.get("content", "")
+    done = Done.of(await ctx.runtime.write_file(ctx.workspace, p.get("path", ""), content))
+    if done.ok:  # the card shows what was written (its head when the file is big)
+        done.data = [
+            {
+                "path": done.filepath,
+                "content": content[:SHOWN_CAP],
+                "lines": count_lines(content),
+                "truncated": len(content) > SHOWN_CAP,
+            }
+        ]
+    return done
 
 
 def describe(action: Action) -> str:
-    content = action.params.get("content", "")
-    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    lines = count_lines(action.params.get("content", ""))
     return f"write_code {action.params.get('path', '')} ({lines} lines)"
+
+
+SHOWN_LINES = 10  # the first lines of a written file `planact run` prints
+
+
+def show(content: str, data: list[dict[str, Any]]) -> str:
+    """The written file's first lines, numbered, under the result."""
+    if not data or "content" not in data[0]:
+        return ""
+    d = data[0]
+    text = str(d["content"]).rstrip("\n")
+    lines = text.split("\n") if text else []
+    total = max(int(d.get("lines") or 0), len(lines))
+    head = lines[:SHOWN_LINES]
+    width = len(str(len(head)))
+    out = [f"{content} ({total} lines)"]
+    out += [f"{i:>{width}} {line}" for i, line in enumerate(head, 1)]
+    if total > len(head):
+        out.append(f"[… {total - len(head)} more lines …]")
+    return "\n".join(out)
 
 
 ACTION = ActionDef(
@@ -33,6 +69,7 @@ ACTION = ActionDef(
     approval="edits",
     running=lambda a: f"Writing {a.params.get('path', '')}",
     describe=describe,
+    show=show,
     writes_files=True,
     order=10,
 )
