@@ -7,6 +7,7 @@ import { toolView } from './tools'
 /** Kinds with a card of their own; any other entry is shown as 'other'. */
 const CARD_KINDS = [
   MessageKind.WRITE_CODE,
+  MessageKind.EDIT_FILE,
   MessageKind.READ_FILE,
   MessageKind.TERMINAL_RUN,
   MessageKind.THINKING,
@@ -27,6 +28,7 @@ export interface EntryDescription {
 
 const LABELS: Record<string, string> = {
   [MessageKind.WRITE_CODE]: 'Write',
+  [MessageKind.EDIT_FILE]: 'Edit',
   [MessageKind.READ_FILE]: 'Read',
   [MessageKind.TERMINAL_RUN]: 'Run',
   [MessageKind.SEARCH]: 'Web search',
@@ -84,4 +86,9 @@ export function describeEntry(msg: Message): EntryDescription {
 /** An action the agent never ran because an earlier one in the same reply failed. */
 export function isSkipped(msg: Message): boolean {
   return msg.status === 'failure' && /^skipped\b/i.test((msg.content || '').trimStart())
+}
+
+/** An action cut short because the person stopped the run (not a failure of its own). */
+export function isStopped(msg: Message): boolean {
+  return msg.status === 'failure' && /^stopped before it finished\b/i.test((msg.content || '').trimStart())
 }

@@ -44,6 +44,8 @@ export interface Turn {
   hasSummary: boolean
   hasError: boolean
   hasStop: boolean
+  /** the run waits for the person (its status is `waiting`) */
+  waiting?: boolean
 }
 
 export interface ConversationView {
@@ -436,18 +438,28 @@ export function turnStatus(turn: Turn): RunStatus {
   if (turn.endStatus) return turn.endStatus
   if (turn.hasStop) return 'stopped'
   if (turn.hasError) return 'failed'
-  return 'running'
+  return turn.waiting ? 'waiting' : 'running'
 }
 
 export function isTurnFinished(turn: Turn): boolean {
-  return turnStatus(turn) !== 'running'
+  const s = turnStatus(turn)
+  return s !== 'running' && s !== 'waiting'
+}
+
+/** The run ``runId`` waits for the person (``waiting``) or goes on again. */
+export function markWaiting(view: ConversationView, runId: string, waiting: boolean): void {
+  const turn = view.turns.find((t) => t.runId === runId)
+  if (!turn) return
+  if (waiting) turn.waiting = true
+  else delete turn.waiting
 }
 
 /** How a task reads once its run's end is known: the task that was running when a run was
  * stopped was stopped, not failed; one still running in a finished run was interrupted. */
-export type ShownTaskStatus = TaskStatus | 'stopped' | 'interrupted'
+export type ShownTaskStatus = TaskStatus | 'stopped' | 'interrupted' | 'waiting'
 
 export function shownTaskStatus(turn: Turn, task: TaskView, finished: boolean): ShownTaskStatus {
+  if (task.status === 'running' && !finished && turnStatus(turn) === 'waiting') return 'waiting'
   if (task.status === 'running' && finished) {
     return turnStatus(turn) === 'stopped' ? 'stopped' : 'interrupted'
   }
@@ -463,6 +475,8 @@ export interface Progress {
   completed: number
   failed: number
   stopped: number
+  /** tasks held while the run waits for the person (absent: none) */
+  waiting?: number
   total: number
 }
 
@@ -476,6 +490,7 @@ export function progress(turn: Turn, finished = isTurnFinished(turn)): Progress 
     failed: count('failed'),
     stopped: count('stopped') + count('interrupted'),
     total: tasks.length,
+    ...(count('waiting') ? { waiting: count('waiting') } : {}),
   }
 }
 
@@ -488,6 +503,7 @@ export function progressText(p: Progress): string {
   const one = p.total === 1
   if (p.failed) parts.push(one ? 'failed' : `${p.failed} failed`)
   if (p.stopped) parts.push(one ? 'stopped' : `${p.stopped} stopped`)
+  if (p.waiting) parts.push('waiting for you')
   return parts.join(' · ')
 }
 

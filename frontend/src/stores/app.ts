@@ -16,6 +16,7 @@ import {
   buildView,
   emptyView,
   normRunStatus,
+  markWaiting,
   reduce,
   type ConversationView,
 } from '../lib/reducer'
@@ -371,6 +372,7 @@ export const useApp = defineStore('app', () => {
         if (!r.run_id) continue
         if (normRunStatus(r.status) === 'running') active = r.run_id
         else applyRunStatus(v, r.run_id, r.status)
+        markWaiting(v, r.run_id, (r.status || '').toLowerCase() === 'waiting')
       }
       if (!active && normRunStatus(d.status) === 'running' && !d.runs) {
         const last = v.turns[v.turns.length - 1]
