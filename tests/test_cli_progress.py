@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from backend.cli import Progress, _progress_line
+from pathlib import Path
+
+from backend.cli import Progress, _progress_line, final_line
 from backend.messages.message import Message
 
 
@@ -65,3 +67,39 @@ def test_a_failed_command_is_printed_whole_even_after_its_live_output() -> None:
         )
     )
     assert out[-1] == "[terminal_run FAIL] Exit code: 1\n    stderr:\n    KeyError: 'x'"
+
+
+def test_a_command_is_printed_with_its_exit_code_and_its_streams() -> None:
+    data = [
+        {
+            "command": "make",
+            "exit_code": 2,
+            "stdout": "cc -c a.c\n",
+            "stderr": "a.c:1: error\n",
+            "timed_out": False,
+            "note": "",
+        }
+    ]
+    line = _progress_line(
+        Message.build("terminal_run", "Exit code: 2\n…", status="failure", json=data)
+    )
+    assert line == "[terminal_run FAIL] $ make  [exit 2]\n    | cc -c a.c\n    ! a.c:1: error"
+
+
+def test_a_command_cut_short_by_a_stop_is_printed_as_its_words() -> None:
+    text = "Stopped before it finished.\nOutput before that:\nstdout:\nhi\nstderr: (empty)"
+    line = _progress_line(Message.build("terminal_run", text, status="failure"))
+    assert line == "[terminal_run FAIL] " + text.replace("\n", "\n    ")
+
+
+def test_each_way_a_run_ends_has_its_own_last_line() -> None:
+    ws = Path("/w")
+    assert final_line("r1", "completed", "", ws) == "run r1 completed; files in /w"
+    assert final_line("r1", "stopped", "stopped", ws) == (
+        "run r1 stopped before it finished; files in /w"
+    )
+    assert final_line("r1", "failed", "The model is down.\nmore", ws) == (
+        "run r1 FAILED: The model is down.; files in /w"
+    )
+    assert final_line("r1", "failed", "", ws) == "run r1 FAILED; files in /w"
+    assert "waiting for your answer" in final_line("r1", "waiting", "", ws)

@@ -157,7 +157,7 @@ def test_errors_are_printed_whole_and_without_library_noise(
     out = proc.stdout
     # the failed command's whole output, under its FAIL line
     assert len([line for line in out.splitlines() if line.startswith("[terminal_run FAIL]")]) == 1
-    assert f"    {long_output}" in out.split("[terminal_run FAIL]", 1)[1]
+    assert f"    ! {long_output}" in out.split("[terminal_run FAIL]", 1)[1]  # stderr, whole
     (error_line,) = [line for line in out.splitlines() if line.startswith("[error FAIL]")]
     assert "THE-REAL-CAUSE-IS-HERE" in error_line
     everything = proc.stdout + proc.stderr
@@ -236,3 +236,42 @@ def test_run_without_a_model_says_what_to_set_and_to_run_again(
     assert "LLM_MODEL" in said and ".env or the environment" in said
     assert "run the command again" in said
     assert "Traceback" not in said
+
+
+def test_run_prints_the_work_a_command_an_edit_and_a_written_file(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    program = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(10))
+    edit = (
+        "<edit_file><path>app.py</path><old_str>return x + 4</old_str>"
+        "<new_str>return x * 4</new_str></edit_file>"
+    )
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Write, edit and run")},
+        {
+            "stage": "thinking",
+            "content": write("app.py", program)
+            + edit
+            + run("python3 -c 'import app; print(app.f4(2))'; echo careful >&2")
+            + finish("Done."),
+        },
+    )
+    proc = planact_run(tmp_path, fake_model.base_url, "write it", "--mode", "agent")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    # the written file's first lines, numbered
+    assert (
+        "[write_code ok] File app.py written successfully. (30 lines)\n     1 def f0(x):\n" in out
+    )
+    assert "    [… 20 more lines …]\n" in out
+    # the edit's diff
+    assert "    @@ -11,7 +11,7 @@\n" in out
+    assert "    -    return x + 4\n    +    return x * 4\n" in out
+    # the command: its output as it printed (stderr marked), then its exit code
+    assert "  | 8\n" in out and "  ! careful\n" in out
+    assert (
+        "[terminal_run ok] $ python3 -c 'import app; print(app.f4(2))'; echo careful >&2  " in out
+    )
+    assert "[exit 0] (output above)" in out
+    assert "stdout:" not in out and "(empty)" not in out
+    assert out.splitlines()[-1].startswith("run ") and " completed; files in " in out

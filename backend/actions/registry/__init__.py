@@ -78,4 +78,4 @@ async def run_action(
     from backend.runtime.base import ActionResult
 
     done = await execute(ActionContext(runtime, workspace, on_output=on_output), action)
-    return ActionResult(done.status, done.content, done.filepath)
+    return ActionResult(done.status, done.content, done.filepath, data=done.data)
