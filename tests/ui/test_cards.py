@@ -177,3 +177,27 @@ def test_a_run_stopped_mid_command_reads_as_stopped_in_card_bar_and_sidebar(
     page.screenshot(path=str(ARTIFACTS / "cards-stopped.png"))
     page.reload()
     check_stopped()
+
+
+def test_a_failed_runs_bar_does_not_read_green(
+    ui_server: Server, fake_model: FakeModelServer, new_page: NewPage
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("One", "Two", "Three")},
+        {"stage": "thinking", "content": run("echo one") + finish("one")},
+        {"stage": "thinking", "content": run("echo two") + finish("two")},
+        {"stage": "thinking", "status": 400, "content": "the model refused"},
+    )
+    page = new_page()
+    page.goto(ui_server.url)
+    send_goal(page, "three steps", mode="agent")
+    expect(page.get_by_test_id("conversation-status")).to_have_text("failed")
+    expect(page.get_by_test_id("progress-text")).to_have_text("2 of 3 tasks done · 1 failed")
+    bar = page.get_by_role("progressbar")
+    expect(bar).to_have_attribute("data-run", "failed")
+    done = page.locator('.progress-bar[data-part="completed"]')
+    green = page.locator(".task-icon.completed").first
+    # two thirds of the bar are the tasks done, but not in the green of a success
+    assert done.evaluate("e => getComputedStyle(e).backgroundColor") != color(green)
+    assert page.locator(".conv-open .badge").get_attribute("data-status") == "failed"
+    page.screenshot(path=str(ARTIFACTS / "cards-failed.png"))
