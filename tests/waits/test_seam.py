@@ -144,7 +144,7 @@ async def test_typed_errors_change_nothing_and_the_first_answer_wins(
     assert sum(isinstance(r, WaitConflict) for r in results) == 1, results
     assert await m.wait(rid, timeout=30) == "completed"
     partners = [x for x in await m.store.messages(cid, limit=10_000) if x.uuid == asked.uuid]
-    assert [x.status for x in partners][0] == "running" and len(partners) == 2
+    assert partners[0].status == "running" and len(partners) == 2
     assert ran(m, cid) == (1 if partners[1].status == "success" else 0)
 
 
