@@ -249,10 +249,11 @@ class RunManager:
         delta_listener: DeltaSink | None = None,
         mcp_servers: list[str] | None = None,
         approval: str | None = None,
-        can_ask: bool = True,
+        can_ask: bool | None = None,
     ) -> tuple[str, str]:
         """Create the run and hand it to the executor. ``approval``: which actions wait for
-        a person's approval (None: APPROVAL_MODE); ``can_ask``: ask_user is offered. Raises
+        a person's approval (None: APPROVAL_MODE); ``can_ask``: ask_user is offered (None:
+        in a server, not in a `planact run`, which says when it has a terminal). Raises
         ConflictError when the conversation has an active run (in any process),
         NotFoundError when it does not exist, ShuttingDown when this process takes no new
         runs."""
@@ -261,6 +262,8 @@ class RunManager:
         if not self._opened:
             await self.open()
         runtime_name = runtime or self.settings.runtime
+        if can_ask is None:
+            can_ask = self.kind != "cli"
         cid = conversation_id or await self.store.create_conversation(user_id, goal_title(goal))
         owner = self.instance_id if self.executor.runs_here else None
         rid = await self.store.start_run(
