@@ -110,6 +110,7 @@ class RunManager:
         self._closed = False
         self._grace_over = False
         self._handing_over = False  # SIGTERM: runs are handed over at their next step
+        self.executing = False  # the executor is started: answered runs can be resumed
 
     @classmethod
     def for_process(
@@ -167,6 +168,8 @@ class RunManager:
         await self.notifier.start()
         await self.lease.start()
         await self.executor.start()
+        self.executing = True
+        await parking.sweep(self)  # waits that timed out while no process was up
 
     async def recover(self) -> int:
         """Take over the runs whose owner's lease expired (also run periodically by the

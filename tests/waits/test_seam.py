@@ -223,3 +223,27 @@ async def test_an_unanswered_question_times_out_and_the_model_reads_why(
     assert "rejected: Nobody answered it within" in "\n".join(str(x["content"]) for x in last)
     with pytest.raises(WaitConflict):
         await answer_question(m, rid, asked.uuid, "too late")
+
+
+async def test_an_answer_that_comes_the_moment_the_message_is_stored_is_taken(
+    tmp_path: Path, db_url: str, processes: list[RunManager]
+) -> None:
+    """Answered from the run's own listener, called as soon as the approval message is
+    stored: the run has not let go of its process yet, and the answer is not refused."""
+    llm = StageLLM(
+        planning=[plan_reply("One")],
+        thinking=[run("echo ran >> log.txt"), finish("done")],
+    )
+    m = await a_process(processes, tmp_path, db_url, llm)
+    taken: list[dict[str, str]] = []
+
+    async def at_once(msg: Message) -> None:
+        if msg.meta.action_type == "approval" and msg.status == "running":
+            row = await m.store.get_run(msg.run_id)
+            assert row is not None and row["owner"] == m.instance_id  # not let go yet
+            taken.append(await answer_approval(m, msg.run_id, msg.uuid, "approve"))
+
+    cid, rid = await m.start("1", "write code", mode="agent", approval="risky", listener=at_once)
+    assert await m.wait(rid, timeout=30) == "completed"
+    assert taken == [{"decision": "approve"}]
+    assert ran(m, cid) == 1
