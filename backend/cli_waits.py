@@ -1,0 +1,303 @@
+"""`planact run` answers its run's approvals and questions on the terminal (CONTRACT 10).
+
+The run publishes an ``approval`` or ``ask_user`` message and parks; the CLI shows what will
+happen (the command, or the diff of an edit) or the question, reads the person's line and
+answers through backend/waits (in this process, no HTTP): the run manager resumes the run
+here. EOF (Ctrl-D) at a prompt stops the run; Ctrl-C does the same (the caller's
+cancellation). A wait answered elsewhere (another process, a timeout) drops its prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from backend.messages.kinds import MessageKind
+from backend.messages.message import Message
+from backend.waits import WaitError, answer_approval, answer_question
+
+if TYPE_CHECKING:
+    from backend.runs.manager import RunManager
+
+REASON_MAX = 4000  # characters of a rejection reason (as the API)
+
+NEEDS_TERMINAL = (
+    "planact: --approval {mode} asks on the terminal before actions, but stdin is not a "
+    "terminal: run it in a terminal, or pass --approval never to let every action run."
+)
+
+
+def needs_terminal(mode: str, stdin: TextIO | None = None) -> str:
+    """The sentence refusing a run that must ask but has no terminal, or ""."""
+    stdin = stdin if stdin is not None else sys.stdin
+    if mode == "never" or _is_tty(stdin):
+        return ""
+    return NEEDS_TERMINAL.format(mode=mode)
+
+
+def _is_tty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # closed
+        return False
+
+
+class Terminal:
+    """Lines typed on a terminal, read without blocking the event loop (the run goes on
+    meanwhile). ``None`` from :meth:`line`: end of input (Ctrl-D)."""
+
+    def __init__(self, fd: int, write: Callable[[str], None] | None = None) -> None:
+        self.fd = fd
+        self._write = write or (lambda text: print(text, end="", flush=True))
+        self._buffer = b""
+        self._eof = False
+
+    async def line(self, prompt: str) -> str | None:
+        self._write(prompt)
+        while b"\n" not in self._buffer and not self._eof:
+            await self._readable()
+            chunk = os.read(self.fd, 4096)
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+        if b"\n" in self._buffer:
+            raw, self._buffer = self._buffer.split(b"\n", 1)
+        elif self._buffer:  # text then Ctrl-D twice: take it as the line
+            raw, self._buffer = self._buffer, b""
+        else:
+            self._write("\n")
+            return None
+        return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self.fd)
+
+
+@dataclass
+class Answer:
+    """What the person said: an approval decision (``approve`` | ``reject`` |
+    ``approve_all``) with its reason, or the answer to a question."""
+
+    decision: str = ""
+    reason: str = ""
+    answer: str = ""
+
+
+STOP = None  # the person ended input: the run is to be stopped
+
+
+def approval_action(msg: Message) -> tuple[str, str]:
+    """(action type, class) of an approval message (meta.json's first entry)."""
+    first = msg.meta.json_[0] if msg.meta.json_ else {}
+    if not isinstance(first, dict):
+        return "", ""
+    return str(first.get("action_type", "")), str(first.get("class", ""))
+
+
+def show_wait(msg: Message) -> str:
+    """What a person reads before answering: the command or diff, or the question."""
+    body = msg.content.rstrip("\n")
+    lines = "\n".join("    " + line for line in body.split("\n"))
+    if msg.meta.action_type == MessageKind.ASK_USER:
+        return f"The agent asks:\n{lines}"
+    action, klass = approval_action(msg)
+    where = f" ({msg.meta.filepath})" if msg.meta.filepath else ""
+    return (
+        f"The agent wants to run {action or 'an action'}{where} [{klass or 'no class'}]:\n{lines}"
+    )
+
+
+def approval_prompt(klass: str) -> str:
+    every = f"every {klass} action" if klass else "every action of this kind"
+    return f"Approve? y = yes, n = no, a = yes to {every} of this run, or type a reason to refuse: "
+
+
+async def ask_approval(term: Terminal, msg: Message, say: Callable[[str], None]) -> Answer | None:
+    """y / n (then an optional reason) / a / a reason; None: end of input."""
+    _, klass = approval_action(msg)
+    while True:
+        line = await term.line(approval_prompt(klass))
+        if line is None:
+            return STOP
+        text = line.strip()
+        word = text.lower()
+        if word in ("y", "yes"):
+            return Answer("approve")
+        if word in ("a", "all"):
+            return Answer("approve_all")
+        if word in ("n", "no"):
+            reason = await ask_reason(term, say)
+            if reason is None:
+                return STOP
+            return Answer("reject", reason)
+        if not text:
+            say("Type y, n, a, or a reason to refuse (Ctrl-D stops the run).")
+            continue
+        if len(text) > REASON_MAX:
+            say(f"A reason is at most {REASON_MAX:,} characters; this one has {len(text):,}.")
+            continue
+        return Answer("reject", text)
+
+
+async def ask_reason(term: Terminal, say: Callable[[str], None]) -> str | None:
+    while True:
+        line = await term.line("Why not? (a reason the agent reads; Enter for none): ")
+        if line is None:
+            return None
+        text = line.strip()
+        if len(text) <= REASON_MAX:
+            return text
+        say(f"A reason is at most {REASON_MAX:,} characters; this one has {len(text):,}.")
+
+
+async def ask_question(term: Terminal, say: Callable[[str], None]) -> Answer | None:
+    while True:
+        line = await term.line("Your answer: ")
+        if line is None:
+            return STOP
+        if line.strip():
+            return Answer(answer=line.strip())
+        say("Type an answer (Ctrl-D stops the run).")
+
+
+Reply = Callable[[Message, Answer], Awaitable[str]]
+Closed = Callable[[Message], Awaitable[None]]
+
+
+class Waits:
+    """The waits of one run as its messages arrive (a listener), answered one at a time.
+
+    ``reply`` answers one (backend/waits) and returns "" or a sentence saying why it was
+    not taken; ``closed`` returns once the run no longer waits on a message (answered
+    elsewhere, timed out, stopped): its prompt is dropped then."""
+
+    def __init__(
+        self, term: Terminal, reply: Reply, closed: Closed, say: Callable[[str], None]
+    ) -> None:
+        self.term = term
+        self.reply = reply
+        self.closed = closed
+        self.say = say
+        self._pending: dict[str, Message] = {}
+        self._arrived = asyncio.Event()
+
+    def message(self, msg: Message) -> None:
+        """Every message of the run (the run's listener)."""
+        kind = msg.meta.action_type
+        if kind in (MessageKind.APPROVAL, MessageKind.ASK_USER) and msg.status == "running":
+            self._pending[msg.uuid] = msg
+            self._arrived.set()
+
+    async def next(self) -> Message:
+        while not self._pending:
+            self._arrived.clear()
+            await self._arrived.wait()
+        return self._pending.pop(next(iter(self._pending)))
+
+    async def answer(self, msg: Message) -> bool:
+        """Ask about ``msg`` and answer it; False when the person ended input (stop the
+        run). A wait closed meanwhile drops its prompt."""
+        self.say(show_wait(msg))
+        if msg.meta.action_type == MessageKind.ASK_USER:
+            asking = ask_question(self.term, self.say)
+        else:
+            asking = ask_approval(self.term, msg, self.say)
+        prompt = asyncio.ensure_future(asking)
+        closed = asyncio.ensure_future(self.closed(msg))
+        try:
+            await asyncio.wait({prompt, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+            if not prompt.done():
+                prompt.cancel()  # its reader goes with it
+        if not prompt.done() or prompt.cancelled():
+            self.say("\n(no longer asked: answered elsewhere, timed out or stopped)")
+            return True
+        got = prompt.result()
+        if got is STOP:
+            return False
+        problem = await self.reply(msg, got)
+        if problem:
+            self.say(problem)
+        return True
+
+
+def print_line(text: str) -> None:
+    print(text, flush=True)
+
+
+def answer_wait(manager: RunManager) -> Reply:
+    """Answers through backend/waits in this process; the manager resumes the run here."""
+
+    async def reply(msg: Message, got: Answer) -> str:
+        try:
+            if msg.meta.action_type == MessageKind.ASK_USER:
+                await answer_question(manager, msg.run_id, msg.uuid, got.answer)
+            else:
+                await answer_approval(manager, msg.run_id, msg.uuid, got.decision, got.reason)
+        except WaitError as exc:  # answered elsewhere first, timed out, stopped
+            return f"Not taken: {exc}"
+        return ""
+
+    return reply
+
+
+def wait_closed(manager: RunManager) -> Closed:
+    """Returns once the run no longer waits on the message (woken by the run's news)."""
+
+    async def closed(msg: Message) -> None:
+        bus = manager.bus
+        sub = bus.subscribe(msg.run_id)
+        try:
+            while True:
+                run = await manager.store.get_run(msg.run_id)
+                wait = run.get("wait") if run else None
+                if not wait or wait.get("uuid") != msg.uuid:
+                    return
+                await bus.wait(msg.run_id, sub, CLOSED_POLL)
+        finally:
+            bus.unsubscribe(msg.run_id, sub)
+
+    return closed
+
+
+CLOSED_POLL = 1.0  # seconds between looks at a wait while its prompt is shown (a safety net)
+
+
+async def follow(manager: RunManager, run_id: str, waits: Waits | None) -> str | None:
+    """Wait for the run to end, answering its waits on the terminal as they come. End of
+    input at a prompt stops the run (then its final status, as for any stop)."""
+    ended = asyncio.ensure_future(manager.wait(run_id))
+    if waits is None:
+        return await ended
+    pending: set[asyncio.Future[Any]] = {ended}
+    try:
+        while True:
+            nxt = asyncio.ensure_future(waits.next())
+            pending.add(nxt)
+            await asyncio.wait({ended, nxt}, return_when=asyncio.FIRST_COMPLETED)
+            if ended.done():
+                return ended.result()
+            asking = asyncio.ensure_future(waits.answer(nxt.result()))
+            pending.add(asking)
+            await asyncio.wait({ended, asking}, return_when=asyncio.FIRST_COMPLETED)
+            if ended.done():
+                return ended.result()
+            if not asking.result():  # end of input: stop the run
+                print_line("Input ended: stopping the run.")
+                await manager.stop(run_id)
+                return await manager.wait(run_id, timeout=30)
+    finally:
+        for fut in pending:
+            fut.cancel()
