@@ -17,15 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.actions import registry as actions
 from backend.cli_files import check_input_files, upload_inputs
-from backend.cli_waits import (
-    Terminal,
-    Waits,
-    answer_wait,
-    follow,
-    needs_terminal,
-    print_line,
-    wait_closed,
-)
+from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, print_line
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
@@ -243,14 +235,10 @@ async def run_cmd(
     await manager.open()
 
     progress = Progress()
+    follower = Follower(store, progress.message)
     waits = None
     if terminal is not None:
-        waits = Waits(terminal, answer_wait(manager), wait_closed(manager), print_line)
-
-    def listener(msg: Message) -> None:
-        progress.message(msg)
-        if waits is not None:
-            waits.message(msg)
+        waits = follower.waits = Waits(terminal, manager, print_line, follower.catch_up)
 
     cid: str | None = None
     if files:  # the inputs go into a new conversation's workspace first
@@ -267,7 +255,7 @@ async def run_cmd(
         conversation_id=cid,
         mode=mode,
         runtime=runtime,
-        listener=listener,
+        listener=follower.message,
         delta_listener=progress.delta,
         model=model,
         approval=approval,
@@ -280,6 +268,7 @@ async def run_cmd(
             task.uncancel()
         await manager.stop(rid)
         status = await manager.wait(rid, timeout=30)
+    await follower.catch_up(cid, rid)  # what was stored by another hand (a stop while parked)
     run = await store.get_run(rid)
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)

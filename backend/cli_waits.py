@@ -22,6 +22,7 @@ from backend.waits import WaitError, answer_approval, answer_question
 
 if TYPE_CHECKING:
     from backend.runs.manager import RunManager
+    from backend.store.repo import Store
 
 REASON_MAX = 4000  # characters of a rejection reason (as the API)
 
@@ -77,7 +78,12 @@ class Terminal:
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(self.fd, wake)
         try:
             await ready
         finally:
@@ -171,33 +177,35 @@ async def ask_question(term: Terminal, say: Callable[[str], None]) -> Answer | N
         say("Type an answer (Ctrl-D stops the run).")
 
 
-Reply = Callable[[Message, Answer], Awaitable[str]]
-Closed = Callable[[Message], Awaitable[None]]
-
-
 class Waits:
-    """The waits of one run as its messages arrive (a listener), answered one at a time.
-
-    ``reply`` answers one (backend/waits) and returns "" or a sentence saying why it was
-    not taken; ``closed`` returns once the run no longer waits on a message (answered
-    elsewhere, timed out, stopped): its prompt is dropped then."""
+    """The waits of one run as its messages arrive (a listener), answered one at a time
+    through backend/waits in this process (the manager resumes the run here). A wait that
+    closes while its prompt is shown (answered elsewhere, timed out, stopped) drops it;
+    either way its final message is shown then (``catch_up``: the messages stored since)."""
 
     def __init__(
-        self, term: Terminal, reply: Reply, closed: Closed, say: Callable[[str], None]
+        self,
+        term: Terminal,
+        manager: RunManager,
+        say: Callable[[str], None],
+        catch_up: Callable[[str, str], Awaitable[None]],
     ) -> None:
         self.term = term
-        self.reply = reply
-        self.closed = closed
+        self.manager = manager
         self.say = say
+        self.catch_up = catch_up
         self._pending: dict[str, Message] = {}
         self._arrived = asyncio.Event()
 
     def message(self, msg: Message) -> None:
         """Every message of the run (the run's listener)."""
-        kind = msg.meta.action_type
-        if kind in (MessageKind.APPROVAL, MessageKind.ASK_USER) and msg.status == "running":
+        if msg.meta.action_type not in (MessageKind.APPROVAL, MessageKind.ASK_USER):
+            return
+        if msg.status == "running":
             self._pending[msg.uuid] = msg
             self._arrived.set()
+        else:  # its final message: answered (here or elsewhere), timed out, stopped
+            self._pending.pop(msg.uuid, None)
 
     async def next(self) -> Message:
         while not self._pending:
@@ -221,47 +229,35 @@ class Waits:
             closed.cancel()
             if not prompt.done():
                 prompt.cancel()  # its reader goes with it
-        if not prompt.done() or prompt.cancelled():
+        if prompt.cancelled():
             self.say("\n(no longer asked: answered elsewhere, timed out or stopped)")
-            return True
-        got = prompt.result()
-        if got is STOP:
+        elif (got := prompt.result()) is STOP:
             return False
-        problem = await self.reply(msg, got)
-        if problem:
-            self.say(problem)
+        else:
+            problem = await self.reply(msg, got)
+            if problem:
+                self.say(problem)
+        await self.catch_up(msg.conversation_id, msg.run_id)
         return True
 
-
-def print_line(text: str) -> None:
-    print(text, flush=True)
-
-
-def answer_wait(manager: RunManager) -> Reply:
-    """Answers through backend/waits in this process; the manager resumes the run here."""
-
-    async def reply(msg: Message, got: Answer) -> str:
+    async def reply(self, msg: Message, got: Answer) -> str:
+        """Answer the wait; "" or why the answer was not taken."""
         try:
             if msg.meta.action_type == MessageKind.ASK_USER:
-                await answer_question(manager, msg.run_id, msg.uuid, got.answer)
+                await answer_question(self.manager, msg.run_id, msg.uuid, got.answer)
             else:
-                await answer_approval(manager, msg.run_id, msg.uuid, got.decision, got.reason)
+                await answer_approval(self.manager, msg.run_id, msg.uuid, got.decision, got.reason)
         except WaitError as exc:  # answered elsewhere first, timed out, stopped
             return f"Not taken: {exc}"
         return ""
 
-    return reply
-
-
-def wait_closed(manager: RunManager) -> Closed:
-    """Returns once the run no longer waits on the message (woken by the run's news)."""
-
-    async def closed(msg: Message) -> None:
-        bus = manager.bus
+    async def closed(self, msg: Message) -> None:
+        """Returns once the run no longer waits on ``msg`` (woken by the run's news)."""
+        bus = self.manager.bus
         sub = bus.subscribe(msg.run_id)
         try:
             while True:
-                run = await manager.store.get_run(msg.run_id)
+                run = await self.manager.store.get_run(msg.run_id)
                 wait = run.get("wait") if run else None
                 if not wait or wait.get("uuid") != msg.uuid:
                     return
@@ -269,10 +265,56 @@ def wait_closed(manager: RunManager) -> Closed:
         finally:
             bus.unsubscribe(msg.run_id, sub)
 
-    return closed
+
+class Follower:
+    """The run's stored messages, in order and once each: those the run publishes in this
+    process (the listener) and those stored by another hand (a wait's final message, the
+    stop of a parked run), read from the store where the seq shows a gap (a conversation's
+    seq has none) and at the end."""
+
+    def __init__(self, store: Store, show: Callable[[Message], None]) -> None:
+        self.store = store
+        self.show = show
+        self.waits: Waits | None = None
+        self.last = 0
+        self._lock = asyncio.Lock()
+
+    async def message(self, msg: Message) -> None:
+        """The run's listener."""
+        async with self._lock:
+            if msg.seq > self.last + 1:
+                await self._read(msg.conversation_id, msg.run_id, before=msg.seq)
+            if not msg.seq or msg.seq > self.last:
+                self._show(msg)
+
+    async def catch_up(self, cid: str, rid: str) -> None:
+        """Everything of the run stored and not shown yet."""
+        async with self._lock:
+            await self._read(cid, rid)
+
+    async def _read(self, cid: str, rid: str, before: int | None = None) -> None:
+        while True:
+            batch = await self.store.messages(cid, run_id=rid, after=self.last, limit=READ_BATCH)
+            for later in batch:
+                if before is not None and later.seq >= before:
+                    return
+                self._show(later)
+            if len(batch) < READ_BATCH:
+                return
+
+    def _show(self, msg: Message) -> None:
+        self.last = max(self.last, msg.seq)
+        self.show(msg)
+        if self.waits is not None:
+            self.waits.message(msg)
 
 
+READ_BATCH = 500  # messages read from the store at once
 CLOSED_POLL = 1.0  # seconds between looks at a wait while its prompt is shown (a safety net)
+
+
+def print_line(text: str) -> None:
+    print(text, flush=True)
 
 
 async def follow(manager: RunManager, run_id: str, waits: Waits | None) -> str | None:
