@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from backend.runs.manager import RunManager
     from backend.store.repo import Store
 
+WAIT_KINDS = (MessageKind.APPROVAL, MessageKind.ASK_USER)
 REASON_MAX = 4000  # characters of a rejection reason (as the API)
 
 NEEDS_TERMINAL = (
@@ -125,8 +126,8 @@ def show_wait(msg: Message) -> str:
 
 
 def approval_prompt(klass: str) -> str:
-    every = f"every {klass} action" if klass else "every action of this kind"
-    return f"Approve? y = yes, n = no, a = yes to {every} of this run, or type a reason to refuse: "
+    every = f'every later action of class "{klass}"' if klass else "every later such action"
+    return f"Approve? y = yes, n = no, a = yes and to {every}, or type a reason to refuse: "
 
 
 async def ask_approval(term: Terminal, msg: Message, say: Callable[[str], None]) -> Answer | None:
@@ -199,7 +200,7 @@ class Waits:
 
     def message(self, msg: Message) -> None:
         """Every message of the run (the run's listener)."""
-        if msg.meta.action_type not in (MessageKind.APPROVAL, MessageKind.ASK_USER):
+        if msg.meta.action_type not in WAIT_KINDS:
             return
         if msg.status == "running":
             self._pending[msg.uuid] = msg
@@ -223,13 +224,16 @@ class Waits:
             asking = ask_approval(self.term, msg, self.say)
         prompt = asyncio.ensure_future(asking)
         closed = asyncio.ensure_future(self.closed(msg))
+        dropped = False
         try:
             await asyncio.wait({prompt, closed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             closed.cancel()
             if not prompt.done():
                 prompt.cancel()  # its reader goes with it
-        if prompt.cancelled():
+                dropped = True
+        if dropped:
+            await asyncio.wait({prompt})
             self.say("\n(no longer asked: answered elsewhere, timed out or stopped)")
         elif (got := prompt.result()) is STOP:
             return False
@@ -304,9 +308,12 @@ class Follower:
 
     def _show(self, msg: Message) -> None:
         self.last = max(self.last, msg.seq)
-        self.show(msg)
-        if self.waits is not None:
-            self.waits.message(msg)
+        if self.waits is None:
+            self.show(msg)
+            return
+        if msg.status != "running" or msg.meta.action_type not in WAIT_KINDS:
+            self.show(msg)  # (what is asked is shown whole by its prompt)
+        self.waits.message(msg)
 
 
 READ_BATCH = 500  # messages read from the store at once

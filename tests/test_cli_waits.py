@@ -58,7 +58,7 @@ def test_each_answer_of_an_approval(tty: tuple[int, int], keys: bytes, answer: A
     term, shown = typed(tty, keys)
     said: list[str] = []
     assert asyncio.run(ask_approval(term, approval(), said.append)) == answer
-    assert "a = yes to every terminal action of this run" in shown[0]
+    assert 'a = yes and to every later action of class "terminal"' in shown[0]
     assert said == []
 
 

@@ -77,6 +77,12 @@ class TerminalSession:
         assert found and at >= 0, f"{text!r} not printed; output so far:\n{self.output}"
         return at + len(needle)
 
+    @property
+    def hung_up(self) -> bool:
+        """Every process that had the terminal open has closed it (or ended)."""
+        with self._changed:
+            return self._closed
+
     def count(self, text: str) -> int:
         return self.output.count(text)
 

@@ -18,7 +18,7 @@ from tests.fakellm import FakeModelServer
 
 pytestmark = pytest.mark.e2e
 
-PROMPT = "Approve? y = yes, n = no, a = yes to every terminal action of this run"
+PROMPT = 'Approve? y = yes, n = no, a = yes and to every later action of class "terminal"'
 
 
 def ask_user(question: str) -> str:
@@ -36,9 +36,11 @@ def terminal(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[type[Termi
     env = {**os.environ, **server_env(tmp_path, fake_model.base_url)}
 
     class Session(TerminalSession):
-        def __init__(self, *args: str) -> None:
+        def __init__(self, *args: str, **extra: str) -> None:
             super().__init__(
-                [*args, "--mode", "agent", "--workspace", str(tmp_path / "ws")], tmp_path, env
+                [*args, "--mode", "agent", "--workspace", str(tmp_path / "ws")],
+                tmp_path,
+                {**env, **extra},
             )
             sessions.append(self)
 
@@ -150,11 +152,30 @@ def test_ending_input_at_the_prompt_stops_the_run(
     term.expect(PROMPT)
     term.type(key)
     assert term.wait() == 1, term.output
+    assert term.hung_up  # nothing left holding the terminal: no process left running
     last = term.output.strip().splitlines()[-1]
     assert last.startswith("run ") and " stopped; files in " in last, term.output
-    assert "[stop" in term.output
+    assert "[approval FAIL] Stopped" in term.output
+    assert "[stop FAIL] The run was stopped." in term.output
     assert marker(tmp_path) is None
     assert len(thinking_calls(fake_model)) == 1
+
+
+def test_a_wait_that_times_out_drops_its_prompt_and_the_run_goes_on(
+    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Mark")},
+        {"stage": "thinking", "content": run("echo ran >> marker")},
+        {"stage": "thinking", "content": finish("went on without it")},
+    )
+    term = terminal("mark it", "--approval", "risky", APPROVAL_TIMEOUT="1", LEASE_SECONDS="2")
+    at = term.expect(PROMPT)
+    at = term.expect("(no longer asked: answered elsewhere, timed out or stopped)", after=at)
+    term.expect("[approval FAIL] Nobody approved it within 1 seconds", after=at)
+    assert term.wait() == 0, term.output
+    assert marker(tmp_path) is None
+    assert "Nobody approved it within 1 seconds" in thinking_calls(fake_model)[1]
 
 
 def test_ending_input_at_a_question_stops_the_run(
