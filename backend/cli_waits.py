@@ -10,8 +10,10 @@ cancellation). A wait answered elsewhere (another process, a timeout) drops its 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
+import termios
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -57,6 +59,13 @@ class Terminal:
         self._write = write or (lambda text: print(text, end="", flush=True))
         self._buffer = b""
         self._eof = False
+
+    def discard_typeahead(self) -> None:
+        """Forget what was typed before the question was shown: a key pressed while the
+        run printed its progress answers nothing."""
+        self._buffer = b""
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcflush(self.fd, termios.TCIFLUSH)
 
     async def line(self, prompt: str) -> str | None:
         self._write(prompt)
@@ -217,6 +226,7 @@ class Waits:
     async def answer(self, msg: Message) -> bool:
         """Ask about ``msg`` and answer it; False when the person ended input (stop the
         run). A wait closed meanwhile drops its prompt."""
+        self.term.discard_typeahead()
         self.say(show_wait(msg))
         if msg.meta.action_type == MessageKind.ASK_USER:
             asking = ask_question(self.term, self.say)

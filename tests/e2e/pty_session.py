@@ -61,21 +61,20 @@ class TerminalSession:
     @property
     def output(self) -> str:
         with self._changed:
-            return self._out.decode("utf-8", errors="replace").replace("\r\n", "\n")
+            return self._text()
 
     def expect(self, text: str, timeout: float = 60, after: int = 0) -> int:
-        """Wait until ``text`` was printed (past position ``after``, a value this method
-        returned); the position just after it. Fails with everything printed so far."""
-        needle = text.encode()
+        """Wait until ``text`` was printed (past position ``after`` of :attr:`output`); the
+        position just after it. Fails with everything printed so far."""
         with self._changed:
-            found = self._changed.wait_for(
-                lambda: self._closed or needle in self._out.replace(b"\r\n", b"\n")[after:],
-                timeout,
-            )
-            out = self._out.replace(b"\r\n", b"\n")
-            at = out.find(needle, after)
-        assert found and at >= 0, f"{text!r} not printed; output so far:\n{self.output}"
-        return at + len(needle)
+            self._changed.wait_for(lambda: self._closed or text in self._text()[after:], timeout)
+            out = self._text()
+        at = out.find(text, after)
+        assert at >= 0, f"{text!r} not printed; output so far:\n{out}"
+        return at + len(text)
+
+    def _text(self) -> str:
+        return self._out.decode("utf-8", errors="replace").replace("\r\n", "\n")
 
     @property
     def hung_up(self) -> bool:

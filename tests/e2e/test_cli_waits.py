@@ -75,6 +75,25 @@ def test_an_approved_command_runs_once_after_the_person_says_yes(
     assert "completed" in term.output.splitlines()[-1]
 
 
+def test_keys_typed_before_the_question_answer_nothing(
+    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Mark")},
+        {"stage": "thinking", "content": run("echo ran >> marker"), "hold": "reply"},
+        {"stage": "thinking", "content": finish("did not mark")},
+    )
+    term = terminal("mark it", "--approval", "risky")
+    term.expect("[task …] Mark")
+    term.type("y\n")  # while the run works: before anything is asked
+    fake_model.release("reply")
+    at = term.expect(PROMPT)
+    term.type("no typing ahead\n")
+    assert term.wait() == 0, term.output
+    assert marker(tmp_path) is None
+    assert "[approval FAIL] no typing ahead" in term.output[at:]
+
+
 @pytest.mark.parametrize("keys", [["not on this machine\n"], ["n\n", "not on this machine\n"]])
 def test_a_refusal_and_its_reason_reach_the_model(
     tmp_path: Path,
