@@ -17,7 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.actions import registry as actions
 from backend.cli_files import check_input_files, upload_inputs
-from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, print_line
+from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
@@ -206,8 +206,9 @@ async def run_cmd(
     if problem:
         print(f"planact: {problem}", file=sys.stderr)
         return 2
+    source = f"--approval {approval}" if approval else f"APPROVAL_MODE={settings.approval_mode}"
     approval = approval or settings.approval_mode
-    refusal = needs_terminal(approval)
+    refusal = needs_terminal(approval, source)
     if refusal:  # it would have to ask and could not: refused before anything starts
         print(refusal, file=sys.stderr)
         return 2
@@ -238,7 +239,7 @@ async def run_cmd(
     follower = Follower(store, progress.message)
     waits = None
     if terminal is not None:
-        waits = follower.waits = Waits(terminal, manager, print_line, follower.catch_up)
+        waits = follower.waits = Waits(terminal, manager, to_person, follower.catch_up)
 
     cid: str | None = None
     if files:  # the inputs go into a new conversation's workspace first

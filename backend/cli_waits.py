@@ -30,17 +30,25 @@ WAIT_KINDS = (MessageKind.APPROVAL, MessageKind.ASK_USER)
 REASON_MAX = 4000  # characters of a rejection reason (as the API)
 
 NEEDS_TERMINAL = (
-    "planact: --approval {mode} asks on the terminal before actions, but stdin is not a "
-    "terminal: run it in a terminal, or pass --approval never to let every action run."
+    "planact: {source} asks on the terminal before actions, but stdin is not a terminal: "
+    "run it in a terminal, or pass --approval never to let every action run."
 )
 
 
-def needs_terminal(mode: str, stdin: TextIO | None = None) -> str:
-    """The sentence refusing a run that must ask but has no terminal, or ""."""
+def needs_terminal(mode: str, source: str = "", stdin: TextIO | None = None) -> str:
+    """The sentence refusing a run that must ask but has no terminal, or "". ``source``:
+    where the mode came from (default ``--approval MODE``)."""
     stdin = stdin if stdin is not None else sys.stdin
     if mode == "never" or _is_tty(stdin):
         return ""
-    return NEEDS_TERMINAL.format(mode=mode)
+    return NEEDS_TERMINAL.format(source=source or f"--approval {mode}")
+
+
+def to_person(text: str, end: str = "\n") -> None:
+    """What is asked goes where the person looks: stdout, or stderr when stdout is not a
+    terminal (progress sent to a file)."""
+    stream = sys.stdout if _is_tty(sys.stdout) else sys.stderr
+    print(text, end=end, file=stream, flush=True)
 
 
 def _is_tty(stream: TextIO | None) -> bool:
@@ -56,7 +64,7 @@ class Terminal:
 
     def __init__(self, fd: int, write: Callable[[str], None] | None = None) -> None:
         self.fd = fd
-        self._write = write or (lambda text: print(text, end="", flush=True))
+        self._write = write or (lambda text: to_person(text, end=""))
         self._buffer = b""
         self._eof = False
 
@@ -330,10 +338,6 @@ READ_BATCH = 500  # messages read from the store at once
 CLOSED_POLL = 1.0  # seconds between looks at a wait while its prompt is shown (a safety net)
 
 
-def print_line(text: str) -> None:
-    print(text, flush=True)
-
-
 async def follow(manager: RunManager, run_id: str, waits: Waits | None) -> str | None:
     """Wait for the run to end, answering its waits on the terminal as they come. End of
     input at a prompt stops the run (then its final status, as for any stop)."""
@@ -354,7 +358,7 @@ async def follow(manager: RunManager, run_id: str, waits: Waits | None) -> str |
             if ended.done():
                 return ended.result()
             if not asking.result():  # end of input: stop the run
-                print_line("Input ended: stopping the run.")
+                to_person("Input ended: stopping the run.")
                 await manager.stop(run_id)
                 return await manager.wait(run_id, timeout=30)
     finally:

@@ -108,10 +108,12 @@ def test_what_a_person_reads_before_answering() -> None:
 
 def test_only_never_runs_without_a_terminal(tty: tuple[int, int]) -> None:
     not_a_tty = io.StringIO()
-    assert needs_terminal("never", not_a_tty) == ""
+    assert needs_terminal("never", stdin=not_a_tty) == ""
     for mode in ("risky", "always"):
-        said = needs_terminal(mode, not_a_tty)
-        assert f"--approval {mode}" in said and "--approval never" in said
-        assert "not a terminal" in said
+        said = needs_terminal(mode, stdin=not_a_tty)
+        assert said.startswith(f"planact: --approval {mode} asks on the terminal")
+        assert "not a terminal" in said and "--approval never" in said
+    said = needs_terminal("risky", "APPROVAL_MODE=risky", stdin=not_a_tty)
+    assert said.startswith("planact: APPROVAL_MODE=risky asks on the terminal")
     with os.fdopen(os.dup(tty[1])) as terminal:
-        assert needs_terminal("always", terminal) == ""
+        assert needs_terminal("always", stdin=terminal) == ""

@@ -23,20 +23,26 @@ def _take_terminal() -> None:
 
 
 class TerminalSession:
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdout: Path | None = None
+    ) -> None:
+        """``stdout``: a file the run's stdout goes to instead of the terminal."""
         master, slave = os.openpty()
         self.master = master
+        out = stdout.open("wb") if stdout is not None else None
         self.proc = subprocess.Popen(
             [PLANACT, "run", *args],
             cwd=cwd,
             env={**env, "TERM": "dumb", "COLUMNS": "200"},
             stdin=slave,
-            stdout=slave,
+            stdout=out or slave,
             stderr=slave,
             start_new_session=True,
             preexec_fn=_take_terminal,
         )
         os.close(slave)
+        if out is not None:
+            out.close()
         self._out = b""
         self._changed = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)

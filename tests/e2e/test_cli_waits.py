@@ -36,11 +36,12 @@ def terminal(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[type[Termi
     env = {**os.environ, **server_env(tmp_path, fake_model.base_url)}
 
     class Session(TerminalSession):
-        def __init__(self, *args: str, **extra: str) -> None:
+        def __init__(self, *args: str, stdout: Path | None = None, **extra: str) -> None:
             super().__init__(
                 [*args, "--mode", "agent", "--workspace", str(tmp_path / "ws")],
                 tmp_path,
                 {**env, **extra},
+                stdout=stdout,
             )
             sessions.append(self)
 
@@ -73,6 +74,25 @@ def test_an_approved_command_runs_once_after_the_person_says_yes(
     assert term.count("Approve?") == 1
     assert "[approval ok] Approved" in term.output
     assert "completed" in term.output.splitlines()[-1]
+
+
+def test_with_progress_sent_to_a_file_the_question_is_asked_on_the_terminal(
+    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Mark")},
+        {"stage": "thinking", "content": run("echo ran >> marker") + finish("marked")},
+    )
+    progress = tmp_path / "progress.txt"
+    term = terminal("mark it", "--approval", "risky", stdout=progress)
+    at = term.expect("The agent wants to run terminal_run [terminal]:\n    echo ran >> marker")
+    term.expect(PROMPT, after=at)
+    term.type("y\n")
+    assert term.wait() == 0, term.output
+    assert marker(tmp_path) == "ran\n"
+    printed = progress.read_text()
+    assert "[approval ok] Approved" in printed and "Approve?" not in printed
+    assert " completed; files in " in printed.splitlines()[-1]
 
 
 def test_keys_typed_before_the_question_answer_nothing(
@@ -229,11 +249,11 @@ def no_terminal_run(
 
 
 @pytest.mark.parametrize(
-    ("args", "env", "mode"),
+    ("args", "env", "source"),
     [
-        (["--approval", "risky"], {}, "risky"),
-        (["--approval", "always"], {"APPROVAL_MODE": "never"}, "always"),
-        ([], {"APPROVAL_MODE": "risky"}, "risky"),
+        (["--approval", "risky"], {}, "--approval risky"),
+        (["--approval", "always"], {"APPROVAL_MODE": "never"}, "--approval always"),
+        ([], {"APPROVAL_MODE": "risky"}, "APPROVAL_MODE=risky"),
     ],
 )
 def test_without_a_terminal_a_run_that_must_ask_is_refused_before_it_starts(
@@ -241,12 +261,12 @@ def test_without_a_terminal_a_run_that_must_ask_is_refused_before_it_starts(
     fake_model: FakeModelServer,
     args: list[str],
     env: dict[str, str],
-    mode: str,
+    source: str,
 ) -> None:
     proc = no_terminal_run(tmp_path, fake_model, "goal", *args, **env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = proc.stderr.strip()
-    assert said.startswith(f"planact: --approval {mode} asks on the terminal")
+    assert said.startswith(f"planact: {source} asks on the terminal")
     assert "stdin is not a terminal" in said and "--approval never" in said
     assert len(said.splitlines()) == 1 and "Traceback" not in said
     assert proc.stdout == ""
