@@ -17,11 +17,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.actions import registry as actions
 from backend.cli_files import check_input_files, upload_inputs
+from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.runtime import registry
+from backend.waits import APPROVAL_MODES
 
 log = logging.getLogger("planact")
 
@@ -60,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="an input file copied into the run's workspace (repeatable)",
     )
+    run.add_argument(
+        "--approval",
+        choices=APPROVAL_MODES,
+        help="which actions wait for your y/n on the terminal before they run: never; "
+        "risky (commands, web and MCP tools); always (also file edits). Default: "
+        "APPROVAL_MODE (never). Needs a terminal unless never",
+    )
     worker = sub.add_parser("worker", help="execute queued runs (EXECUTOR=queue, PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs at once (WORKER_CONCURRENCY)")
     args = parser.parse_args(argv)
@@ -79,7 +88,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return asyncio.run(
-            run_cmd(args.goal, args.runtime, args.workspace, args.mode, args.files, args.model)
+            run_cmd(
+                args.goal,
+                args.runtime,
+                args.workspace,
+                args.mode,
+                args.files,
+                args.model,
+                args.approval,
+            )
         )
     except SandboxConfigError as exc:
         print(f"planact: {exc}", file=sys.stderr)
@@ -180,6 +197,7 @@ async def run_cmd(
     mode: str,
     files: list[Path] | None = None,
     model: str | None = None,
+    approval: str | None = None,
 ) -> int:
     settings = Settings()
     if workspace is not None:
@@ -188,6 +206,14 @@ async def run_cmd(
     if problem:
         print(f"planact: {problem}", file=sys.stderr)
         return 2
+    source = f"--approval {approval}" if approval else f"APPROVAL_MODE={settings.approval_mode}"
+    approval = approval or settings.approval_mode
+    refusal = needs_terminal(approval, source)
+    if refusal:  # it would have to ask and could not: refused before anything starts
+        print(refusal, file=sys.stderr)
+        return 2
+    # a terminal: approvals and the model's questions are asked on it (else never asked)
+    terminal = Terminal(sys.stdin.fileno()) if sys.stdin.isatty() else None
     from backend.llm.factory import make_llm
     from backend.runs import RunManager
     from backend.runs.worker import prewarm
@@ -210,6 +236,11 @@ async def run_cmd(
     await manager.open()
 
     progress = Progress()
+    follower = Follower(store, progress.message)
+    waits = None
+    if terminal is not None:
+        waits = follower.waits = Waits(terminal, manager, to_person, follower.catch_up)
+
     cid: str | None = None
     if files:  # the inputs go into a new conversation's workspace first
         cid = await upload_inputs(store, manager, settings, files)
@@ -225,15 +256,20 @@ async def run_cmd(
         conversation_id=cid,
         mode=mode,
         runtime=runtime,
-        listener=progress.message,
+        listener=follower.message,
         delta_listener=progress.delta,
         model=model,
+        approval=approval,
+        can_ask=terminal is not None,
     )
     try:
-        status = await manager.wait(rid)
+        status = await follow(manager, rid, waits)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: stop the run, cleanly
+        if (task := asyncio.current_task()) is not None:
+            task.uncancel()
         await manager.stop(rid)
         status = await manager.wait(rid, timeout=30)
+    await follower.catch_up(cid, rid)  # what was stored by another hand (a stop while parked)
     run = await store.get_run(rid)
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)

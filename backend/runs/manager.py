@@ -437,8 +437,13 @@ class RunManager:
         info = await self.store.request_stop(run_id)
         if info is None:
             return False
-        if run_id in self._contexts:
+        ctx = self._contexts.get(run_id)
+        if ctx is not None:
             self._stop_local(run_id)
+            if ctx.control.ending:
+                # it may be parking: a stop recorded after it let go of the run (it has no
+                # owner then) is not seen by it, so the run is ended here
+                await parking.stop_parked(self, run_id)
         elif info["owner"] is None:
             # queued and not taken by a worker yet, or parked on a wait: end it here
             if await self.store.claim_run(run_id, self.instance_id, None):

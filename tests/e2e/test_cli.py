@@ -186,7 +186,9 @@ def test_run_help_describes_every_argument_and_offers_model() -> None:
             assert "--model MODEL" in proc.stdout and "LLM_MODELS" in proc.stdout
             positional = proc.stdout.split("positional arguments:", 1)[1].split("options:")[0]
             assert "what the agent should do" in positional
-            for flag in ("--runtime", "--workspace", "--mode", "--file"):
+            assert "--approval {never,risky,always}" in proc.stdout
+            assert "APPROVAL_MODE" in proc.stdout and "Needs a terminal" in proc.stdout
+            for flag in ("--runtime", "--workspace", "--mode", "--file", "--approval"):
                 block = options.split(flag, 1)[1].split("\n  -", 1)[0]
                 assert len(block.split()) > 2, (flag, block)
         if command == "serve":

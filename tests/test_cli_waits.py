@@ -1,0 +1,119 @@
+"""`planact run` asks on a terminal: what each typed line means (a real pseudo-terminal)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from backend.cli_waits import (
+    REASON_MAX,
+    Answer,
+    Terminal,
+    ask_approval,
+    ask_question,
+    needs_terminal,
+    show_wait,
+)
+from backend.messages.message import Message
+
+
+@pytest.fixture
+def tty() -> Iterator[tuple[int, int]]:
+    master, slave = os.openpty()
+    yield master, slave
+    os.close(master)
+    os.close(slave)
+
+
+def approval(klass: str = "terminal", content: str = "touch marker") -> Message:
+    msg = Message.build("approval", content, status="running")
+    msg.meta.json_ = [{"action_type": "terminal_run", "class": klass, "params": {}}]
+    return msg
+
+
+def typed(tty: tuple[int, int], *lines: bytes) -> tuple[Terminal, list[str]]:
+    master, slave = tty
+    for line in lines:
+        os.write(master, line)
+    shown: list[str] = []
+    return Terminal(slave, write=shown.append), shown
+
+
+@pytest.mark.parametrize(
+    ("keys", "answer"),
+    [
+        (b"y\n", Answer("approve")),
+        (b"YES\n", Answer("approve")),
+        (b"a\n", Answer("approve_all")),
+        (b"n\nthe tests touch prod\n", Answer("reject", "the tests touch prod")),
+        (b"n\n\n", Answer("reject", "")),
+        (b"use a temp dir instead\n", Answer("reject", "use a temp dir instead")),
+    ],
+)
+def test_each_answer_of_an_approval(tty: tuple[int, int], keys: bytes, answer: Answer) -> None:
+    term, shown = typed(tty, keys)
+    said: list[str] = []
+    assert asyncio.run(ask_approval(term, approval(), said.append)) == answer
+    assert 'a = yes and to every later action of class "terminal"' in shown[0]
+    assert said == []
+
+
+def test_an_empty_line_asks_again(tty: tuple[int, int]) -> None:
+    term, shown = typed(tty, b"\n", b"  \n", b"y\n")
+    said: list[str] = []
+    assert asyncio.run(ask_approval(term, approval(), said.append)) == Answer("approve")
+    assert len([s for s in shown if s.startswith("Approve?")]) == 3
+    assert said == ["Type y, n, a, or a reason to refuse (Ctrl-D stops the run)."] * 2
+
+
+def test_a_reason_over_the_limit_is_refused_and_asked_again(tty: tuple[int, int]) -> None:
+    long = b"x" * (REASON_MAX + 1)
+    term, _ = typed(tty, long + b"\n", b"n\n", long + b"\n", b"too risky\n")
+    said: list[str] = []
+    assert asyncio.run(ask_approval(term, approval(), said.append)) == Answer("reject", "too risky")
+    assert said == [f"A reason is at most 4,000 characters; this one has {REASON_MAX + 1:,}."] * 2
+
+
+@pytest.mark.parametrize("keys", [b"\x04", b"n\n\x04"])
+def test_end_of_input_at_a_prompt_means_stop(tty: tuple[int, int], keys: bytes) -> None:
+    term, _ = typed(tty, keys)
+    assert asyncio.run(ask_approval(term, approval(), lambda _: None)) is None
+
+
+def test_a_question_takes_one_line_and_asks_again_when_empty(tty: tuple[int, int]) -> None:
+    term, shown = typed(tty, b"\n", b"  blue, please \n")
+    said: list[str] = []
+    assert asyncio.run(ask_question(term, said.append)) == Answer(answer="blue, please")
+    assert shown == ["Your answer: ", "Your answer: "]
+    assert said == ["Type an answer (Ctrl-D stops the run)."]
+    term, _ = typed(tty, b"\x04")
+    assert asyncio.run(ask_question(term, said.append)) is None
+
+
+def test_what_a_person_reads_before_answering() -> None:
+    edit = Message.build("approval", "--- a/app.py\n+++ b/app.py\n@@\n-x\n+y", status="running")
+    edit.meta.json_ = [{"action_type": "edit_file", "class": "edits", "params": {}}]
+    edit.meta.filepath = "app.py"
+    assert show_wait(edit) == (
+        "The agent wants to run edit_file (app.py) [edits]:\n"
+        "    --- a/app.py\n    +++ b/app.py\n    @@\n    -x\n    +y"
+    )
+    question = Message.build("ask_user", "Which port?", status="running")
+    assert show_wait(question) == "The agent asks:\n    Which port?"
+
+
+def test_only_never_runs_without_a_terminal(tty: tuple[int, int]) -> None:
+    not_a_tty = io.StringIO()
+    assert needs_terminal("never", stdin=not_a_tty) == ""
+    for mode in ("risky", "always"):
+        said = needs_terminal(mode, stdin=not_a_tty)
+        assert said.startswith(f"planact: --approval {mode} asks on the terminal")
+        assert "not a terminal" in said and "--approval never" in said
+    said = needs_terminal("risky", "APPROVAL_MODE=risky", stdin=not_a_tty)
+    assert said.startswith("planact: APPROVAL_MODE=risky asks on the terminal")
+    with os.fdopen(os.dup(tty[1])) as terminal:
+        assert needs_terminal("always", stdin=terminal) == ""
