@@ -193,7 +193,7 @@ def test_ending_input_at_the_prompt_stops_the_run(
     assert term.wait() == 1, term.output
     assert term.hung_up  # nothing left holding the terminal: no process left running
     last = term.output.strip().splitlines()[-1]
-    assert last.startswith("run ") and " stopped; files in " in last, term.output
+    assert last.startswith("run ") and " stopped before it finished; files in " in last, term.output
     assert "[approval FAIL] Stopped" in term.output
     assert "[stop FAIL] The run was stopped." in term.output
     assert marker(tmp_path) is None
@@ -231,7 +231,7 @@ def test_ending_input_at_a_question_stops_the_run(
     term.expect("Your answer: ", after=at)
     term.type(CTRL_D)
     assert term.wait() == 1, term.output
-    assert " stopped; files in " in term.output.strip().splitlines()[-1]
+    assert " stopped before it finished; files in " in term.output.strip().splitlines()[-1]
 
 
 def no_terminal_run(
