@@ -65,3 +65,22 @@ def test_a_failed_command_is_printed_whole_even_after_its_live_output() -> None:
         )
     )
     assert out[-1] == "[terminal_run FAIL] Exit code: 1\n    stderr:\n    KeyError: 'x'"
+
+
+def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> None:
+    from backend.agent.narration import narration_message
+    from backend.agent.unusable import unusable_message
+
+    refusal = "I can't help with that. " * 20
+    assert _progress_line(Message.build("auto_reply", refusal)) == "[auto_reply] " + refusal.strip()
+    said = _progress_line(narration_message("I won't.\nNot this.", "t1", "u1"))
+    assert said == "[thinking] I won't.\n    Not this."
+    broken = "<terminal_run><cwd>.</cwd></terminal_run>"
+    line = _progress_line(
+        unusable_message("`terminal_run` was missing command", broken, stage="action")
+    )
+    assert line.startswith(
+        "[unusable reply] The model's reply could not be used as an action: "
+        "`terminal_run` was missing command."
+    )
+    assert line.endswith(broken)
