@@ -16,6 +16,8 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.actions import registry as actions
+from backend.agent.narration import NARRATION
+from backend.agent.unusable import UNUSABLE
 from backend.cli_files import check_input_files, upload_inputs
 from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
 from backend.config import LOOPBACK_HOSTS, Settings
@@ -312,6 +314,10 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
     if kind == MessageKind.FINISH_SUMMERY:
         files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
         return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
+    if kind == MessageKind.THINKING and msg.type == UNUSABLE:  # a reply the agent could not use
+        return f"[unusable reply] {_indent(text)}"
+    if kind == MessageKind.AUTO_REPLY or (kind == MessageKind.THINKING and msg.type == NARRATION):
+        return f"[{kind}] {_indent(text)}"  # the model's words to the person: whole
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
     failed = msg.status == "failure"
     if msg.status != "running":  # its card: a command and its output, a diff, a file

@@ -103,3 +103,22 @@ def test_each_way_a_run_ends_has_its_own_last_line() -> None:
     )
     assert final_line("r1", "failed", "", ws) == "run r1 FAILED; files in /w"
     assert "waiting for your answer" in final_line("r1", "waiting", "", ws)
+
+
+def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> None:
+    from backend.agent.narration import narration_message
+    from backend.agent.unusable import unusable_message
+
+    refusal = "I can't help with that. " * 20
+    assert _progress_line(Message.build("auto_reply", refusal)) == "[auto_reply] " + refusal.strip()
+    said = _progress_line(narration_message("I won't.\nNot this.", "t1", "u1"))
+    assert said == "[thinking] I won't.\n    Not this."
+    broken = "<terminal_run><cwd>.</cwd></terminal_run>"
+    line = _progress_line(
+        unusable_message("`terminal_run` was missing command", broken, stage="action")
+    )
+    assert line.startswith(
+        "[unusable reply] The model's reply could not be used as an action: "
+        "`terminal_run` was missing command."
+    )
+    assert line.endswith(broken)

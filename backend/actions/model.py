@@ -59,11 +59,14 @@ MAX_REPLY_CHARS = 1_000_000
 
 class FormatError(ValueError):
     """The reply holds no usable action. The message is written for the model;
-    ``user`` says what went wrong in a person's words (never the format lessons)."""
+    ``user`` says what went wrong in a person's words (never the format lessons);
+    ``words``: the reply tried no action at all (an answer in words: a refusal, a question,
+    prose), as opposed to an action it got wrong."""
 
-    def __init__(self, message: str, user: str = "") -> None:
+    def __init__(self, message: str, user: str = "", *, words: bool = False) -> None:
         super().__init__(message)
         self.user = user or "a reply held no usable action"
+        self.words = words
 
 
 class TruncatedReplyError(FormatError):

@@ -115,6 +115,7 @@ def _parse(
         raise FormatError(
             messages.no_action(list(dict.fromkeys(scan.mentions))),
             user="a reply held no action",
+            words=not scan.mentions and not any(m in text for m in ("{", "```", "</", "/>")),
         )
     return [_validate(raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)]
 

@@ -24,6 +24,7 @@ from backend.agent.transcript import (
     describe,
     turn_from,
 )
+from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
 from backend.messages.kinds import ActionType, MessageKind
 from backend.messages.message import Message
@@ -96,7 +97,15 @@ async def run_task(
             await ctx.publish(
                 Message.build(MessageKind.THINKING, scrub(thought), task_id=task["id"])
             )
-        if words := prose_of(completion.text):
+        if isinstance(parsed, FormatError) and not parsed.words:
+            # a format problem: the person sees what the model wrote, and that it was unusable
+            # (its live prose, streamed as `narration`, becomes that message)
+            await ctx.publish(
+                unusable_message(
+                    parsed.user, completion.text, stage="action", task_id=task["id"], uuid=narration
+                )
+            )
+        elif words := prose_of(completion.text):  # the agent's words (a refusal too)
             await ctx.publish(narration_message(scrub(words), task["id"], narration))
         if isinstance(parsed, FormatError):
             format_errors += 1

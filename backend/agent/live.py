@@ -5,7 +5,10 @@ Live deltas (CONTRACT section 3): model text and command output go through a
 before its stored version.
 Command output is also kept (capped, head and tail) so that a command cut short by a stop
 still leaves its output in the stored message (:meth:`Live.closing_text`; which messages
-are still open is tracked by ``RunState.open_actions`` / ``open_tasks``).
+are still open is tracked by ``RunState.open_actions`` / ``open_tasks``), and so that a
+reader who attaches while it runs (a reload, a second tab, a reconnect, on any process) gets
+the output so far first (:meth:`Live.catch_up`). Command output deltas carry ``offset``:
+where their text starts in the command's stream, so a reader drops what it already has.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ class _Kept:
         self.head = ""
         self.tail = ""
         self.dropped = 0
+        self.total = 0  # characters fed so far
 
     def feed(self, text: str) -> None:
+        self.total += len(text)
         room = self.keep - len(self.head)
         if room > 0:
             self.head += text[:room]
@@ -169,10 +174,49 @@ class Live:
 
     def output(self, uuid: str, stream: str, text: str) -> None:
         """Output of the running command ``uuid``: kept (capped) and streamed."""
-        kept = self._output.setdefault(uuid, {})
-        kept.setdefault(stream, _Kept()).feed(text)
+        kept = self._output.setdefault(uuid, {}).setdefault(stream, _Kept())
+        offset = kept.total
+        kept.feed(text)
         if self.deltas is not None:
-            self.deltas.add(uuid, MessageKind.TERMINAL_RUN, text, stream)
+            self.deltas.add(uuid, MessageKind.TERMINAL_RUN, text, stream, offset)
+
+    # -- catch-up for a reader who attaches mid-command -------------------------------------
+    def catch_up(self) -> list[dict[str, Any]]:
+        """The output of every running command so far, as deltas with offsets: the kept
+        head at offset 0 and, when the middle was cut, the kept tail at its own offset."""
+        out: list[dict[str, Any]] = []
+        for uuid, streams in list(self._output.items()):
+            for stream, kept in streams.items():
+                pieces = [(0, kept.head)]
+                if kept.tail:
+                    pieces.append((len(kept.head) + kept.dropped, kept.tail))
+                for offset, text in pieces:
+                    if text:
+                        out.append(
+                            {
+                                "uuid": uuid,
+                                "action_type": MessageKind.TERMINAL_RUN,
+                                "stream": stream,
+                                "text": scrub(text),
+                                "offset": offset,
+                            }
+                        )
+        return out
+
+    def send_catch_up(self) -> None:
+        """A reader on another process attached: the output so far to every reader, in order
+        with the live deltas (readers that have it drop it by its offsets)."""
+        if self._publish is None:
+            return
+        if self.deltas is not None:  # pending text first: offsets stay in order on the wire
+            self.deltas.flush()
+        payloads = self.catch_up()
+        if not payloads:
+            return
+        self._outbox.extend(payloads)
+        if self._drainer is None or self._drainer.done():
+            with contextlib.suppress(RuntimeError):
+                self._drainer = asyncio.get_running_loop().create_task(self.drain())
 
     def close(self) -> None:
         if self.deltas is not None:

@@ -70,7 +70,7 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
                 await answer_directly(ctx)
                 return "completed"
             reply = uuid.uuid4().hex  # the planner's prose streams live as this auto_reply
-            prose, tasks = await plan(ctx, reply)
+            prose, tasks, reply = await plan(ctx, reply)
             state.tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
             state.stage = "planned"
             await ctx.publish(

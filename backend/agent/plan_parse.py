@@ -54,7 +54,14 @@ EXAMPLE = (
 
 
 class PlanFormatError(ValueError):
-    """The plan could not be read. The message is written for the model."""
+    """The plan could not be read. The message is written for the model; ``user`` says what
+    went wrong in a person's words (never the format lesson); ``words``: the reply held no
+    attempt at a plan at all (an answer in words: a refusal, a question, prose)."""
+
+    def __init__(self, message: str, user: str = "", *, words: bool = False) -> None:
+        super().__init__(message)
+        self.user = user or "it could not be read as a task list"
+        self.words = words
 
 
 def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
@@ -64,14 +71,16 @@ def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
         raise PlanFormatError(
             f"Your plan was {len(text):,} characters long; the limit is {MAX_REPLY_CHARS:,}. "
             "Reply with a short plan: a sentence for the user, then a JSON array of a few "
-            f"tasks:\n{EXAMPLE}"
+            f"tasks:\n{EXAMPLE}",
+            f"it was too long ({len(text):,} characters; the limit is {MAX_REPLY_CHARS:,})",
         )
     try:
         return _parse_plan(text)
     except RecursionError:
         raise PlanFormatError(
             "Your plan is nested too deeply to read. Reply with a flat JSON array of tasks:\n"
-            + EXAMPLE
+            + EXAMPLE,
+            "it was nested too deeply to read",
         ) from None
 
 
@@ -88,17 +97,31 @@ def _parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
         raise PlanFormatError(
             f"Your plan could not be read{detail}. Reply with a short sentence for the user, "
             f"then the plan as a JSON array of tasks, each with a title, a description and "
-            f"optionally a requirement (how to check it is done):\n{EXAMPLE}"
+            f"optionally a requirement (how to check it is done):\n{EXAMPLE}",
+            "its task list did not parse" if json_error else "it held no task list",
+            words=not json_error and not _looks_structured(text),
         )
     prose, tasks = found
     if not tasks:
         raise PlanFormatError(
-            "The plan is empty. Give at least one task, as a JSON array of tasks:\n" + EXAMPLE
+            "The plan is empty. Give at least one task, as a JSON array of tasks:\n" + EXAMPLE,
+            "its task list was empty",
         )
     return prose.strip(), tasks
 
 
 # ------------------------------------------------------------------------ helpers
+
+
+def reply_words(text: str) -> str:
+    """A reply without its ``<think>`` reasoning: what the model said to the person."""
+    return _drop_reasoning(text).strip()
+
+
+def _looks_structured(text: str) -> bool:
+    """The reply tried some structure (JSON, a code block, a tag): a format problem, not
+    an answer in words."""
+    return any(mark in text for mark in ("{", "[", "```", "</", "/>"))
 
 
 def _drop_reasoning(text: str) -> str:

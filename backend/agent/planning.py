@@ -9,8 +9,10 @@ import anyio
 
 from backend.agent.errors import RunError
 from backend.agent.narration import PLAN_LINE_STARTS
-from backend.agent.plan_parse import PlanFormatError, parse_plan
+from backend.agent.plan_parse import PlanFormatError, parse_plan, reply_words
 from backend.agent.prompts import render
+from backend.agent.unusable import shown, unusable_message
+from backend.messages.message import Message
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
@@ -21,9 +23,12 @@ PLAN_ATTEMPTS = 3
 MAX_TASKS = 12
 
 
-async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[str, Any]]]:
-    """Returns (first answer for the user, tasks). Retries with the parse error fed back.
-    The first attempt's prose streams live as the `auto_reply` ``reply_uuid``."""
+async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[str, Any]], str]:
+    """Returns (first answer for the user, tasks, the uuid for that answer). Retries with the
+    parse error fed back. The first attempt's prose streams live as the `auto_reply`
+    ``reply_uuid``. A reply that is no plan is shown to the person (backend/agent/unusable.py):
+    its words as an `auto_reply` (then the answer gets a new uuid), a format problem as an
+    `unusable_reply`."""
     runtime_note = ctx.deps.runtime.prompt_note.planning
     ctx.state.inputs = await ctx.deps.store.uploaded_files(ctx.state.conversation_id)
     messages: list[dict[str, Any]] = [
@@ -39,6 +44,7 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
         {"role": "user", "content": ctx.state.goal},
     ]
     last_error = ""
+    refused = True  # every reply was an answer in words (no attempt at a plan)
     for attempt in range(PLAN_ATTEMPTS):
         live = ctx.live.prose(reply_uuid, MessageKind.AUTO_REPLY, PLAN_LINE_STARTS)
         completion = await ctx.call_model(
@@ -51,6 +57,8 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
                 prose, raw_tasks = parse_plan(completion.text)
         except PlanFormatError as exc:
             last_error = str(exc)
+            refused = refused and exc.words
+            reply_uuid = await _show_unusable(ctx, completion.text, exc, reply_uuid)
             messages.append({"role": "assistant", "content": "(the plan could not be read)"})
             messages.append({"role": "user", "content": last_error})
             continue
@@ -64,13 +72,31 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
             }
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
-        return prose.strip(), tasks
+        return prose.strip(), tasks, reply_uuid
     # what the model was told (the format lesson in last_error) stays out of the user's error
+    if refused:
+        raise RunError(
+            f"The model answered without a plan ({PLAN_ATTEMPTS} times; its answer is shown "
+            "above), so there was nothing to run. Rephrase the goal, or choose another model."
+        )
     raise RunError(
         f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: its replies "
         "could not be read as a task list. Try again, or choose a model that follows "
         "instructions more closely."
     )
+
+
+async def _show_unusable(ctx: RunContext, reply: str, exc: PlanFormatError, reply_uuid: str) -> str:
+    """Show the person a reply that was no plan. Returns the uuid for the next answer."""
+    if exc.words:
+        words = shown(reply_words(reply))
+        if not words:
+            return reply_uuid
+        # the live prose of this reply streamed as `reply_uuid`: it is stored as such
+        await ctx.publish(Message.build(MessageKind.AUTO_REPLY, words, uuid=reply_uuid or None))
+        return uuid.uuid4().hex
+    await ctx.publish(unusable_message(exc.user, reply, stage="plan"))
+    return reply_uuid
 
 
 def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:

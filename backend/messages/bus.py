@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
-from typing import Any
+from typing import Any, Protocol
 
 from backend.messages.message import Message
 
 DELTA_BACKLOG = 1000  # deltas a slow reader may fall behind before old ones are dropped
+
+
+class CatchUpSource(Protocol):
+    """What a live run of this process has in flight (``backend/agent/live.py``)."""
+
+    def catch_up(self) -> list[dict[str, Any]]:
+        """The output of its running commands so far, as deltas with offsets."""
+        ...
+
+    def send_catch_up(self) -> None:
+        """The same, sent to every reader on every process in order with its deltas."""
+        ...
 
 
 class Subscription(asyncio.Event):
@@ -36,20 +48,29 @@ class Bus:
         self._waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._live: dict[str, list[Message]] = {}
         self._floor: dict[str, int] = {}  # a live run's messages up to this seq: in the store
+        self._in_flight: dict[str, CatchUpSource] = {}
         self.closing = False  # set when the process shuts down: readers end their streams
 
     # -- runs of this process -------------------------------------------------------------
-    def mark_live(self, key: str, floor: int = 0) -> None:
+    def mark_live(self, key: str, floor: int = 0, in_flight: CatchUpSource | None = None) -> None:
         """A run of this process started: it publishes every message it stores. ``floor``:
         the seq of its last message stored before (a run taken over from another process);
-        a reader behind it reads the store."""
+        a reader behind it reads the store. ``in_flight``: its output so far, for readers
+        who attach mid-command."""
         self._live[key] = []
         self._floor[key] = floor
+        if in_flight is not None:
+            self._in_flight[key] = in_flight
 
     def mark_done(self, key: str) -> None:
         self._live.pop(key, None)
         self._floor.pop(key, None)
+        self._in_flight.pop(key, None)
         self.notify(key)
+
+    def in_flight(self, key: str) -> CatchUpSource | None:
+        """The run ``key``'s in-flight output when it runs in this process."""
+        return self._in_flight.get(key)
 
     def is_live(self, key: str) -> bool:
         return key in self._live

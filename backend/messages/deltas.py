@@ -9,7 +9,10 @@ stored version is published, so deltas always precede it).
 When nobody follows the run live (``wanted()`` is false) ``add`` returns at once: readers
 that ignore deltas, and runs nobody watches, pay nothing.
 
-Payload shape: ``{"uuid", "action_type", "text"}`` plus ``"stream"`` for command output.
+Payload shape: ``{"uuid", "action_type", "text"}`` plus ``"stream"`` for command output,
+and ``"offset"`` when the producer gives one: where ``text`` starts in that stream of that
+message (characters). A batch that had to drop its middle (more than ``cap`` pending)
+moves the offset on instead of marking the cut in the text.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ DeltaSink = Callable[[dict[str, Any]], None]
 @dataclass
 class _Pending:
     action_type: str
-    segments: list[list[Any]] = field(default_factory=list)  # [stream, text] in order
+    segments: list[list[Any]] = field(default_factory=list)  # [stream, text, offset] in order
     size: int = 0
     skipped: int = 0
     last_sent: float = float("-inf")
@@ -57,7 +60,14 @@ class Coalescer:
         self._pending: dict[str, _Pending] = {}
         self.sent = 0  # deltas handed to the sink (for tests and benchmarks)
 
-    def add(self, uuid: str, action_type: str, text: str, stream: str | None = None) -> None:
+    def add(
+        self,
+        uuid: str,
+        action_type: str,
+        text: str,
+        stream: str | None = None,
+        offset: int | None = None,
+    ) -> None:
         if not text or (self._wanted is not None and not self._wanted()):
             return
         p = self._pending.get(uuid)
@@ -66,7 +76,7 @@ class Coalescer:
         if p.segments and p.segments[-1][0] == stream:
             p.segments[-1][1] += text
         else:
-            p.segments.append([stream, text])
+            p.segments.append([stream, text, offset])
             if len(p.segments) > MAX_SEGMENTS:
                 _merge_by_stream(p)
         p.size += len(text)
@@ -117,21 +127,23 @@ class Coalescer:
         segments, skipped = p.segments, p.skipped
         p.segments, p.size, p.skipped = [], 0, 0
         p.last_sent = self._clock()
-        for i, (stream, text) in enumerate(segments):
-            if i == 0 and skipped:
+        for i, (stream, text, offset) in enumerate(segments):
+            if i == 0 and skipped and offset is None:
                 text = f"[… {skipped} characters skipped …]\n{text}"
             payload: dict[str, Any] = {"uuid": uuid, "action_type": p.action_type, "text": text}
             if stream is not None:
                 payload["stream"] = stream
+            if offset is not None:
+                payload["offset"] = offset
             self.sent += 1
             self._sink(payload)
 
 
 def _merge_by_stream(p: _Pending) -> None:
-    merged: dict[Any, list[str]] = {}
-    for stream, text in p.segments:
-        merged.setdefault(stream, []).append(text)
-    p.segments = [[stream, "".join(parts)] for stream, parts in merged.items()]
+    merged: dict[Any, list[Any]] = {}  # one stream's segments are contiguous: first offset
+    for stream, text, offset in p.segments:
+        merged.setdefault(stream, [offset]).append(text)
+    p.segments = [[stream, "".join(parts[1:]), parts[0]] for stream, parts in merged.items()]
 
 
 def _keep_tail(p: _Pending, cap: int) -> None:
@@ -145,6 +157,8 @@ def _keep_tail(p: _Pending, cap: int) -> None:
             p.size -= len(text)
         else:
             p.segments[0][1] = text[extra:]
+            if p.segments[0][2] is not None:
+                p.segments[0][2] += extra
             p.skipped += extra
             p.size -= extra
             extra = 0

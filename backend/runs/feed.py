@@ -2,7 +2,10 @@
 
 The events are the run's stored messages (``Message``, with its ``seq``, the cursor), live
 ``Delta`` payloads (model text as it is written, command output: never stored, never
-replayed) and one ``End`` with the run's final status. The feed first catches up from the
+replayed) and one ``End`` with the run's final status. A reader who reaches the tip while a
+command runs asks for the output so far (``Notifier.request_catch_up``); an
+``OutputCursor`` (backend/runs/catchup.py) makes catch-up and live deltas one gapless,
+duplicate-free stream per command. The feed first catches up from the
 store, then waits for news from the notifier: this process's runs through the bus (which
 also keeps their stored messages, so live readers need no store query per message), other
 processes' runs through PostgreSQL LISTEN/NOTIFY. A slow periodic store read stays as a
@@ -18,8 +21,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from backend.messages.bus import Subscription
 from backend.messages.message import Message
+from backend.runs.catchup import OutputCursor
 from backend.runs.notify import Notifier
 from backend.store.repo import Store
 
@@ -60,31 +63,40 @@ async def run_feed(
     # deltas go only to a reader that has every stored message so far: one that is still
     # catching up (a replay, a resume) would get them before the messages they belong to
     caught_up = False
+    cursor = OutputCursor()
+    asked = False  # for the output so far of a command running when we reached the tip
     try:
         last = after
         while True:
-            deltas = _deltas(event)  # taken before the messages read below
+            deltas = event.take_deltas()  # taken before the messages read below
             live = bus.stored_after(run_id, last)
             if live is not None:
                 # a run of this process: its stored messages are on the bus, and it
                 # notifies on every message and when it ends
                 if caught_up or not live:
-                    for delta in deltas:
+                    for delta in _admitted(deltas, cursor):
                         yield delta
                 for msg in live:
                     last = msg.seq
+                    if msg.status != "running":
+                        cursor.done(msg.uuid)
                     yield msg
                 if not live:
                     caught_up = True
+                    if not asked:
+                        asked = True
+                        await notifier.request_catch_up(run_id, event)
                     await bus.wait(run_id, event, SAFETY_POLL_SECONDS)
                 continue
             msgs = await store.messages(conversation_id, run_id=run_id, after=last, limit=BATCH)
             if caught_up or not msgs:
-                for delta in deltas:
+                for delta in _admitted(deltas, cursor):
                     yield delta
             caught_up = len(msgs) < BATCH  # at the tip of the stored messages
             for msg in msgs:
                 last = msg.seq
+                if msg.status != "running":
+                    cursor.done(msg.uuid)
                 yield msg
             if len(msgs) == BATCH:
                 continue
@@ -100,10 +112,18 @@ async def run_feed(
                 # this process shuts down while another one runs the run: hang up, the
                 # reader resumes elsewhere with its cursor
                 return
+            if not asked:
+                asked = True
+                await notifier.request_catch_up(run_id, event)
             await bus.wait(run_id, event, poll)
     finally:
         bus.unsubscribe(run_id, event)
 
 
-def _deltas(event: Subscription) -> list[Delta]:
-    return [Delta(d) for d in event.take_deltas()]
+def _admitted(payloads: list[dict[str, Any]], cursor: OutputCursor) -> list[Delta]:
+    out = []
+    for payload in payloads:
+        admitted = cursor.admit(payload)
+        if admitted is not None:
+            out.append(Delta(admitted))
+    return out

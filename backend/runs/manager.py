@@ -371,7 +371,8 @@ class RunManager:
         )
         ctx.control.handing_over = self._handing_over
         self._contexts[run_id] = ctx
-        self.bus.mark_live(run_id, await last_stored(self.store, ctx) if ctx.resumed else 0)
+        floor = await last_stored(self.store, ctx) if ctx.resumed else 0
+        self.bus.mark_live(run_id, floor, in_flight=ctx.live)
         current = asyncio.current_task()
         if run_id not in self._tasks and current is not None:
             self._tasks[run_id] = current

@@ -9,6 +9,9 @@
 Both carry unstored live ``delta`` events: ``publish_delta(run_id, payload)`` delivers to the
 readers of this process at once and, on PostgreSQL, to the other processes by a NOTIFY sent
 outside any transaction (split so that each NOTIFY stays under PostgreSQL's 8000 bytes).
+``request_catch_up(run_id, reader)`` gets a reader who attached mid-command the output so far:
+from this process's run directly, or by asking the process that runs it (a NOTIFY on the
+delta channel), which sends it to every reader in order with its live deltas.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
 
-from backend.messages.bus import Bus
+from backend.messages.bus import Bus, Subscription
 from backend.store.repo import CONTROL_CHANNEL, MESSAGE_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,9 @@ class Notifier(Protocol):
     async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
         """A live, unstored delta of ``run_id`` for every reader on every process."""
 
+    async def request_catch_up(self, run_id: str, reader: Subscription) -> None:
+        """``reader`` attached while ``run_id`` runs: have it get the output so far."""
+
 
 class LocalNotifier:
     cross_process = False
@@ -77,6 +83,19 @@ class LocalNotifier:
 
     async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
         self.bus.deliver_delta(run_id, payload)
+
+    async def request_catch_up(self, run_id: str, reader: Subscription) -> None:
+        self._local_catch_up(run_id, reader)
+
+    def _local_catch_up(self, run_id: str, reader: Subscription) -> bool:
+        source = self.bus.in_flight(run_id)
+        if source is None:
+            return False
+        payloads = source.catch_up()
+        if payloads:
+            reader.deltas.extend(payloads)
+            reader.set()
+        return True
 
 
 class PgNotifier(LocalNotifier):
@@ -117,6 +136,15 @@ class PgNotifier(LocalNotifier):
             except Exception as exc:  # deltas are best effort: the stored message follows
                 log.warning("could not send a delta: %s", exc)
                 return
+
+    async def request_catch_up(self, run_id: str, reader: Subscription) -> None:
+        if self._local_catch_up(run_id, reader):
+            return
+        body = json.dumps({"i": self.instance_id, "r": run_id, "c": 1}, separators=(",", ":"))
+        try:
+            await self._send(body)
+        except Exception as exc:  # best effort: the stored message follows
+            log.warning("could not ask for a run's output so far: %s", exc)
 
     async def _send(self, body: str) -> None:
         import psycopg
@@ -171,8 +199,14 @@ class PgNotifier(LocalNotifier):
                 data = json.loads(payload)
             except json.JSONDecodeError:
                 return
-            if data.get("i") != self.instance_id:  # our own were delivered directly
-                self.bus.deliver_delta(str(data.get("r")), data.get("p") or {})
+            if data.get("i") == self.instance_id:  # our own were delivered directly
+                return
+            if data.get("c"):  # a reader elsewhere attached mid-command: if ours, answer
+                source = self.bus.in_flight(str(data.get("r")))
+                if source is not None:
+                    source.send_catch_up()
+                return
+            self.bus.deliver_delta(str(data.get("r")), data.get("p") or {})
 
 
 def _split(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -183,7 +217,11 @@ def _split(payload: dict[str, Any]) -> list[dict[str, Any]]:
     text = str(payload.get("text", ""))
     rest = {k: v for k, v in payload.items() if k != "text"}
     room = max(200, (NOTIFY_LIMIT - 400 - len(json.dumps(rest).encode())) // 6)  # \uXXXX
-    return [{**rest, "text": text[i : i + room]} for i in range(0, len(text), room)] or [rest]
+    parts = [{**rest, "text": text[i : i + room]} for i in range(0, len(text), room)] or [rest]
+    if isinstance(rest.get("offset"), int):  # each part starts where the one before ended
+        for i, part in enumerate(parts):
+            part["offset"] = rest["offset"] + i * room
+    return parts
 
 
 def psycopg_conninfo(database_url: str) -> str:

@@ -231,6 +231,25 @@ describe('reducer: live command output', () => {
     expect(out.dropped).toBe(10 * chunk.length + 3 - LIVE_OUTPUT_CAP)
   })
 
+  it('drops what it already has when a catch-up overlaps the live output (offsets)', () => {
+    const { v } = atCommand()
+    const out = (text: string, offset: number, stream: 'stdout' | 'stderr' = 'stdout') =>
+      applyDelta(v, 'r1', { uuid: 'a3', action_type: 'terminal_run', stream, text, offset })
+    out('one\n', 0)
+    out('two\n', 4)
+    out('one\ntwo\nthr', 0) // a reconnect's catch-up: only 'thr' is new
+    out('two\n', 4) // a late duplicate
+    out('ee\n', 11)
+    out('w\u00e9\ud83d\ude00!', 0, 'stderr') // code points, as the server counts
+    out('\ud83d\ude00!\n', 2, 'stderr')
+    expect(v.live.a3.parts).toEqual([
+      { stream: 'stdout', text: 'one\ntwo\nthree\n' },
+      { stream: 'stderr', text: 'w\u00e9\ud83d\ude00!\n' },
+    ])
+    out('later\n', 20) // past the end: the gap is marked, not hidden
+    expect(v.live.a3.parts[2].text).toBe('[… 6 characters not shown …]\nlater\n')
+  })
+
   it('is cleared when the run ends without a final message', () => {
     const { v } = atCommand()
     applyDelta(v, 'r1', { uuid: 'a3', action_type: 'terminal_run', stream: 'stdout', text: 'x' })

@@ -80,7 +80,7 @@ def test_format_errors_end_the_run_in_user_terms_said_once(settings: Settings) -
 
 
 def test_an_unusable_plan_ends_the_run_in_user_terms(settings: Settings) -> None:
-    llm = ScriptedLLM([("planning", "No idea.")] * 3)
+    llm = ScriptedLLM([("planning", 'Plan: [{"title": "one", ')] * 3)  # JSON cut off
     messages, end = post(settings, llm, "write code")
     assert end is not None and end["status"] == "failed"
     error = messages[-2]

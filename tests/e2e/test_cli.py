@@ -56,7 +56,8 @@ def test_run_that_fails_exits_1(tmp_path: Path, fake_model: FakeModelServer) -> 
     fake_model.script(*({"stage": "planning", "content": "no plan, sorry"},) * 3)
     proc = planact_run(tmp_path, fake_model.base_url, "write code", "--mode", "agent")
     assert proc.returncode == 1
-    assert "[error FAIL]" in proc.stdout and "usable plan" in proc.stdout
+    assert "[error FAIL]" in proc.stdout and "answered without a plan" in proc.stdout
+    assert proc.stdout.count("[auto_reply] no plan, sorry") == 3  # what the model said
 
 
 def quiet_env(tmp_path: Path, model_url: str) -> dict[str, str]:

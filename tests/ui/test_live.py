@@ -123,3 +123,51 @@ def test_skipped_actions_look_skipped(
     expect(page.get_by_test_id("finish").locator(".md")).to_have_text("Gave up on it.")
     assert failed.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
     assert skipped.nth(0).evaluate("e => getComputedStyle(e).borderTopStyle") == "dashed"
+
+
+# prints, waits for `go`, prints again, waits for `go2`: the test decides when it goes on
+TWO_STEPS = (
+    "echo first; echo oops >&2; "
+    "for i in $(seq 600); do [ -f go ] && break; sleep 0.05; done; echo second; "
+    "for i in $(seq 600); do [ -f go2 ] && break; sleep 0.05; done; echo third"
+)
+
+
+def test_a_reload_mid_command_shows_the_output_so_far_then_the_rest_live(
+    ui_server: Server, fake_model: FakeModelServer, new_page: NewPage, tmp_path: Path
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Print")},
+        {"stage": "thinking", "content": run(TWO_STEPS) + finish("done")},
+    )
+    page = new_page()
+    page.goto(ui_server.url)
+    send_goal(page, "print some lines", mode="agent")
+    card = page.get_by_test_id("action-terminal_run")
+    expect(card.get_by_test_id("live-output")).to_contain_text("first")
+    expect(card.get_by_test_id("live-output").locator(".stderr")).to_have_text("oops\n")
+    page.reload()
+    second_tab = new_page()
+    second_tab.goto(page.url)
+    (folder,) = (tmp_path / "workspace").glob("*/Conversation_*")
+    for view in (page, second_tab):
+        card = view.get_by_test_id("action-terminal_run")
+        expect(card).to_have_attribute("data-state", "running")
+        out = card.get_by_test_id("live-output")
+        expect(out).to_contain_text("first")  # printed before the reload
+        expect(out.locator(".stderr")).to_have_text("oops\n")
+        assert out.inner_text().count("first") == 1
+    page.screenshot(path=str(ARTIFACTS / "live-command-after-reload.png"))
+    (folder / "go").write_text("")
+    for view in (page, second_tab):
+        card = view.get_by_test_id("action-terminal_run")
+        out = card.get_by_test_id("live-output")
+        expect(out).to_contain_text("second")  # live, while the command still runs
+        expect(card).to_have_attribute("data-state", "running")
+        text = out.inner_text()
+        assert text.count("first") == 1 and text.count("second") == 1 and "oops" in text
+    (folder / "go2").write_text("")
+    for view in (page, second_tab):
+        card = view.get_by_test_id("action-terminal_run")
+        expect(card).to_have_attribute("data-state", "success")
+        expect(card).to_contain_text("third")

@@ -62,6 +62,8 @@ export interface LiveOutput {
   size: number
   /** characters dropped from the front to stay under LIVE_OUTPUT_CAP */
   dropped: number
+  /** where each stream's output ends (code points), from the deltas' offsets */
+  ends?: { stdout?: number; stderr?: number }
 }
 
 /** Live command output kept per command (the tail), in characters. */
@@ -328,7 +330,9 @@ export function applyDelta(view: ConversationView, runId: string, delta: Delta):
   const existing = findMessage(view, delta.uuid)
   if (delta.stream || delta.action_type === MessageKind.TERMINAL_RUN) {
     if (existing && existing.status !== 'running') return view // the final message is in
-    appendOutput(view, delta.uuid, delta.stream === 'stderr' ? 'stderr' : 'stdout', delta.text)
+    const stream = delta.stream === 'stderr' ? 'stderr' : 'stdout'
+    const text = newOutput(view, delta.uuid, stream, delta.text, delta.offset)
+    if (text) appendOutput(view, delta.uuid, stream, text)
     return view
   }
   if (existing) {
@@ -363,6 +367,37 @@ export function applyDelta(view: ConversationView, runId: string, delta: Delta):
   }
   place(view, turn, msg, taskId)
   return view
+}
+
+/** Code points in ``text`` (the server counts offsets in characters, not UTF-16 units). */
+function cpLength(text: string): number {
+  return /[\uD800-\uDFFF]/.test(text) ? Array.from(text).length : text.length
+}
+
+/** The part of a command's output delta this view does not have yet ('' when it has all of
+ *  it): a catch-up after a reload or a reconnect overlaps what came live. Output that starts
+ *  past the end (a cut middle) is shown after a marker. */
+function newOutput(
+  view: ConversationView,
+  uuid: string,
+  stream: 'stdout' | 'stderr',
+  text: string,
+  offset: number | undefined,
+): string {
+  if (offset === undefined) return text
+  const out = view.live[uuid]
+  const end = out?.ends?.[stream] ?? 0
+  const size = cpLength(text)
+  if (offset + size <= end) return ''
+  const ends = out ? (out.ends ??= {}) : {}
+  ends[stream] = offset + size
+  if (!out) view.live[uuid] = { parts: [], size: 0, dropped: 0, ends }
+  if (offset < end) {
+    const skip = end - offset
+    return size === text.length ? text.slice(skip) : Array.from(text).slice(skip).join('')
+  }
+  if (offset > end) return `[… ${offset - end} characters not shown …]\n${text}`
+  return text
 }
 
 function appendOutput(

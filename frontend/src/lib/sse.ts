@@ -10,6 +10,9 @@ export interface Delta {
   action_type: string
   stream?: 'stdout' | 'stderr'
   text: string
+  /** command output: where `text` starts in that stream of that command (characters, i.e.
+   *  code points); a reader drops what it already has (a catch-up after a reload overlaps) */
+  offset?: number
 }
 
 /** The delta in an event's data, or null when it is not a well-formed delta. */
@@ -29,6 +32,7 @@ export function parseDelta(data: string): Delta | null {
     text: o.text,
   }
   if (o.stream === 'stdout' || o.stream === 'stderr') d.stream = o.stream
+  if (typeof o.offset === 'number' && Number.isInteger(o.offset) && o.offset >= 0) d.offset = o.offset
   return d
 }
 
