@@ -163,6 +163,8 @@ export interface RunBody {
   mode?: Mode
   runtime?: string
   model?: string
+  /** CONTRACT section 10: when the run asks before acting */
+  approval?: string
 }
 
 export const api = {
@@ -202,11 +204,16 @@ export const api = {
   },
   /** POST the goal; the answer is the event stream. */
   /** Run a failed or stopped run's goal again; the answer is the new run's stream. */
-  retry(runId: string, model: string | null, signal?: AbortSignal): Promise<Response> {
+  retry(
+    runId: string,
+    model: string | null,
+    signal?: AbortSignal,
+    approval?: string | null,
+  ): Promise<Response> {
     return apiFetch(`/api/agent/runs/${encodeURIComponent(runId)}/retry`, {
       method: 'POST',
       headers: { ...JSON_HEADERS, Accept: 'text/event-stream' },
-      body: JSON.stringify(model ? { model } : {}),
+      body: JSON.stringify({ ...(model ? { model } : {}), ...(approval ? { approval } : {}) }),
       signal,
     })
   },

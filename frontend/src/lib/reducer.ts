@@ -17,6 +17,7 @@
 import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
+import { isWaitMessage, pendingWaits } from './waits'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 
@@ -53,6 +54,9 @@ export interface ConversationView {
   index: Record<string, { runId: string; taskId: string | null }>
   /** live output of running commands, by the command's uuid */
   live: Record<string, LiveOutput>
+  /** approvals and questions as asked (their `running` message), by uuid: the answer that
+   *  replaces the message does not repeat the command, the diff or the question */
+  requests: Record<string, Message>
 }
 
 export interface LiveOutput {
@@ -77,7 +81,7 @@ export const TURN_LEVEL = new Set<string>([
 ])
 
 export function emptyView(): ConversationView {
-  return { turns: [], lastSeq: 0, index: {}, live: {} }
+  return { turns: [], lastSeq: 0, index: {}, live: {}, requests: {} }
 }
 
 function newTurn(runId: string): Turn {
@@ -241,6 +245,7 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
   const turn = turnFor(view, runId)
   flags(turn, at)
   if (msg.status !== 'running') delete view.live[msg.uuid]
+  else if (isWaitMessage(msg)) view.requests[msg.uuid] = msg
   dropMisplacedPlaceholder(view, msg, runId)
 
   if (at === MessageKind.PLAN) {
@@ -420,7 +425,13 @@ export function applyRunStatus(view: ConversationView, runId: string, status: st
   const turn = view.turns.find((t) => t.runId === runId)
   if (!turn) return
   const s = normRunStatus(status)
-  turn.endStatus = s === 'running' ? null : s
+  turn.endStatus = isActiveStatus(s) ? null : s
+}
+
+/** A run still going: running, or waiting for a person (parked, not ended). */
+export function isActiveStatus(s: string): boolean {
+  const v = normRunStatus(s)
+  return v === 'running' || v === 'waiting'
 }
 
 export function normRunStatus(s: string): RunStatus {
@@ -428,6 +439,7 @@ export function normRunStatus(s: string): RunStatus {
   if (v === 'completed' || v === 'success' || v === 'succeeded' || v === 'done') return 'completed'
   if (v === 'failed' || v === 'failure' || v === 'error') return 'failed'
   if (v === 'stopped' || v === 'cancelled' || v === 'canceled') return 'stopped'
+  if (v === 'waiting') return 'waiting'
   return 'running'
 }
 
@@ -436,11 +448,12 @@ export function turnStatus(turn: Turn): RunStatus {
   if (turn.endStatus) return turn.endStatus
   if (turn.hasStop) return 'stopped'
   if (turn.hasError) return 'failed'
+  if (pendingWaits(turn).length) return 'waiting'
   return 'running'
 }
 
 export function isTurnFinished(turn: Turn): boolean {
-  return turnStatus(turn) !== 'running'
+  return !isActiveStatus(turnStatus(turn))
 }
 
 /** How a task reads once its run's end is known: the task that was running when a run was

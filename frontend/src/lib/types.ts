@@ -4,7 +4,7 @@
 export type { Message, MessageRole, MessageStatus, Meta } from './message.gen'
 export { ActionType, MessageKind } from './message.gen'
 
-export type RunStatus = 'running' | 'completed' | 'failed' | 'stopped'
+export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'stopped'
 
 export interface EndEvent {
   conversation_id: string
@@ -55,6 +55,9 @@ export interface ServerSettings {
   auth: boolean
   upload_max_mb?: number
   workspace_max_mb?: number
+  /** the server's default approval mode (APPROVAL_MODE) and the modes a run may pick */
+  approval?: string
+  approval_modes?: string[]
 }
 
 /** POST /api/llm/check */

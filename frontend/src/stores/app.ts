@@ -15,12 +15,13 @@ import {
   applyRunStatus,
   buildView,
   emptyView,
-  normRunStatus,
+  isActiveStatus,
   reduce,
   type ConversationView,
 } from '../lib/reducer'
 import { RunFollower } from '../lib/sse'
 import { latestRunModel, modelsByRun, sidebarConversations } from '../lib/runmodel'
+import { useWaits } from './waits'
 import type {
   ConversationDetail,
   ConversationSummary,
@@ -369,10 +370,10 @@ export const useApp = defineStore('app', () => {
       let active: string | null = null
       for (const r of d.runs ?? []) {
         if (!r.run_id) continue
-        if (normRunStatus(r.status) === 'running') active = r.run_id
+        if (isActiveStatus(r.status)) active = r.run_id
         else applyRunStatus(v, r.run_id, r.status)
       }
-      if (!active && normRunStatus(d.status) === 'running' && !d.runs) {
+      if (!active && isActiveStatus(d.status) && !d.runs) {
         const last = v.turns[v.turns.length - 1]
         if (last && last.runId && !last.endStatus) active = last.runId
       }
@@ -418,6 +419,8 @@ export const useApp = defineStore('app', () => {
     draftId.value = null // a goal was sent: no longer a draft
     if (runtime && showRuntime.value) body.runtime = runtime
     if (model.value && models.value.length > 1) body.model = model.value
+    const approval = useWaits().approvalForRun()
+    if (approval) body.approval = approval
     attachments.value = attachments.value.filter((a) => a.state === 'uploading')
     activeRunId.value = 'pending'
     follow(
@@ -438,12 +441,13 @@ export const useApp = defineStore('app', () => {
     detach()
     const gen = generation
     const picked = models.value.length > 1 ? model.value : null
+    const approval = useWaits().approvalForRun()
     activeRunId.value = 'pending'
     follow(
       gen,
       (attempt, after, rid) =>
         attempt === 0 || !rid
-          ? api.retry(runId, picked, follower.value?.signal)
+          ? api.retry(runId, picked, follower.value?.signal, approval)
           : api.events(rid, after, follower.value?.signal),
       null,
       undefined,
