@@ -246,7 +246,7 @@ describe('approval card', () => {
   it('after a reload shows what was asked and how it ended, with no buttons', async () => {
     const run = runWith(() => approvalOf('touch marker', 'terminal_run', 'terminal', { command: 'touch marker' }))
     const store = mountEntry('u4', true)
-    store.view = buildView([...run, partner(run[3], 'failure', 'No answer within 1800 s: the command was not run.')])
+    store.view = buildView([...run, partner(run[3], 'failure', 'Nobody approved it within 1800 seconds (APPROVAL_TIMEOUT), so it was not done.')])
     await nextTick()
     expect($('approval-card')!.dataset.state).toBe('timed_out')
     expect($('approval-command')!.textContent).toBe('$ touch marker')

@@ -131,10 +131,20 @@ describe('outcomes', () => {
     })
   })
   it('a timeout and a stop are told apart from a rejection', () => {
-    const timeout = partner(asked, 'failure', 'No answer within 1800 s: the action was not run.')
+    const timeout = partner(
+      asked,
+      'failure',
+      'Nobody approved it within 1800 seconds (APPROVAL_TIMEOUT), so it was not done. Go on without it.',
+    )
     expect(waitOutcome(timeout, false).state).toBe('timed_out')
-    expect(waitOutcome(partner(asked, 'failure', 'Timed out waiting for approval'), false).state).toBe('timed_out')
-    expect(waitOutcome(partner(asked, 'failure', 'The run was stopped.'), false).state).toBe('stopped')
+    expect(waitOutcome(partner(asked, 'failure', 'Stopped before it finished.'), false).state).toBe('stopped')
+    expect(waitOutcome(partner(asked, 'failure', 'Interrupted: the server died'), false).state).toBe('interrupted')
+    // a person's reason that merely mentions a stop or a timeout is still their rejection
+    const reason = "don't, it stopped the server last time (timed out)"
+    expect(waitOutcome(partner(asked, 'failure', reason), false)).toMatchObject({ state: 'rejected', text: reason })
+    const question = msg('ask_user', 'Which port?', { status: 'running' })
+    const unanswered = partner(question, 'failure', 'Nobody answered it within 60 seconds (APPROVAL_TIMEOUT), so it was not done.')
+    expect(waitOutcome(unanswered, false).state).toBe('timed_out')
     const named = partner(asked, 'failure', 'whatever')
     named.meta = { ...named.meta, json: [{ outcome: 'timeout' }] }
     expect(waitOutcome(named, false).state).toBe('timed_out')

@@ -204,16 +204,11 @@ export const api = {
   },
   /** POST the goal; the answer is the event stream. */
   /** Run a failed or stopped run's goal again; the answer is the new run's stream. */
-  retry(
-    runId: string,
-    model: string | null,
-    signal?: AbortSignal,
-    approval?: string | null,
-  ): Promise<Response> {
+  retry(runId: string, model: string | null, signal?: AbortSignal): Promise<Response> {
     return apiFetch(`/api/agent/runs/${encodeURIComponent(runId)}/retry`, {
       method: 'POST',
       headers: { ...JSON_HEADERS, Accept: 'text/event-stream' },
-      body: JSON.stringify({ ...(model ? { model } : {}), ...(approval ? { approval } : {}) }),
+      body: JSON.stringify(model ? { model } : {}),
       signal,
     })
   },

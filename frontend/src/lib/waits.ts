@@ -146,8 +146,11 @@ export interface WaitOutcome {
   text: string
 }
 
-const TIMED_OUT = /\b(timed? ?out|timeout|no answer (came )?(with)?in)\b/i
-const STOPPED = /\b(stopped|was stopped|run (was )?stopped|stop(ping)? the run)\b/i
+// the server's own words (backend/waits/answers.py, backend/agent/ending.py); a person's
+// reason is matched only when it starts like them
+const TIMED_OUT = /^(nobody (approved|answered) it within|timed out|no answer within)|\(APPROVAL_TIMEOUT\)/i
+const STOPPED = /^(stopped before it finished|the run was stopped)/i
+const INTERRUPTED = /^interrupted\b/i
 
 /** A failure partner's cause: a timeout, a stop, or the person's rejection. The server may
  *  name it in meta.json[0] ("outcome"/"decision"/"reason_kind"); otherwise its words do. */
@@ -160,6 +163,7 @@ function failureState(msg: Message): WaitState {
   const text = msg.content || ''
   if (TIMED_OUT.test(text)) return 'timed_out'
   if (STOPPED.test(text)) return 'stopped'
+  if (INTERRUPTED.test(text)) return 'interrupted'
   return 'rejected'
 }
 

@@ -441,13 +441,12 @@ export const useApp = defineStore('app', () => {
     detach()
     const gen = generation
     const picked = models.value.length > 1 ? model.value : null
-    const approval = useWaits().approvalForRun()
     activeRunId.value = 'pending'
     follow(
       gen,
       (attempt, after, rid) =>
         attempt === 0 || !rid
-          ? api.retry(runId, picked, follower.value?.signal, approval)
+          ? api.retry(runId, picked, follower.value?.signal)
           : api.events(rid, after, follower.value?.signal),
       null,
       undefined,
