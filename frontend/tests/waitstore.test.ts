@@ -174,8 +174,9 @@ describe('a waiting run', () => {
     mockFetch({
       'GET /api/health': () => json({ status: 'ok' }),
       'GET /api/settings': () => json({ ...SETTINGS, ...MODES }),
+      // a list fetched a moment before the run parked: the page knows better
       'GET /api/conversations': () =>
-        json([{ conversation_id: 'c1', title: 'Marker', status: 'waiting', created_at: '', updated_at: '' }]),
+        json([{ conversation_id: 'c1', title: 'Marker', status: 'running', created_at: '', updated_at: '' }]),
       'GET /api/conversations/c1': () =>
         json({
           conversation_id: 'c1',

@@ -56,8 +56,10 @@ export const useWaits = defineStore('waits', () => {
     return !!turn && turnStatus(turn) === 'waiting'
   })
 
-  // the sidebar marks the open conversation at once, not at its next refresh
-  watch(waiting, (w) => {
+  // the sidebar marks the open conversation at once, not at its next refresh (and a list
+  // fetched a moment before the run parked does not undo it)
+  watch([waiting, () => app.conversations], ([w]) => {
+    if (!app.running) return
     const c = app.conversations.find((x) => x.conversation_id === app.currentId)
     if (c && (c.status === 'running' || c.status === 'waiting')) c.status = w ? 'waiting' : 'running'
   })
