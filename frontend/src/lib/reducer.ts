@@ -17,7 +17,7 @@
 import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
-import { isWaitMessage, pendingWaits } from './waits'
+import { isWaitMessage, syncWaiting } from './waits'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 
@@ -45,6 +45,8 @@ export interface Turn {
   hasSummary: boolean
   hasError: boolean
   hasStop: boolean
+  /** the run waits for the person (its status is `waiting`) */
+  waiting?: boolean
 }
 
 export interface ConversationView {
@@ -257,9 +259,8 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
     applyTask(turn, msg)
     return view
   }
-  if (upsert(view, msg)) return view
-
-  place(view, turn, msg, entryTaskId(msg))
+  if (!upsert(view, msg)) place(view, turn, msg, entryTaskId(msg))
+  if (isWaitMessage(msg)) syncWaiting(turn) // asked, or answered
   return view
 }
 
@@ -425,13 +426,7 @@ export function applyRunStatus(view: ConversationView, runId: string, status: st
   const turn = view.turns.find((t) => t.runId === runId)
   if (!turn) return
   const s = normRunStatus(status)
-  turn.endStatus = isActiveStatus(s) ? null : s
-}
-
-/** A run still going: running, or waiting for a person (parked, not ended). */
-export function isActiveStatus(s: string): boolean {
-  const v = normRunStatus(s)
-  return v === 'running' || v === 'waiting'
+  turn.endStatus = s === 'running' ? null : s
 }
 
 export function normRunStatus(s: string): RunStatus {
@@ -439,7 +434,6 @@ export function normRunStatus(s: string): RunStatus {
   if (v === 'completed' || v === 'success' || v === 'succeeded' || v === 'done') return 'completed'
   if (v === 'failed' || v === 'failure' || v === 'error') return 'failed'
   if (v === 'stopped' || v === 'cancelled' || v === 'canceled') return 'stopped'
-  if (v === 'waiting') return 'waiting'
   return 'running'
 }
 
@@ -448,12 +442,12 @@ export function turnStatus(turn: Turn): RunStatus {
   if (turn.endStatus) return turn.endStatus
   if (turn.hasStop) return 'stopped'
   if (turn.hasError) return 'failed'
-  if (pendingWaits(turn).length) return 'waiting'
-  return 'running'
+  return turn.waiting ? 'waiting' : 'running'
 }
 
 export function isTurnFinished(turn: Turn): boolean {
-  return !isActiveStatus(turnStatus(turn))
+  const s = turnStatus(turn)
+  return s !== 'running' && s !== 'waiting'
 }
 
 /** How a task reads once its run's end is known: the task that was running when a run was

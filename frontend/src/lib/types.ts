@@ -4,6 +4,7 @@
 export type { Message, MessageRole, MessageStatus, Meta } from './message.gen'
 export { ActionType, MessageKind } from './message.gen'
 
+/** `waiting`: the run waits for the person (an approval, an answer); it is not over */
 export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'stopped'
 
 export interface EndEvent {

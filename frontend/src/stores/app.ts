@@ -15,7 +15,7 @@ import {
   applyRunStatus,
   buildView,
   emptyView,
-  isActiveStatus,
+  normRunStatus,
   reduce,
   type ConversationView,
 } from '../lib/reducer'
@@ -370,10 +370,10 @@ export const useApp = defineStore('app', () => {
       let active: string | null = null
       for (const r of d.runs ?? []) {
         if (!r.run_id) continue
-        if (isActiveStatus(r.status)) active = r.run_id
+        if (normRunStatus(r.status) === 'running') active = r.run_id
         else applyRunStatus(v, r.run_id, r.status)
       }
-      if (!active && isActiveStatus(d.status) && !d.runs) {
+      if (!active && normRunStatus(d.status) === 'running' && !d.runs) {
         const last = v.turns[v.turns.length - 1]
         if (last && last.runId && !last.endStatus) active = last.runId
       }
