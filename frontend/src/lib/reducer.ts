@@ -17,7 +17,7 @@
 import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
-import { isWaitMessage, syncWaiting } from './waits'
+import { isWaitMessage, pendingWaits } from './waits'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 
@@ -260,7 +260,7 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
     return view
   }
   if (!upsert(view, msg)) place(view, turn, msg, entryTaskId(msg))
-  if (isWaitMessage(msg)) syncWaiting(turn) // asked, or answered
+  if (isWaitMessage(msg)) markWaiting(view, runId, pendingWaits(turn).length > 0) // asked, or answered
   return view
 }
 
@@ -448,6 +448,14 @@ export function turnStatus(turn: Turn): RunStatus {
 export function isTurnFinished(turn: Turn): boolean {
   const s = turnStatus(turn)
   return s !== 'running' && s !== 'waiting'
+}
+
+/** The run ``runId`` waits for the person (``waiting``) or goes on again. */
+export function markWaiting(view: ConversationView, runId: string, waiting: boolean): void {
+  const turn = view.turns.find((t) => t.runId === runId)
+  if (!turn) return
+  if (waiting) turn.waiting = true
+  else delete turn.waiting
 }
 
 /** How a task reads once its run's end is known: the task that was running when a run was

@@ -18,13 +18,6 @@ export function isPendingWait(msg: Message): boolean {
   return isWaitMessage(msg) && msg.status === 'running' && !!msg.seq
 }
 
-/** A turn waits while one of its approvals or questions is unanswered (the server's run
- *  status says the same: `waiting`). */
-export function syncWaiting(turn: Turn): void {
-  if (pendingWaits(turn).length) turn.waiting = true
-  else delete turn.waiting
-}
-
 /** The unanswered approvals and questions of a turn, in order. */
 export function pendingWaits(turn: Turn): Message[] {
   const out: Message[] = []
