@@ -108,8 +108,13 @@ describe('the approval mode', () => {
     const select = root.querySelector<HTMLSelectElement>('select[aria-label="Approval"]')!
     expect(select.value).toBe('risky') // the server default
     expect([...select.options].map((o) => o.value)).toEqual(['never', 'risky', 'always'])
-    expect(select.options[2].textContent).toContain('every action')
-    expect(select.options[0].textContent).toContain('never ask')
+    // the open list explains each mode (its group's label); the closed select stays short
+    expect([...select.querySelectorAll('optgroup')].map((g) => g.label)).toEqual([
+      'Never ask: actions run at once',
+      'Ask before commands, web and MCP tools',
+      'Ask before every action, file edits too',
+    ])
+    expect(select.options[2].textContent).toBe('always')
     select.value = 'always'
     select.dispatchEvent(new Event('change'))
     await app.send('make a marker', 'agent', null)

@@ -15,7 +15,7 @@ from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
 from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_ui import conversation_id, send_goal
+from tests.ui.test_ui import send_goal
 
 NewPage = Callable[..., Page]
 
@@ -23,9 +23,9 @@ NewPage = Callable[..., Page]
 MARK = "echo ran >> marker.txt"
 
 
-def marker(tmp_path: Path, cid: str) -> Path:
-    (folder,) = (tmp_path / "workspace").glob(f"*/Conversation_{cid}")
-    return folder / "marker.txt"
+def markers(tmp_path: Path) -> list[str]:
+    """The marker file's contents, one per marker file anywhere in the workspaces."""
+    return [p.read_text() for p in (tmp_path / "workspace").rglob("marker.txt")]
 
 
 def script_marker_task(fake: FakeModelServer, *after: dict[str, str]) -> None:
@@ -38,7 +38,7 @@ def script_marker_task(fake: FakeModelServer, *after: dict[str, str]) -> None:
 
 def start_waiting(page: Page, server: Server, goal: str = "make a marker") -> None:
     page.goto(server.url)
-    picker = page.get_by_label("Approval")
+    picker = page.get_by_label("Approval", exact=True)
     expect(picker).to_be_visible()
     picker.select_option("always")
     send_goal(page, goal, mode="agent")
@@ -58,7 +58,6 @@ def test_a_command_waits_for_approve_then_runs_once(
     expect(card).to_have_attribute("data-state", "pending")
     expect(card.get_by_test_id("approval-command")).to_have_text(f"$ {MARK}")
     expect(card.get_by_test_id("approval-class")).to_have_text("terminal")
-    cid = conversation_id(page)
     # parked: marked waiting in the live view, the header, the sidebar and the title
     expect(page.get_by_test_id("waiting")).to_be_visible()
     expect(page.get_by_test_id("working")).to_have_count(0)
@@ -66,7 +65,7 @@ def test_a_command_waits_for_approve_then_runs_once(
     item = page.locator(".conv-item.active .badge")
     expect(item).to_have_attribute("data-status", "waiting")
     expect(page).to_have_title("⏸ Waiting for you · make a marker — planact")
-    assert not marker(tmp_path, cid).exists()  # the command has not run
+    assert markers(tmp_path) == []  # the command has not run
     page.screenshot(path=str(ARTIFACTS / "waiting-approval.png"))
 
     approve = card.get_by_test_id("approve")
@@ -77,7 +76,7 @@ def test_a_command_waits_for_approve_then_runs_once(
     expect(action).to_have_attribute("data-state", "success")
     expect(page.get_by_test_id("working")).to_have_count(0)
     expect(page.get_by_test_id("conversation-status")).to_have_attribute("data-status", "completed")
-    assert marker(tmp_path, cid).read_text() == "ran\n"  # once
+    assert markers(tmp_path) == ["ran\n"]  # once
     expect(page).to_have_title("make a marker — planact")
     expect(page.get_by_test_id("approval-error")).to_have_count(0)
     expect(page.get_by_role("alert")).to_have_count(0)
@@ -101,7 +100,7 @@ def test_a_rejection_and_its_reason_show_on_the_card_and_reach_the_model(
     expect(card.get_by_test_id("approval-reason")).to_have_text(reason)
     expect(page.get_by_test_id("conversation-status")).to_have_attribute("data-status", "completed")
     wait_for(lambda: model_saw(fake_model, reason), what="the reason in a model call")
-    assert not marker(tmp_path, conversation_id(page)).exists()
+    assert markers(tmp_path) == []
     page.reload()  # the outcome is stored, not only in this page
     card = page.get_by_test_id("approval-card")
     expect(card).to_have_attribute("data-state", "rejected")
@@ -117,20 +116,19 @@ def test_a_reload_while_waiting_shows_the_card_again_with_working_buttons(
     page = new_page()
     start_waiting(page, ui_server)
     expect(page.get_by_test_id("approval-card")).to_have_attribute("data-state", "pending")
-    cid = conversation_id(page)
     page.reload()
     card = page.get_by_test_id("approval-card")
     expect(card).to_have_attribute("data-state", "pending")
     expect(card.get_by_test_id("approval-command")).to_have_text(f"$ {MARK}")
-    expect(page.get_by_label("Approval")).to_have_value("always")  # the run's mode
+    expect(page.get_by_label("Approval", exact=True)).to_have_value("always")  # the run's mode
     expect(page.get_by_test_id("waiting")).to_be_visible()
     expect(page).to_have_title("⏸ Waiting for you · make a marker — planact")
-    assert not marker(tmp_path, cid).exists()
+    assert markers(tmp_path) == []
     card.get_by_test_id("approve").click()
     expect(card).to_have_attribute("data-state", "approved")
     expect(page.get_by_test_id("action-terminal_run")).to_have_attribute("data-state", "success")
     expect(page.get_by_test_id("conversation-status")).to_have_attribute("data-status", "completed")
-    assert marker(tmp_path, cid).read_text() == "ran\n"
+    assert markers(tmp_path) == ["ran\n"]
 
 
 def test_a_question_is_answered_in_the_answer_box(

@@ -191,9 +191,9 @@ export type ApprovalMode = (typeof APPROVAL_MODES)[number]
 
 /** One line each, for the picker. */
 export const APPROVAL_HELP: Record<string, string> = {
-  never: 'never ask: actions run at once',
-  risky: 'ask before commands, web and MCP tools',
-  always: 'ask before every action (file edits too)',
+  never: 'Never ask: actions run at once',
+  risky: 'Ask before commands, web and MCP tools',
+  always: 'Ask before every action, file edits too',
 }
 
 export function isApprovalMode(v: unknown): v is ApprovalMode {
