@@ -110,6 +110,7 @@ class RunManager:
         self._closed = False
         self._grace_over = False
         self._handing_over = False  # SIGTERM: runs are handed over at their next step
+        self.executing = False  # the executor is started: answered runs can be resumed
 
     @classmethod
     def for_process(
@@ -167,6 +168,8 @@ class RunManager:
         await self.notifier.start()
         await self.lease.start()
         await self.executor.start()
+        self.executing = True
+        await parking.sweep(self)  # waits that timed out while no process was up
 
     async def recover(self) -> int:
         """Take over the runs whose owner's lease expired (also run periodically by the
@@ -249,10 +252,11 @@ class RunManager:
         delta_listener: DeltaSink | None = None,
         mcp_servers: list[str] | None = None,
         approval: str | None = None,
-        can_ask: bool = True,
+        can_ask: bool | None = None,
     ) -> tuple[str, str]:
         """Create the run and hand it to the executor. ``approval``: which actions wait for
-        a person's approval (None: APPROVAL_MODE); ``can_ask``: ask_user is offered. Raises
+        a person's approval (None: APPROVAL_MODE); ``can_ask``: ask_user is offered (None:
+        in a server, not in a `planact run`, which says when it has a terminal). Raises
         ConflictError when the conversation has an active run (in any process),
         NotFoundError when it does not exist, ShuttingDown when this process takes no new
         runs."""
@@ -261,6 +265,8 @@ class RunManager:
         if not self._opened:
             await self.open()
         runtime_name = runtime or self.settings.runtime
+        if can_ask is None:
+            can_ask = self.kind != "cli"
         cid = conversation_id or await self.store.create_conversation(user_id, goal_title(goal))
         owner = self.instance_id if self.executor.runs_here else None
         rid = await self.store.start_run(

@@ -63,12 +63,15 @@ async def stop_parked(m: RunManager, run_id: str) -> bool:
 
 async def sweep(m: RunManager) -> int:
     """Waits whose owner died before it let go: released (or ended, if stopped meanwhile);
-    waits past APPROVAL_TIMEOUT: rejected, the run goes on. Returns how many timed out."""
+    waits past APPROVAL_TIMEOUT: rejected, the run goes on (once this process can resume
+    runs: its executor is started). Returns how many timed out."""
     for wait in await m.store.orphaned_waits():
         rid, dead = wait["run_id"], wait["owner"]
         if await m.store.release_parked(rid, dead, wait["uuid"]) and await m.store.take_parked(
             rid, m.instance_id, dead
         ):
             await m.close_unexecuted(rid, "stopped", "")
+    if not m.executing:
+        return 0
     # a `planact run` times out only its own run (it takes no other process's run)
     return await expire_waits(m, set(m._listeners) if m.kind == "cli" else None)

@@ -430,6 +430,13 @@ def test_settings_say_what_the_ui_needs(tmp_path: Path) -> None:
         assert body["auth"] is False
         assert body["upload_max_mb"] == 50
         assert body["workspace_max_mb"] == 1024
+        assert body["approval"] == "never"
+        assert body["approval_modes"] == ["never", "risky", "always"]
+
+
+def test_settings_name_the_servers_approval_mode(tmp_path: Path) -> None:
+    with client_for(make_settings(tmp_path, approval_mode="risky")) as client:
+        assert client.get("/api/settings").json()["approval"] == "risky"
 
 
 def test_model_check_ok_and_failing_in_plain_words(tmp_path: Path) -> None:
