@@ -160,3 +160,21 @@ def test_a_question_is_answered_in_the_answer_box(
     expect(page.get_by_test_id("conversation-status")).to_have_attribute("data-status", "completed")
     wait_for(lambda: model_saw(fake_model, "8080"), what="the answer in a model call")
     expect(page.get_by_test_id("finish")).to_contain_text("The port is 8080.")
+
+
+def test_stop_while_waiting_ends_the_run_and_the_card_says_stopped(
+    ui_server: Server, fake_model: FakeModelServer, new_page: NewPage, tmp_path: Path
+) -> None:
+    script_marker_task(fake_model)
+    page = new_page()
+    start_waiting(page, ui_server)
+    card = page.get_by_test_id("approval-card")
+    expect(card).to_have_attribute("data-state", "pending")
+    page.get_by_test_id("stop").click()
+    expect(card).to_have_attribute("data-state", "stopped")
+    expect(card.get_by_test_id("approval-outcome")).to_contain_text("Stopped")
+    expect(card.get_by_test_id("approve")).to_have_count(0)
+    expect(page.get_by_test_id("conversation-status")).to_have_attribute("data-status", "stopped")
+    expect(page.get_by_test_id("waiting")).to_have_count(0)
+    expect(page).to_have_title("make a marker — planact")
+    assert markers(tmp_path) == []
