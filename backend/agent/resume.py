@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from backend.actions.model import Action
 from backend.agent.asking import read_answer
 from backend.agent.transcript import Outcome, turn_dict, turn_from
-from backend.messages.kinds import ActionType
+from backend.messages.kinds import ActionType, MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import cap_text
 
@@ -72,7 +72,13 @@ async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
     finals = [
         m
         for m in stored
-        if m.meta.task_id == task_id and m.status != "running" and m.meta.action_type in types
+        if m.meta.task_id == task_id
+        and m.status != "running"
+        and (
+            m.meta.action_type in types
+            # a rejected approval is its action's result (an approved one: the action's own)
+            or (m.meta.action_type == MessageKind.APPROVAL and m.status == "failure")
+        )
     ]
     for m in finals:
         if m.meta.action_type == ActionType.FINISH:
@@ -83,12 +89,16 @@ async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
     for action in turn.actions:
         if action.type == ActionType.FINISH:
             break  # not reached: an earlier action failed
-        label = _label_of(finals[done]) if done < len(finals) else _label(action)
+        rejected = done < len(finals) and finals[done].meta.action_type == MessageKind.APPROVAL
+        label = _label_of(finals[done]) if done < len(finals) and not rejected else _label(action)
         turn.outcomes.extend(Outcome(label, "warning", w) for w in action.warnings)
         if done < len(finals):
             msg = finals[done]
             done += 1
-            if msg.status == "success":
+            if rejected:
+                failed = True
+                turn.outcomes.append(Outcome(label, "FAILED", f"rejected: {msg.content}"))
+            elif msg.status == "success":
                 turn.outcomes.append(Outcome(label, "ok", cap_text(msg.content, OBSERVATION_CAP)))
             elif msg.content.startswith("Skipped:"):
                 turn.outcomes.append(Outcome(label, "skipped", "(an earlier action failed)"))
