@@ -505,7 +505,10 @@ def test_runtime_choice_only_when_several_are_offered(
     box.type("line two")
     box.press("Enter")
     expect(page2.get_by_test_id("goal")).to_have_text("line one\nline two")
-    assert bodies == [{"goal": "line one\nline two", "mode": "auto", "runtime": "local"}]
+    # the approval mode goes with every run: the server's default (APPROVAL_MODE) until picked
+    assert bodies == [
+        {"goal": "line one\nline two", "mode": "auto", "runtime": "local", "approval": "never"}
+    ]
 
 
 def test_token_is_asked_once_and_sent(

@@ -163,6 +163,8 @@ export interface RunBody {
   mode?: Mode
   runtime?: string
   model?: string
+  /** CONTRACT section 10: when the run asks before acting */
+  approval?: string
 }
 
 export const api = {

@@ -17,6 +17,7 @@
 import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
+import { isWaitMessage, pendingWaits } from './waits'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 
@@ -55,6 +56,9 @@ export interface ConversationView {
   index: Record<string, { runId: string; taskId: string | null }>
   /** live output of running commands, by the command's uuid */
   live: Record<string, LiveOutput>
+  /** approvals and questions as asked (their `running` message), by uuid: the answer that
+   *  replaces the message does not repeat the command, the diff or the question */
+  requests: Record<string, Message>
 }
 
 export interface LiveOutput {
@@ -81,7 +85,7 @@ export const TURN_LEVEL = new Set<string>([
 ])
 
 export function emptyView(): ConversationView {
-  return { turns: [], lastSeq: 0, index: {}, live: {} }
+  return { turns: [], lastSeq: 0, index: {}, live: {}, requests: {} }
 }
 
 function newTurn(runId: string): Turn {
@@ -245,6 +249,7 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
   const turn = turnFor(view, runId)
   flags(turn, at)
   if (msg.status !== 'running') delete view.live[msg.uuid]
+  else if (isWaitMessage(msg)) view.requests[msg.uuid] = msg
   dropMisplacedPlaceholder(view, msg, runId)
 
   if (at === MessageKind.PLAN) {
@@ -256,9 +261,8 @@ export function reduce(view: ConversationView, msg: Message): ConversationView {
     applyTask(turn, msg)
     return view
   }
-  if (upsert(view, msg)) return view
-
-  place(view, turn, msg, entryTaskId(msg))
+  if (!upsert(view, msg)) place(view, turn, msg, entryTaskId(msg))
+  if (isWaitMessage(msg)) markWaiting(view, runId, pendingWaits(turn).length > 0) // asked, or answered
   return view
 }
 

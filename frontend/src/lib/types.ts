@@ -56,6 +56,9 @@ export interface ServerSettings {
   auth: boolean
   upload_max_mb?: number
   workspace_max_mb?: number
+  /** the server's default approval mode (APPROVAL_MODE) and the modes a run may pick */
+  approval?: string
+  approval_modes?: string[]
 }
 
 /** POST /api/llm/check */

@@ -22,6 +22,7 @@ import {
 } from '../lib/reducer'
 import { RunFollower } from '../lib/sse'
 import { latestRunModel, modelsByRun, sidebarConversations } from '../lib/runmodel'
+import { useWaits } from './waits'
 import type {
   ConversationDetail,
   ConversationSummary,
@@ -420,6 +421,8 @@ export const useApp = defineStore('app', () => {
     draftId.value = null // a goal was sent: no longer a draft
     if (runtime && showRuntime.value) body.runtime = runtime
     if (model.value && models.value.length > 1) body.model = model.value
+    const approval = useWaits().approvalForRun()
+    if (approval) body.approval = approval
     attachments.value = attachments.value.filter((a) => a.state === 'uploading')
     activeRunId.value = 'pending'
     follow(

@@ -1,0 +1,37 @@
+// Answering a waiting run (CONTRACT section 10): an approval decision or an answer to the
+// agent's question. Errors come back as HttpError (409: no longer pending).
+
+import { apiFetch } from './api'
+import { errorFromResponse } from './sse'
+
+export type Decision = 'approve' | 'reject' | 'approve_all'
+
+/** The longest rejection reason the server takes. */
+export const REASON_MAX = 4000
+
+async function post<T>(path: string, body: unknown): Promise<T> {
+  const res = await apiFetch(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  if (!res.ok) throw await errorFromResponse(res)
+  return (await res.json()) as T
+}
+
+const runPath = (runId: string) => `/api/agent/runs/${encodeURIComponent(runId)}`
+
+export function sendDecision(
+  runId: string,
+  uuid: string,
+  decision: Decision,
+  reason = '',
+): Promise<{ decision: Decision }> {
+  const body: { decision: Decision; reason?: string } = { decision }
+  if (decision === 'reject' && reason.trim()) body.reason = reason.trim()
+  return post(`${runPath(runId)}/approvals/${encodeURIComponent(uuid)}`, body)
+}
+
+export function sendAnswer(runId: string, uuid: string, answer: string): Promise<{ answer: string }> {
+  return post(`${runPath(runId)}/answers/${encodeURIComponent(uuid)}`, { answer })
+}

@@ -1,0 +1,208 @@
+// Runs that wait for a person (CONTRACT section 10): what an approval or a question asks,
+// how it was answered, whether a turn is waiting, the approval modes and the page title.
+// Pure, so it is unit-tested; the store (stores/waits.ts) does the talking to the server.
+
+import { MessageKind } from './types'
+import type { Message } from './types'
+import type { Turn } from './reducer'
+
+/** Message kinds that park the run until a person answers. */
+export const WAIT_KINDS = new Set<string>([MessageKind.APPROVAL, MessageKind.ASK_USER])
+
+export function isWaitMessage(msg: Message): boolean {
+  return WAIT_KINDS.has(msg.meta?.action_type || '')
+}
+
+/** A request not answered yet: a stored `running` approval or question. */
+export function isPendingWait(msg: Message): boolean {
+  return isWaitMessage(msg) && msg.status === 'running' && !!msg.seq
+}
+
+/** The unanswered approvals and questions of a turn, in order. */
+export function pendingWaits(turn: Turn): Message[] {
+  const out: Message[] = []
+  for (const b of turn.blocks) if (b.kind === 'message' && isPendingWait(b.message)) out.push(b.message)
+  for (const t of turn.tasks ?? []) for (const e of t.entries) if (isPendingWait(e)) out.push(e)
+  return out
+}
+
+export type ApprovalView = 'command' | 'diff' | 'text'
+
+/** What an approval message asks to do. */
+export interface ApprovalRequest {
+  /** the action waiting for approval: terminal_run, write_code, … */
+  actionType: string
+  /** its action class: edits, terminal, web, mcp, … */
+  cls: string
+  params: Record<string, unknown>
+  filepath: string
+  /** the command, the diff, or what will happen, as the server wrote it for a person */
+  text: string
+  view: ApprovalView
+}
+
+function record(v: unknown): Record<string, unknown> {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
+}
+
+const EDIT_ACTIONS = new Set(['write_code', 'edit_file'])
+
+/** The request of an approval message (its `running` version: the partner's content is the
+ *  outcome, not the request). */
+export function approvalRequest(msg: Message): ApprovalRequest {
+  const first = record(Array.isArray(msg.meta?.json) ? msg.meta.json[0] : null)
+  const params = record(first.params)
+  const actionType = String(first.action_type || '')
+  const cls = String(first.class || '')
+  const filepath = msg.meta?.filepath || String(params.path || params.filepath || '')
+  let text = msg.content || ''
+  let view: ApprovalView = 'text'
+  if (actionType === 'terminal_run' || cls === 'terminal') {
+    view = 'command'
+    if (!text.trim() && typeof params.command === 'string') text = params.command
+  } else if (EDIT_ACTIONS.has(actionType) || cls === 'edits') {
+    view = 'diff'
+  } else if (!text.trim() && Object.keys(params).length) {
+    text = JSON.stringify(params, null, 2)
+  }
+  return { actionType, cls, params, filepath, text, view }
+}
+
+const CLASS_LABELS: Record<string, [string, string]> = {
+  edits: ['file edit', 'file edits'],
+  terminal: ['command', 'commands'],
+  web: ['web action', 'web actions'],
+  mcp: ['MCP tool call', 'MCP tool calls'],
+}
+
+/** The class in words: "Approve all commands", "every later command". */
+export function classLabel(cls: string, plural = true): string {
+  const known = CLASS_LABELS[cls]
+  if (known) return known[plural ? 1 : 0]
+  const name = cls ? `${cls} action` : 'action of this kind'
+  return plural ? name.replace(/^(\w+ )?action/, '$1actions') : name
+}
+
+const ACTION_LABELS: Record<string, string> = {
+  terminal_run: 'Run a command',
+  write_code: 'Write a file',
+  edit_file: 'Edit a file',
+  web_search: 'Search the web',
+  web_fetch: 'Fetch a web page',
+  mcp_tool: 'Call an MCP tool',
+}
+
+export function actionLabel(actionType: string): string {
+  return ACTION_LABELS[actionType] ?? (actionType ? actionType.replace(/_/g, ' ') : 'An action')
+}
+
+export type DiffLineKind = 'file' | 'hunk' | 'add' | 'del' | 'ctx'
+
+export interface DiffLine {
+  kind: DiffLineKind
+  text: string
+}
+
+/** The lines of a unified diff, each with its kind ("--- a"/"+++ b" headers, "@@" hunks,
+ *  "+" added, "-" removed, the rest context). Inside a hunk "---" is a removed line. */
+export function diffLines(text: string): DiffLine[] {
+  const lines = (text || '').replace(/\n$/, '').split('\n')
+  const out: DiffLine[] = []
+  let inHunk = false
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    const header =
+      (line.startsWith('--- ') && (lines[i + 1] ?? '').startsWith('+++ ')) ||
+      (!inHunk && (line.startsWith('+++ ') || line.startsWith('--- ')))
+    if (line.startsWith('diff ') || header) {
+      inHunk = false
+      out.push({ kind: 'file', text: line })
+    } else if (line.startsWith('+++ ') && out[out.length - 1]?.kind === 'file') {
+      out.push({ kind: 'file', text: line })
+    } else if (line.startsWith('@@')) {
+      inHunk = true
+      out.push({ kind: 'hunk', text: line })
+    } else if (line.startsWith('+')) out.push({ kind: 'add', text: line })
+    else if (line.startsWith('-')) out.push({ kind: 'del', text: line })
+    else out.push({ kind: 'ctx', text: line })
+  }
+  return out
+}
+
+export type WaitState =
+  | 'pending'
+  | 'approved'
+  | 'rejected'
+  | 'timed_out'
+  | 'stopped'
+  | 'answered'
+  | 'interrupted'
+
+export interface WaitOutcome {
+  state: WaitState
+  /** approve_all: every later action of the class is approved too */
+  all: boolean
+  /** the rejection reason, the answer, or what the server said */
+  text: string
+}
+
+// the server's own words (backend/waits/answers.py, backend/agent/ending.py); a person's
+// reason is matched only when it starts like them
+const TIMED_OUT = /^(nobody (approved|answered) it within|timed out|no answer within)|\(APPROVAL_TIMEOUT\)/i
+const STOPPED = /^(stopped before it finished|the run was stopped)/i
+const INTERRUPTED = /^interrupted\b/i
+
+/** A failure partner's cause: a timeout, a stop, or the person's rejection. The server may
+ *  name it in meta.json[0] ("outcome"/"decision"/"reason_kind"); otherwise its words do. */
+function failureState(msg: Message): WaitState {
+  const first = record(Array.isArray(msg.meta?.json) ? msg.meta.json[0] : null)
+  const named = String(first.outcome || first.decision || first.reason_kind || '').toLowerCase()
+  if (named.includes('time')) return 'timed_out'
+  if (named.includes('stop')) return 'stopped'
+  if (named.includes('reject')) return 'rejected'
+  const text = msg.content || ''
+  if (TIMED_OUT.test(text)) return 'timed_out'
+  if (STOPPED.test(text)) return 'stopped'
+  if (INTERRUPTED.test(text)) return 'interrupted'
+  return 'rejected'
+}
+
+/** How an approval or a question ended (or that it still waits). `finished`: the run is over,
+ *  so a request still `running` will get no answer. */
+export function waitOutcome(msg: Message, finished: boolean): WaitOutcome {
+  const text = msg.content || ''
+  if (msg.status === 'running') {
+    return { state: finished ? 'interrupted' : 'pending', all: false, text: '' }
+  }
+  const question = msg.meta?.action_type === MessageKind.ASK_USER
+  if (msg.status === 'success') {
+    if (question) return { state: 'answered', all: false, text }
+    const first = record(Array.isArray(msg.meta?.json) ? msg.meta.json[0] : null)
+    const all =
+      String(first.decision || '') === 'approve_all' || /\bevery later\b|\ball later\b/i.test(text)
+    return { state: 'approved', all, text }
+  }
+  const state = failureState(msg)
+  return { state: question && state === 'rejected' ? 'stopped' : state, all: false, text }
+}
+
+export const APPROVAL_MODES = ['never', 'risky', 'always'] as const
+export type ApprovalMode = (typeof APPROVAL_MODES)[number]
+
+/** One line each, for the picker. */
+export const APPROVAL_HELP: Record<string, string> = {
+  never: 'Never ask: actions run at once',
+  risky: 'Ask before commands, web and MCP tools',
+  always: 'Ask before every action, file edits too',
+}
+
+export function isApprovalMode(v: unknown): v is ApprovalMode {
+  return typeof v === 'string' && (APPROVAL_MODES as readonly string[]).includes(v)
+}
+
+/** The document title: a waiting run asks for the person first. */
+export function pageTitle(title: string, running: boolean, waiting: boolean): string {
+  const base = `${title ? `${title} — ` : ''}planact`
+  if (waiting) return `⏸ Waiting for you · ${base}`
+  return `${running ? '● ' : ''}${base}`
+}
