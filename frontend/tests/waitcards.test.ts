@@ -192,7 +192,7 @@ describe('approval card', () => {
     store.view = buildView(run)
     await nextTick()
     const lines = [...root.querySelectorAll<HTMLElement>('[data-testid="approval-diff"] .diff-line')]
-    expect(lines.map((l) => l.dataset.line)).toEqual(['file', 'file', 'hunk', 'ctx', 'del', 'add'])
+    expect(lines.map((l) => l.dataset.kind)).toEqual(['file', 'file', 'hunk', 'ctx', 'del', 'add'])
     expect(lines[5].textContent).toBe('+print(2)\n')
     expect($('approval-file')!.textContent!.trim()).toBe('app.py')
     expect(button('approve-all').textContent!.trim()).toBe('Approve all file edits')

@@ -5,6 +5,7 @@
 
 import { MessageKind } from './types'
 import type { Message } from './types'
+import { diffLines, type DiffLine } from './diff'
 
 export interface CommandView {
   command: string
@@ -25,12 +26,7 @@ export interface CodeView {
   truncated: boolean
 }
 
-export type DiffLineKind = 'file' | 'hunk' | 'add' | 'del' | 'ctx' | 'note'
-
-export interface DiffLine {
-  kind: DiffLineKind
-  text: string
-}
+export type { DiffLine }
 
 /** How many lines a long file shows before "show all N lines". */
 export const FOLD_LINES = 20
@@ -141,17 +137,5 @@ export function diffView(msg: Message): DiffLine[] | null {
   if (msg.meta?.action_type !== MessageKind.EDIT_FILE || msg.status !== 'success') return null
   const diff = str(first(msg)?.diff)
   if (!diff) return null
-  return diff
-    .replace(/\n$/, '')
-    .split('\n')
-    .map((text) => ({ kind: diffKind(text), text }))
-}
-
-function diffKind(line: string): DiffLineKind {
-  if (line.startsWith('--- ') || line.startsWith('+++ ')) return 'file'
-  if (line.startsWith('@@')) return 'hunk'
-  if (line.startsWith('+')) return 'add'
-  if (line.startsWith('-')) return 'del'
-  if (line.startsWith('\\') || line.startsWith('[')) return 'note'
-  return 'ctx'
+  return diffLines(diff)
 }
