@@ -18,7 +18,7 @@ from backend.agent.transcript import Transcript, Turn, turn_dict, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.messages.paths import relative_paths
+from backend.messages.paths import relative_paths, relative_paths_in
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ class RunContext:
         if msg.role == "assistant":  # never show the server's workspace path
             msg.content = relative_paths(msg.content, self.state.workspace)
             msg.meta.content = relative_paths(msg.meta.content, self.state.workspace)
+            if msg.meta.json_:  # a command's streams, a written file's content
+                msg.meta.json_ = relative_paths_in(msg.meta.json_, self.state.workspace)
         if self.control.lost:  # another process ended this run: its messages are closed
             msg.conversation_id, msg.run_id = self.state.conversation_id, self.run_id
             return msg

@@ -6,6 +6,7 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 
 @lru_cache(maxsize=256)
@@ -33,3 +34,15 @@ def relative_paths(text: str, workspace: Path) -> str:
 @lru_cache(maxsize=256)
 def _needles(workspace: str) -> tuple[str, ...]:
     return tuple({workspace.rstrip("/"), os.path.realpath(workspace).rstrip("/")})
+
+
+def relative_paths_in(value: Any, workspace: Path) -> Any:
+    """``relative_paths`` on every string inside ``value`` (a message's meta.json: lists,
+    dicts, strings), keeping its shape."""
+    if isinstance(value, str):
+        return relative_paths(value, workspace)
+    if isinstance(value, list):
+        return [relative_paths_in(v, workspace) for v in value]
+    if isinstance(value, dict):
+        return {k: relative_paths_in(v, workspace) for k, v in value.items()}
+    return value
