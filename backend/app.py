@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from backend.agent.specialists import Specialist
-from backend.api import agent, conversations, files, mcp, retry, uploads
+from backend.api import agent, conversations, files, mcp, retry, uploads, waits
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
@@ -116,6 +116,7 @@ def create_app(
         *settings_api.routes,
         *retry.routes,
         *mcp.routes,
+        *waits.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Mount("/lemonai", app=create_lemonai_app(Services(settings, manager, store))),
     ]

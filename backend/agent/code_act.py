@@ -12,14 +12,23 @@ from backend.actions import FormatError, extract_thinking, parse_actions, regist
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry import ActionContext, Done
 from backend.actions.values import scrub
+from backend.agent.asking import ask_approval, ask_question, rejection
 from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
-from backend.agent.transcript import STUCK_REPEATS, Outcome, Transcript, Turn, describe
+from backend.agent.transcript import (
+    STUCK_REPEATS,
+    Outcome,
+    Transcript,
+    Turn,
+    describe,
+    turn_from,
+)
 from backend.llm.base import Completion
-from backend.messages.kinds import MessageKind
+from backend.messages.kinds import ActionType, MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import OutputCallback, cap_text
+from backend.waits.classes import asks
 from backend.workspace import scan
 
 if TYPE_CHECKING:
@@ -66,6 +75,13 @@ async def run_task(
         ]
     )
     ctx.begin_task(transcript)  # checkpointed; restored when the run is resumed
+    if ctx.answer is not None and ctx.state.pending is not None:  # it waited for a person
+        turn = turn_from(ctx.state.pending)
+        ctx.turn, ctx.turn_after = turn, int(ctx.state.pending["after_seq"])
+        note = await run_actions(ctx, task, turn.actions, turn)
+        if note is not None:
+            return note
+        _add_turn(transcript, turn, task)
     format_errors = 0
     for _step in range(ctx.deps.settings.max_steps_per_task):
         narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
@@ -108,25 +124,30 @@ async def run_task(
         note = await run_actions(ctx, task, parsed, turn)
         if note is not None:
             return note
-        transcript.add(turn)
-        repeats = transcript.repeats()
-        if repeats >= STUCK_REPEATS:
-            raise StuckLoop(
-                f"Task '{task['title']}' failed: the agent repeated the same step "
-                f"{repeats} times with the same result ({turn.outcomes[0].label}), so it was "
-                "stopped to save tokens. Try again with more detail in the goal, or choose "
-                "another model."
-            )
-        if repeats == STUCK_REPEATS - 1:
-            turn.footer += (
-                "\nThis is the same action with the same result as your previous turn; "
-                "repeating it will not change anything. Try a different approach."
-            )
+        _add_turn(transcript, turn, task)
     raise LimitExceeded(
         f"Task '{task['title']}' failed: it did not finish within "
         f"{ctx.deps.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
         "MAX_STEPS_PER_TASK, or split the goal into smaller steps."
     )
+
+
+def _add_turn(transcript: Transcript, turn: Turn, task: dict[str, Any]) -> None:
+    """The turn's actions ran: into the transcript, unless the agent is stuck in a loop."""
+    transcript.add(turn)
+    repeats = transcript.repeats()
+    if repeats >= STUCK_REPEATS:
+        raise StuckLoop(
+            f"Task '{task['title']}' failed: the agent repeated the same step "
+            f"{repeats} times with the same result ({turn.outcomes[0].label}), so it was "
+            "stopped to save tokens. Try again with more detail in the goal, or choose "
+            "another model."
+        )
+    if repeats == STUCK_REPEATS - 1:
+        turn.footer += (
+            "\nThis is the same action with the same result as your previous turn; "
+            "repeating it will not change anything. Try a different approach."
+        )
 
 
 async def read_reply(completion: Completion) -> tuple[list[str], list[Action] | FormatError]:
@@ -156,9 +177,18 @@ async def run_actions(
     ctx: RunContext, task: dict[str, Any], actions: list[Action], turn: Turn
 ) -> str | None:
     """Run actions in order through the action registry; the first failure skips the rest.
-    Fills the turn's outcomes for the model; returns the finish note when the task finished."""
+    Fills the turn's outcomes for the model; returns the finish note when the task finished.
+    An action that needs a person (an approval, ask_user) parks the run (asking.py); resumed
+    with the answer (``ctx.answer``), the turn goes on from that action."""
     failed = False
-    for action in actions:
+    state = ctx.state
+    waited = state.wait["index"] if state.wait is not None and ctx.answer is not None else -1
+    for index, action in enumerate(actions):
+        if index < waited:  # ran before the run waited (their outcomes are in the turn)
+            continue
+        answer = ctx.answer if index == waited else None
+        if answer is not None:  # used now: a later checkpoint goes on without it
+            state.wait, ctx.answer = None, None
         defn = registry.get(action.type)
         label = scrub(defn.label(action)) if defn else action.type
         kind = defn.kind if defn else action.type
@@ -175,8 +205,26 @@ async def run_actions(
             )
             turn.outcomes.append(Outcome(label, "skipped", "(an earlier action failed)"))
             continue
-        for warning in action.warnings:
-            turn.outcomes.append(Outcome(label, "warning", warning))
+        if answer is None:  # (a resumed action's warnings were noted before it waited)
+            for warning in action.warnings:
+                turn.outcomes.append(Outcome(label, "warning", warning))
+        if action.type == ActionType.ASK_USER and (state.can_ask or answer is not None):
+            if answer is None:
+                await ask_question(ctx, task["id"], action, index)
+            ok = answer.get("decision") == "answer"
+            text = answer.get("answer", "") if ok else rejection(answer)
+            turn.outcomes.append(Outcome(label, "ok" if ok else "FAILED", scrub(text)))
+            failed = not ok
+            continue
+        action_class = defn.approval if defn is not None else None
+        if answer is None and asks(state.approval, action_class, state.approved_classes):
+            await ask_approval(ctx, task["id"], action, str(action_class), index)
+        if answer is not None and answer.get("decision") == "approve_all" and action_class:
+            state.approved_classes.append(action_class)
+        if answer is not None and answer.get("decision") not in ("approve", "approve_all"):
+            turn.outcomes.append(Outcome(label, "FAILED", rejection(answer)))
+            failed = True
+            continue
         if defn is not None and defn.ends_task:
             done = await defn.handler(action_context(ctx), action)
             note = scrub(done.content.strip()) or "Done."
@@ -232,6 +280,7 @@ def action_context(ctx: RunContext, on_output: OutputCallback | None = None) -> 
         tools=ctx.deps.tools,
         on_output=on_output,
         mcp_servers=ctx.state.mcp_servers,
+        can_ask=ctx.state.can_ask,
     )
 
 

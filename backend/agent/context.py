@@ -52,6 +52,8 @@ class RunContext:
     resumed: bool = False  # taken over from a checkpoint another process stored
     replay_reply: bool = False  # resumed: the stored model reply is used, not asked again
     replay_skip: int = 0  # messages the replayed reply had already published
+    # resumed after a wait: the answer (backend/waits) the parked action goes on with
+    answer: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.live = Live(self.delta_listener, wanted=self._wants_deltas, publish=self.publish_delta)
@@ -74,9 +76,10 @@ class RunContext:
         notifier = self.deps.notifier
         return bool(notifier.cross_process) or notifier.bus.has_readers(self.run_id)
 
-    async def publish(self, msg: Message) -> Message:
+    async def publish(self, msg: Message, wait: dict[str, Any] | None = None) -> Message:
         """Through the run's Publisher (store first, then notify); the message's pending
-        live deltas go out before it, and the run keeps track of what it left open."""
+        live deltas go out before it, and the run keeps track of what it left open.
+        ``wait``: the run parks on this message (stored with it, backend/agent/asking.py)."""
         if msg.role == "assistant":  # never show the server's workspace path
             msg.content = relative_paths(msg.content, self.state.workspace)
             msg.meta.content = relative_paths(msg.meta.content, self.state.workspace)
@@ -94,7 +97,7 @@ class RunContext:
         if self.state.reply is not None:
             self.state.reply_published += 1
         return await self.publisher.publish(
-            msg, self._stored, cancelled=cancelled, checkpoint=self.checkpoint()
+            msg, self._stored, cancelled=cancelled, checkpoint=self.checkpoint(), wait=wait
         )
 
     def _track(self, msg: Message) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from backend.actions.values import scrub
+from backend.agent.asking import Parked
 from backend.agent.budget import limits
 from backend.agent.code_act import run_task
 from backend.agent.context import RunContext
@@ -31,11 +32,13 @@ from backend.workspace import scan
 
 log = logging.getLogger(__name__)
 HANDED_OVER = "handed_over"  # not a run status: the run goes on in another process
+PARKED = "parked"  # not a run status: the run waits for a person, in the store only
 
 
 async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:
     """Run to the end and return the final status: completed | failed | stopped, or
-    ``HANDED_OVER`` (this process shuts down; the run stays running in the store)."""
+    ``HANDED_OVER`` (this process shuts down; the run stays running in the store), or
+    ``PARKED`` (it waits for a person: the answer resumes it, on any process)."""
     return await logged_run(ctx, _run_pipeline(ctx, specialists))
 
 
@@ -90,6 +93,8 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
             state.stage = "summary"
         await summarize(ctx, state.tasks, state.notes, "completed")
         return "completed"
+    except Parked:
+        return PARKED
     except (asyncio.CancelledError, RunStopped):
         # the owner cancels until the run ends (ctx.control.ending tells it to hold off now)
         ctx.control.ending = True

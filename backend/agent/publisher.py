@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from backend.messages.message import Message
 
@@ -38,14 +38,16 @@ class Publisher:
         *,
         cancelled: bool = False,
         checkpoint: str | None = None,
+        wait: dict[str, Any] | None = None,
     ) -> Message:
         """Store ``msg`` (even when cancelled meanwhile), call ``on_stored`` with the stored
         message, notify the readers, then the listener. A cancellation that arrived
         meanwhile (or before: ``cancelled``) is raised once the message is stored and
-        known. ``checkpoint``: the run's state, stored in the message's transaction."""
+        known. ``checkpoint``: the run's state, stored in the message's transaction, as
+        ``wait`` (the run parks on this message: store/waits.py)."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
-        stored, cancelled_now = await _store_through_cancellation(self.store, msg, checkpoint)
+        stored, cancelled_now = await _store_through_cancellation(self.store, msg, checkpoint, wait)
         cancelled = cancelled or cancelled_now
         if on_stored is not None:
             on_stored(stored)
@@ -60,12 +62,12 @@ class Publisher:
 
 
 async def _store_through_cancellation(
-    store: Store, msg: Message, checkpoint: str | None = None
+    store: Store, msg: Message, checkpoint: str | None = None, wait: dict[str, Any] | None = None
 ) -> tuple[Message, bool]:
     """Store ``msg`` even when the run is cancelled meanwhile (the write runs on the store's
     thread and completes anyway): a stored `running` message must be known to the run, so
     that its final partner is published when the run ends. Returns (stored, cancelled)."""
-    write = asyncio.ensure_future(store.append_message(msg, checkpoint))
+    write = asyncio.ensure_future(store.append_message(msg, checkpoint, wait))
     cancelled = False
     while True:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from backend.actions.model import Action
+from backend.agent.asking import read_answer
 from backend.agent.transcript import Outcome, turn_dict, turn_from
 from backend.messages.kinds import ActionType
 from backend.messages.message import Message
@@ -40,6 +41,7 @@ async def prepare_resume(ctx: RunContext) -> str | None:
         await store.count_repeated_call(state.run_id)
         state.in_flight = ""
     ctx.replay_reply = state.reply is not None
+    await read_answer(ctx)  # it waited for a person: the answer it goes on with
     for running in list(state.open_actions.values()):  # never run again: closed, said so
         await ctx.publish(
             Message.build(
@@ -52,7 +54,7 @@ async def prepare_resume(ctx: RunContext) -> str | None:
                 meta_content=running.meta.content,
             )
         )
-    if state.pending is None:
+    if state.pending is None or ctx.answer is not None:  # (the task loop goes on with it)
         return None
     return await _finish_turn(ctx, state.pending)
 

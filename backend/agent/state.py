@@ -32,6 +32,13 @@ class RunState(BaseModel):
     inputs: list[str] = Field(default_factory=list)  # files the person uploaded
     history: list[dict[str, str]] = Field(default_factory=list)  # earlier goals, answers
     mcp_servers: list[str] | None = None  # the MCP servers the person picked (None: all)
+    # -- a person in the loop (backend/waits, CONTRACT section 10) ------------------------
+    approval: str = "never"  # which actions ask first: never | risky | always
+    approved_classes: list[str] = Field(default_factory=list)  # approve_all'd classes
+    can_ask: bool = False  # ask_user is offered (someone can answer)
+    # the wait the run is parked on: {"uuid", "kind": "approval" | "ask_user", "index": the
+    # action's place in the pending turn}; None once the resumed run used the answer
+    wait: dict[str, Any] | None = None
     # -- progress --------------------------------------------------------------------------
     specialist: Specialist | None = None  # what the goal was routed to
     tasks: list[dict[str, Any]] = Field(default_factory=list)  # the plan

@@ -14,6 +14,7 @@ from backend.runs import ShuttingDown
 from backend.runs.feed import run_feed
 from backend.runtime import registry
 from backend.store.repo import ConflictError, NotFoundError
+from backend.waits.classes import APPROVAL_MODES
 
 GOAL_LIMIT = 100_000
 MODES = ("auto", "agent", "chat")
@@ -51,6 +52,9 @@ async def start_run(request: Request) -> Response:
         )
     model = pick_model(request.app.state.settings, body.get("model"))
     mcp_servers = pick_mcp_servers(request, body.get("mcp_servers"))
+    approval = body.get("approval")
+    if approval is not None and approval not in APPROVAL_MODES:
+        raise ApiError(400, f"'approval' must be one of {', '.join(APPROVAL_MODES)}.")
     return await begin_run(
         request,
         goal,
@@ -59,6 +63,7 @@ async def start_run(request: Request) -> Response:
         runtime=runtime,
         model=model,
         mcp_servers=mcp_servers,
+        approval=approval,
     )
 
 
@@ -88,6 +93,7 @@ async def begin_run(
     runtime: str | None,
     model: str | None,
     mcp_servers: list[str] | None = None,
+    approval: str | None = None,
 ) -> Response:
     """Start a run and answer with its stream (or 202 with `Accept: application/json`)."""
     runs = manager(request)
@@ -100,6 +106,7 @@ async def begin_run(
             runtime=runtime,
             model=model,
             mcp_servers=mcp_servers,
+            approval=approval,
         )
     except NotFoundError as exc:
         raise ApiError(404, f"No conversation {conversation_id!r}.") from exc

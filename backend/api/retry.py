@@ -34,6 +34,7 @@ async def retry_run(request: Request) -> Response:
         mode=run["mode"],
         runtime=runtime,
         model=model,
+        approval=run.get("approval"),
     )
 
 

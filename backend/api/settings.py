@@ -15,6 +15,7 @@ from backend.api.common import manager, read_json
 from backend.api.errors import ApiError
 from backend.config import Settings
 from backend.llm.base import LLMError
+from backend.waits.classes import APPROVAL_MODES
 
 CHECK_TIMEOUT = 20.0
 CHECK_MESSAGES = [
@@ -55,6 +56,8 @@ async def get_settings(request: Request) -> Response:
             "auth": s.auth_enabled,
             "upload_max_mb": s.upload_max_mb,
             "workspace_max_mb": s.workspace_max_mb,
+            "approval": s.approval_mode,
+            "approval_modes": list(APPROVAL_MODES),
         }
     )
 

@@ -122,14 +122,24 @@ class Services:
         self, user_id: str, goal: str, cid: str | None, mode: str, model: str | None = None
     ) -> tuple[str, str]:
         """Start a run; raises ConflictError (a run is active) or NotFoundError."""
-        return await self.manager.start(user_id, goal, conversation_id=cid, mode=mode, model=model)
+        # LemonAI's client has no approval card or answer box: its runs never wait for a
+        # person (docs/lemonai.md)
+        return await self.manager.start(
+            user_id,
+            goal,
+            conversation_id=cid,
+            mode=mode,
+            model=model,
+            approval="never",
+            can_ask=False,
+        )
 
     async def active_run(self, user_id: str, cid: str) -> str | None:
         conv = await self.store.get_conversation(user_id, cid)
         if conv is None:
             raise NotFoundError(cid)
         for run in reversed(conv.get("runs", [])):
-            if run["status"] == "running":
+            if run["status"] in ("running", "waiting"):
                 return str(run["run_id"])
         return None
 

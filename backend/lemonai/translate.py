@@ -41,8 +41,8 @@ def lemon_status(status: str) -> str:
     """LemonAI knows a conversation as `running` or `done`. A conversation with no run yet
     is `running`, as LemonAI's own server makes it: the client creates the conversation,
     then starts its run, and drops every stream event of a conversation a list fetched in
-    between calls `done`."""
-    return "running" if status in ("running", "idle") else "done"
+    between calls `done`. A run waiting for a person (started elsewhere) is still running."""
+    return "running" if status in ("running", "idle", "waiting") else "done"
 
 
 def conversation(conv: dict[str, Any], agent_id: int) -> dict[str, Any]:

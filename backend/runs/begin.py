@@ -53,6 +53,8 @@ async def build_context(
             workspace=workspace,
             model=run["model"] or None,
             mcp_servers=run.get("mcp_servers"),
+            approval=run.get("approval") or "never",
+            can_ask=bool(run.get("can_ask", True)),
             history=[]
             if run.get("new_conversation")
             else await conversation_history(store, cid, run_id),

@@ -89,7 +89,7 @@ async def run_feed(
             if len(msgs) == BATCH:
                 continue
             run = await store.get_run(run_id)
-            if run is None or run["status"] != "running":
+            if run is None or run["status"] not in ("running", "waiting"):
                 # the run stored its last message before its status: read once more
                 for msg in await store.messages(conversation_id, run_id=run_id, after=last):
                     last = msg.seq

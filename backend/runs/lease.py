@@ -7,6 +7,8 @@ Every server or worker process is an instance with an id and a lease in the stor
   (an atomic claim, so one process does it) and continued from its last checkpoint
   (``take_over``: executed here, or queued again for a worker; past ``RUN_MAX_RESUMES`` it
   is ended ``failed`` with its open messages closed, an ``error`` saying why);
+- sweeps the runs that wait for a person: a wait past APPROVAL_TIMEOUT is rejected (the
+  run goes on), a wait whose owner died before it let go of the run is released;
 - watches this process's runs once a second as a safety net for notifications: a stop
   request in the store stops the run; a run another process ended is dropped here
   (``lost``) without publishing anything more.
@@ -88,6 +90,7 @@ class LeaseKeeper:
         stop_local: Callable[[str, bool], None],
         runtimes: Callable[[], list[Runtime]],
         take_over: Callable[[str, str], Awaitable[bool]],
+        sweep: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self.store = store
         self.iid = instance_id
@@ -97,6 +100,7 @@ class LeaseKeeper:
         self.stop_local = stop_local
         self.runtimes = runtimes
         self.take_over = take_over
+        self.sweep = sweep  # runs that wait for a person: timeouts (backend/runs/parking.py)
         self.host = host_identity()
         self._tasks: list[asyncio.Task[None]] = []
         self._thread: threading.Thread | None = None
@@ -182,6 +186,8 @@ class LeaseKeeper:
                 log.warning("run %s lost its owner %s: taken over", run["run_id"], run["owner"])
                 count += 1
             self.recovered += count
+            if self.sweep is not None:
+                await self.sweep()
             await self._forget_dead_instances()
             return count
 

@@ -21,11 +21,12 @@ import anyio
 from backend.agent.context import RunContext
 from backend.agent.control import RunControl
 from backend.agent.live import DeltaSink
-from backend.agent.pipeline import HANDED_OVER, run_pipeline
+from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
 from backend.messages.bus import Bus
+from backend.runs import parking
 from backend.runs.begin import build_context
 from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
@@ -92,6 +93,7 @@ class RunManager:
             stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
             runtimes=self.runtimes.loaded,
             take_over=self.take_over,
+            sweep=lambda: parking.sweep(self),
         )
         # queue workers: defer the job of a run taken over (set by backend/runs/worker.py)
         self.requeue: Callable[[str], Awaitable[None]] | None = None
@@ -246,15 +248,22 @@ class RunManager:
         model: str | None = None,
         delta_listener: DeltaSink | None = None,
         mcp_servers: list[str] | None = None,
+        approval: str | None = None,
+        can_ask: bool | None = None,
     ) -> tuple[str, str]:
-        """Create the run and hand it to the executor. Raises ConflictError when the
-        conversation has an active run (in any process), NotFoundError when it does not
-        exist, ShuttingDown when this process takes no new runs."""
+        """Create the run and hand it to the executor. ``approval``: which actions wait for
+        a person's approval (None: APPROVAL_MODE); ``can_ask``: ask_user is offered (None:
+        in a server, not in a `planact run`, which says when it has a terminal). Raises
+        ConflictError when the conversation has an active run (in any process),
+        NotFoundError when it does not exist, ShuttingDown when this process takes no new
+        runs."""
         if not self.accepting:
             raise ShuttingDown()
         if not self._opened:
             await self.open()
         runtime_name = runtime or self.settings.runtime
+        if can_ask is None:
+            can_ask = self.kind != "cli"
         cid = conversation_id or await self.store.create_conversation(user_id, goal_title(goal))
         owner = self.instance_id if self.executor.runs_here else None
         rid = await self.store.start_run(
@@ -266,6 +275,8 @@ class RunManager:
             owner,
             model=model or "",
             mcp_servers=mcp_servers,
+            approval=approval or self.settings.approval_mode,
+            can_ask=can_ask,
         )
         if listener is not None:
             self._listeners[rid] = listener
@@ -285,6 +296,8 @@ class RunManager:
                 "model": model or "",
                 "new_conversation": conversation_id is None,
                 "mcp_servers": mcp_servers,
+                "approval": approval or self.settings.approval_mode,
+                "can_ask": can_ask,
             }
         try:
             await self.executor.submit(rid)
@@ -350,8 +363,8 @@ class RunManager:
             tools=self.tools,
             workspace=self.workspace(user_id, cid),
             shutting_down=self._grace_over,
-            listener=self._listeners.pop(run_id, None),
-            delta_listener=self._delta_listeners.pop(run_id, None),
+            listener=self._listeners.get(run_id),  # (kept while the run waits: parked)
+            delta_listener=self._delta_listeners.get(run_id),
         )
         ctx.control.handing_over = self._handing_over
         self._contexts[run_id] = ctx
@@ -363,6 +376,13 @@ class RunManager:
             return await self._drive(ctx)
         finally:
             self._tasks.pop(run_id, None)
+
+    def answer_owner(self) -> str | None:
+        """Who goes on with a run answered here (backend/waits): this process, or a worker."""
+        return parking.answer_owner(self)
+
+    async def resume_answered(self, run_id: str) -> None:
+        await parking.resume_answered(self, run_id)
 
     async def take_over(self, run_id: str, dead_owner: str) -> bool:
         """Continue a run whose owner died (backend/runs/takeover.py)."""
@@ -386,7 +406,9 @@ class RunManager:
             # end as one from elsewhere while the run has not left this process yet
             ctx.control.ending = True
             try:
-                if not ctx.control.lost and status != HANDED_OVER:
+                if status == PARKED and ctx.state.wait is not None:
+                    await uncancellable(parking.let_go(self, ctx.run_id, ctx.state.wait["uuid"]))
+                elif not ctx.control.lost and status != HANDED_OVER:
                     error = ""
                     if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."
@@ -394,6 +416,9 @@ class RunManager:
                         self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
                     )
             finally:
+                if status != PARKED:
+                    self._listeners.pop(ctx.run_id, None)
+                    self._delta_listeners.pop(ctx.run_id, None)
                 self.bus.mark_done(ctx.run_id)
                 self._contexts.pop(ctx.run_id, None)
                 self._started.discard(ctx.run_id)
@@ -412,10 +437,10 @@ class RunManager:
         if run_id in self._contexts:
             self._stop_local(run_id)
         elif info["owner"] is None:
-            # queued and not taken by a worker yet: end it here
+            # queued and not taken by a worker yet, or parked on a wait: end it here
             if await self.store.claim_run(run_id, self.instance_id, None):
                 await self.close_unexecuted(run_id, "stopped", "")
-            else:
+            elif not await parking.stop_parked(self, run_id):
                 self.notifier.control("stop", run_id)
         else:
             self.notifier.control("stop", run_id)

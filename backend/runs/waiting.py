@@ -30,7 +30,7 @@ async def wait_ended(
             run = await store.get_run(run_id)
             if run is None:
                 return None
-            if run["status"] != "running":
+            if run["status"] not in ("running", "waiting"):  # waiting: not ended
                 return str(run["status"])
             left = poll if deadline is None else min(poll, deadline - loop.time())
             if left <= 0:

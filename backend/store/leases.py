@@ -113,7 +113,10 @@ class SqlLeases(StoreBase):
             )
             rows = c.execute(
                 select(RUNS.c.id, RUNS.c.conversation_id, RUNS.c.owner).where(
-                    RUNS.c.status == ACTIVE, RUNS.c.owner.is_not(None), ~live.exists()
+                    RUNS.c.status == ACTIVE,
+                    RUNS.c.owner.is_not(None),
+                    RUNS.c.wait_uuid.is_(None),  # a parked run: store/waits.py
+                    ~live.exists(),
                 )
             ).all()
             return [{"run_id": r[0], "conversation_id": r[1], "owner": r[2]} for r in rows]
@@ -121,11 +124,14 @@ class SqlLeases(StoreBase):
         return await self._core(fn)
 
     async def claim_run(self, run_id: str, owner: str, expected: str | None) -> bool:
-        """Take a running run from ``expected`` (None: a queued run nobody took)."""
+        """Take a running run from ``expected`` (None: a queued run nobody took; never a run
+        parked on a wait, see store/waits.py)."""
 
         def fn(c: Connection) -> bool:
             was = RUNS.c.owner.is_(None) if expected is None else RUNS.c.owner == expected
-            q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE, was)
+            q = update(RUNS).where(
+                RUNS.c.id == run_id, RUNS.c.status == ACTIVE, was, RUNS.c.wait_uuid.is_(None)
+            )
             return bool(c.execute(q.values(owner=owner)).rowcount)
 
         return await self._core(fn)

@@ -21,6 +21,7 @@ from backend.store.base import (
     RUNS,
     StoreBase,
 )
+from backend.store.parked import park_in
 from backend.store.tables import utcnow
 
 
@@ -28,44 +29,54 @@ class SqlMessages(StoreBase):
     """Messages: stored before they are sent, read back by seq."""
 
     # -- messages -------------------------------------------------------------------------
-    async def append_message(self, msg: Message, checkpoint: str | None = None) -> Message:
+    async def append_message(
+        self, msg: Message, checkpoint: str | None = None, wait: dict[str, Any] | None = None
+    ) -> Message:
         """Store a message, assigning its ``seq``, and (same transaction) the run's
-        ``checkpoint`` when given. Returns the stored message."""
+        ``checkpoint`` and the wait it parks on (``store.waits.wait_values``) when given.
+        Returns the stored message."""
 
         def fn(c: Connection) -> Message:
+            if wait is not None:
+                park_in(c, msg.run_id, wait)
             if checkpoint is not None:
                 c.execute(
                     update(RUNS)
                     .where(RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE)
                     .values(checkpoint=checkpoint)
                 )
-            seq = c.execute(
-                update(CONVERSATIONS)
-                .where(CONVERSATIONS.c.id == msg.conversation_id)
-                .values(last_seq=CONVERSATIONS.c.last_seq + 1, updated_at=utcnow())
-                .returning(CONVERSATIONS.c.last_seq)
-            ).scalar_one()
-            c.execute(
-                insert(MESSAGES),
-                [
-                    {
-                        "conversation_id": msg.conversation_id,
-                        "run_id": msg.run_id,
-                        "seq": seq,
-                        "uuid": msg.uuid,
-                        "role": msg.role,
-                        "status": msg.status,
-                        "action_type": msg.meta.action_type,
-                        "content": msg.content,
-                        "meta": msg.meta.model_dump(by_alias=True),
-                        "timestamp": msg.timestamp,
-                    }
-                ],
-            )
-            self._notify(c, MESSAGE_CHANNEL, msg.run_id)
-            return msg.model_copy(update={"seq": seq})
+            return self._insert(c, msg)
 
         return await self._core(fn)
+
+    def _insert(self, c: Connection, msg: Message) -> Message:
+        """Insert ``msg`` with the conversation's next seq and announce it (in ``c``'s
+        transaction)."""
+        seq = c.execute(
+            update(CONVERSATIONS)
+            .where(CONVERSATIONS.c.id == msg.conversation_id)
+            .values(last_seq=CONVERSATIONS.c.last_seq + 1, updated_at=utcnow())
+            .returning(CONVERSATIONS.c.last_seq)
+        ).scalar_one()
+        c.execute(
+            insert(MESSAGES),
+            [
+                {
+                    "conversation_id": msg.conversation_id,
+                    "run_id": msg.run_id,
+                    "seq": seq,
+                    "uuid": msg.uuid,
+                    "role": msg.role,
+                    "status": msg.status,
+                    "action_type": msg.meta.action_type,
+                    "content": msg.content,
+                    "meta": msg.meta.model_dump(by_alias=True),
+                    "timestamp": msg.timestamp,
+                }
+            ],
+        )
+        self._notify(c, MESSAGE_CHANNEL, msg.run_id)
+        return msg.model_copy(update={"seq": seq})
 
     async def messages(
         self,
@@ -84,7 +95,7 @@ class SqlMessages(StoreBase):
             if action_types is not None:
                 q = q.where(m.action_type.in_([str(k) for k in action_types]))
             rows = c.execute(q.order_by(m.seq).limit(limit)).all()
-            return [_message(r) for r in rows]
+            return [message_of(r) for r in rows]
 
         return await self._core(fn)
 
@@ -107,12 +118,12 @@ class SqlMessages(StoreBase):
                 )
                 .order_by(m.seq)
             ).all()
-            return [_message(r) for r in rows]
+            return [message_of(r) for r in rows]
 
         return await self._core(fn)
 
 
-def _message(r: Any) -> Message:
+def message_of(r: Any) -> Message:
     return Message.model_validate(
         {
             "role": r.role,

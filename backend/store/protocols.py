@@ -9,6 +9,7 @@ runs over both databases against these Protocols.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from backend.messages.message import Message
@@ -56,6 +57,8 @@ class RunStore(Protocol):
         owner: str | None = None,
         model: str = "",
         mcp_servers: list[str] | None = None,
+        approval: str = "never",
+        can_ask: bool = True,
     ) -> str:
         """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
         if one is active (the partial unique index decides across processes),
@@ -128,9 +131,11 @@ class LeaseStore(Protocol):
 class MessageStore(Protocol):
     """The messages of a conversation, by seq."""
 
-    async def append_message(self, msg: Message, checkpoint: str | None = None) -> Message:
-        """Store a message, assigning its ``seq`` (and the run's checkpoint, same
-        transaction). Returns the stored message."""
+    async def append_message(
+        self, msg: Message, checkpoint: str | None = None, wait: dict[str, Any] | None = None
+    ) -> Message:
+        """Store a message, assigning its ``seq`` (and the run's checkpoint and the wait
+        it parks on, same transaction). Returns the stored message."""
 
     async def messages(
         self,
@@ -163,7 +168,24 @@ class UsageStore(Protocol):
 
 
 @runtime_checkable
-class StoreProtocol(ConversationStore, RunStore, LeaseStore, MessageStore, UsageStore, Protocol):
+@runtime_checkable
+class WaitStore(Protocol):
+    """Runs parked while they wait for a person (store/waits.py)."""
+
+    async def release_parked(self, run_id: str, owner: str, uuid: str) -> bool | None: ...
+    async def end_wait(
+        self, run_id: str, uuid: str, kind: str, owner: str | None, answer: str, partner: Message
+    ) -> Message | None: ...
+    async def wait_message(self, run_id: str, uuid: str) -> tuple[Message, bool] | None: ...
+    async def take_parked(self, run_id: str, owner: str, expected: str | None = None) -> bool: ...
+    async def orphaned_waits(self) -> list[dict[str, Any]]: ...
+    async def expired_waits(self, now: datetime | None = None) -> list[dict[str, str]]: ...
+    async def wait_answer(self, run_id: str) -> str | None: ...
+
+
+class StoreProtocol(
+    ConversationStore, RunStore, LeaseStore, MessageStore, UsageStore, WaitStore, Protocol
+):
     """The whole Store."""
 
     def migrate(self) -> None: ...
@@ -179,5 +201,6 @@ if TYPE_CHECKING:  # mypy: the Store satisfies every Protocol (a mismatch fails 
         leases: LeaseStore = store
         messages: MessageStore = store
         usage: UsageStore = store
+        waits: WaitStore = store
         whole: StoreProtocol = store
-        del conversations, runs, leases, messages, usage, whole
+        del conversations, runs, leases, messages, usage, waits, whole

@@ -5,6 +5,7 @@
     leases.py         instances, leases, claims and stop requests
     messages.py       messages (seq)
     usage.py          token usage and cost
+    waits.py          runs parked while they wait for a person
 
 Each part is a mixin over :class:`~backend.store.base.StoreBase` (the engine and its one
 database thread); :class:`Store` is all of them, and satisfies every Protocol of
@@ -27,12 +28,14 @@ from backend.store.leases import SqlLeases
 from backend.store.messages import SqlMessages
 from backend.store.runs import SqlRuns
 from backend.store.usage import SqlUsage
+from backend.store.waits import WAITING, SqlWaits
 
 __all__ = [
     "ACTIVE",
     "CONTROL_CHANNEL",
     "MESSAGE_CHANNEL",
     "UPLOAD_RUN",
+    "WAITING",
     "ConflictError",
     "NotFoundError",
     "Store",
@@ -40,5 +43,5 @@ __all__ = [
 ]
 
 
-class Store(SqlConversations, SqlRuns, SqlLeases, SqlMessages, SqlUsage):
+class Store(SqlConversations, SqlRuns, SqlLeases, SqlWaits, SqlMessages, SqlUsage):
     """SQLite or PostgreSQL (``url``), migrated by :meth:`migrate`."""

@@ -21,6 +21,7 @@ from backend.store.base import (
     iso,
     new_id,
 )
+from backend.store.parked import WAITING
 from backend.store.tables import Conversation, Run, Task, utcnow
 
 
@@ -38,6 +39,8 @@ class SqlRuns(StoreBase):
         owner: str | None = None,
         model: str = "",
         mcp_servers: list[str] | None = None,
+        approval: str = "never",
+        can_ask: bool = True,
     ) -> str:
         """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
         if one is active (the partial unique index decides across processes),
@@ -67,6 +70,8 @@ class SqlRuns(StoreBase):
                     stop_requested=False,
                     model=model,
                     mcp_servers=None if mcp_servers is None else json.dumps(mcp_servers),
+                    approval=approval,
+                    can_ask=can_ask,
                 )
             )
             conv.status = ACTIVE
@@ -129,7 +134,14 @@ class SqlRuns(StoreBase):
             if owner is not None:
                 q = q.where(RUNS.c.owner == owner)
             cid = c.execute(
-                q.values(status=status, error=error, ended_at=now).returning(RUNS.c.conversation_id)
+                q.values(
+                    status=status,
+                    error=error,
+                    ended_at=now,
+                    wait_uuid=None,
+                    wait_kind=None,
+                    wait_until=None,
+                ).returning(RUNS.c.conversation_id)
             ).scalar_one_or_none()
             if cid is None:
                 return False
@@ -193,7 +205,10 @@ class SqlRuns(StoreBase):
 
         def fn(c: Connection) -> int | None:
             q = update(RUNS).where(
-                RUNS.c.id == run_id, RUNS.c.status == ACTIVE, RUNS.c.owner == expected
+                RUNS.c.id == run_id,
+                RUNS.c.status == ACTIVE,
+                RUNS.c.owner == expected,
+                RUNS.c.wait_uuid.is_(None),
             )
             row = c.execute(
                 q.values(owner=owner, resumes=RUNS.c.resumes + 1).returning(RUNS.c.resumes)
@@ -249,7 +264,8 @@ def run_dict(r: Run) -> dict[str, Any]:
         "goal": r.goal,
         "mode": r.mode,
         "runtime": r.runtime,
-        "status": r.status,
+        # a run parked on a wait is `running` in its row, `waiting` to its readers
+        "status": WAITING if r.status == ACTIVE and r.wait_uuid else r.status,
         "error": r.error,
         "task_type": r.task_type,
         "model": r.model,
@@ -260,4 +276,7 @@ def run_dict(r: Run) -> dict[str, Any]:
         "resumes": r.resumes or 0,
         "repeated_calls": r.repeated_calls or 0,
         "mcp_servers": None if r.mcp_servers is None else json.loads(r.mcp_servers),
+        "approval": r.approval or "never",
+        "can_ask": True if r.can_ask is None else bool(r.can_ask),
+        "wait": None if not r.wait_uuid else {"uuid": r.wait_uuid, "kind": r.wait_kind},
     }

@@ -84,6 +84,15 @@ class Run(Base):
     repeated_calls: Mapped[int] = mapped_column(Integer, default=0)  # model calls made again
     # the MCP servers the person picked (JSON list; None: every configured server)
     mcp_servers: Mapped[str | None] = mapped_column(Text, default=None)
+    # runs that wait for a person (backend/waits): the approval mode, whether ask_user is
+    # offered, and the wait it is parked on (uuid of its message, kind "approval" |
+    # "ask_user", deadline); the answer that ended the wait (JSON), read when it resumes
+    approval: Mapped[str] = mapped_column(String(16), default="never")
+    can_ask: Mapped[bool] = mapped_column(Boolean, default=True)
+    wait_uuid: Mapped[str | None] = mapped_column(String(64), default=None)
+    wait_kind: Mapped[str | None] = mapped_column(String(16), default=None)
+    wait_until: Mapped[datetime | None] = mapped_column(default=None)
+    wait_answer: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class Instance(Base):

@@ -538,3 +538,29 @@ def test_upload_over_the_limit_is_413_and_keeps_nothing(settings: Settings) -> N
         assert resp.status_code == 413 and resp.json()["code"] == 413
         staging = Path(settings.workspace_dir) / "user_1" / ".lemonai-uploads"
         assert not staging.exists() or not any(staging.iterdir())
+
+
+def test_runs_from_the_lemonai_client_never_wait_for_a_person(tmp_path: Path) -> None:
+    """Its client has no approve button and no answer box: with APPROVAL_MODE=always the
+    command still runs without asking, and the model is not offered ask_user."""
+    settings = make_settings(tmp_path, approval_mode="always")
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Run it")),
+            ("thinking", run("echo ran > out.txt") + finish("ran")),
+        ]
+    )
+    with lemon_client(settings, llm) as client:
+        cid = create(client, "Run it")
+        _raw, tokens, _headers = stream_run(
+            client, {"question": "Run it", "conversation_id": cid, "mode": "task"}
+        )
+        assert llm.errors == []
+        kinds = [m["meta"]["action_type"] for m in agent_messages(tokens)]
+        assert "approval" not in kinds and kinds[-1] == "finish_summery"
+        workspace = Path(settings.workspace_dir).resolve() / "user_1" / f"Conversation_{cid}"
+        assert (workspace / "out.txt").read_text() == "ran\n"
+        thinking = next(c for c in llm.calls if c.stage == "thinking")
+        assert "<ask_user>" not in thinking.messages[0]["content"]
+        (row,) = client.get(f"/api/conversations/{cid}").json()["runs"]
+        assert row["approval"] == "never" and row["can_ask"] is False

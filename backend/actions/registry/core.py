@@ -52,6 +52,7 @@ class ActionContext:
     tools: Tools | None = None
     on_output: OutputCallback | None = None  # live output (actions with ``streams_output``)
     mcp_servers: list[str] | None = None  # the run's pick (None: every configured server)
+    can_ask: bool = False  # someone can answer the model's questions (ask_user is offered)
 
 
 @dataclass

@@ -1,11 +1,20 @@
-"""ask_user: the model asks the person (CONTRACT section 10). Parsed everywhere; offered
-only where a run can wait for an answer, which this server does not do yet."""
+"""ask_user: the model asks the person (CONTRACT section 10). Parsed everywhere; offered only
+where someone can answer (``RunState.can_ask``: API runs, `planact run` on a terminal). The
+task loop parks the run on the question (backend/agent/asking.py); the answer is the action's
+result. Where it is not offered, this handler answers instead."""
 
 from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
 from backend.messages.kinds import ActionType, MessageKind
+
+WHEN_TO_ASK = (
+    "ask_user waits for the person's answer, which can take a long time: ask only for "
+    "information that is missing and that you cannot find yourself (in the goal, the "
+    "workspace, the files, with your tools). Never ask for confirmation or permission, "
+    "and never ask what you can decide yourself; ask one clear question at a time."
+)
 
 
 async def ask_user(ctx: ActionContext, action: Action) -> Done:
@@ -16,21 +25,24 @@ async def ask_user(ctx: ActionContext, action: Action) -> Done:
     )
 
 
-async def not_offered(ctx: ActionContext) -> Offer | None:
-    return None
+async def offer_if_someone_answers(ctx: ActionContext) -> Offer | None:
+    return Offer(note=WHEN_TO_ASK) if ctx.can_ask else None
 
 
 ACTION = ActionDef(
     spec=ActionSpec(
         name=ActionType.ASK_USER,
-        description="Ask the person a question and wait for the answer.",
+        description=(
+            "Ask the person a question and wait for the answer (only for missing "
+            "information you cannot find yourself)."
+        ),
         required=("question",),
         raw=("question",),
         example="<ask_user><question>Which database should I use?</question></ask_user>",
     ),
     kind=MessageKind.ASK_USER,
     handler=ask_user,
-    offer=not_offered,
+    offer=offer_if_someone_answers,
     running=lambda a: a.params.get("question", ""),
     describe=lambda a: f"ask_user {a.params.get('question', '')[:80]!r}",
     order=900,

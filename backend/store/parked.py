@@ -1,0 +1,44 @@
+"""The columns of a run's wait (store/waits.py), written in the transaction of the message
+it waits on (store/messages.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Connection, update
+
+from backend.store.base import ACTIVE, CONVERSATIONS, RUNS
+from backend.store.tables import utcnow
+
+WAITING = "waiting"
+
+
+def wait_values(uuid: str, kind: str, seconds: float) -> dict[str, Any]:
+    """The run row's columns of a new wait (stored with its message)."""
+    return {
+        "wait_uuid": uuid,
+        "wait_kind": kind,
+        "wait_until": utcnow() + timedelta(seconds=seconds),
+        "wait_answer": None,
+    }
+
+
+CLEARED = {"wait_uuid": None, "wait_kind": None, "wait_until": None}
+
+
+def conversation_status(c: Connection, cid: str, status: str) -> None:
+    c.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.id == cid).values(status=status))
+
+
+def park_in(c: Connection, run_id: str, wait: dict[str, Any]) -> None:
+    """Store the wait (``wait_values``) with its message, in the message's transaction:
+    the run is waiting as soon as the message can be seen (its owner lets go after)."""
+    cid = c.execute(
+        update(RUNS)
+        .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+        .values(**wait)
+        .returning(RUNS.c.conversation_id)
+    ).scalar_one_or_none()
+    if cid is not None:
+        conversation_status(c, cid, WAITING)

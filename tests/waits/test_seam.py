@@ -1,0 +1,225 @@
+"""The seam of backend/waits, in-process over the real store (SQLite and PostgreSQL): the
+typed errors change nothing, an answer is taken once, and an approved action is neither lost
+nor doubled when a process dies between the approval and the action."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.agent.resume import INTERRUPTED_ACTION
+from backend.agent.specialists import BUILTIN
+from backend.llm.base import Completion, DeltaCallback
+from backend.messages.bus import Bus
+from backend.messages.message import Message
+from backend.runs import RunManager
+from backend.store.repo import Store
+from backend.waits import (
+    BadAnswer,
+    WaitConflict,
+    WaitNotFound,
+    answer_approval,
+    answer_question,
+)
+from tests.agent.scripts import finish, plan_reply, run
+from tests.conftest import make_settings
+from tests.pg import postgres_url, wipe
+from tests.runs.test_resume_points import bury, kill
+
+pytestmark = pytest.mark.anyio
+
+
+class StageLLM:
+    """Replies queued per stage; the summary always answers. Records every call."""
+
+    default_model = "scripted/model"
+
+    def __init__(self, **stages: list[str]) -> None:
+        self.queues: dict[str, deque[str]] = defaultdict(deque)
+        for stage, replies in stages.items():
+            self.queues[stage].extend(replies)
+        self.calls: list[tuple[str, list[dict[str, Any]]]] = []
+
+    async def complete(
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> Completion:
+        self.calls.append((stage, [dict(m) for m in messages]))
+        if stage == "summary":
+            return Completion("Done.", model=self.default_model)
+        return Completion(self.queues[stage].popleft(), model=self.default_model)
+
+    async def aclose(self) -> None: ...
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/waits.db"
+    url = postgres_url()
+    wipe(url)
+    return url
+
+
+@pytest.fixture
+async def processes(tmp_path: Path, db_url: str) -> AsyncIterator[list[RunManager]]:
+    made: list[RunManager] = []
+    yield made
+    for m in made:
+        await m.shutdown()
+        await m.store.close()
+
+
+async def a_process(
+    made: list[RunManager], tmp_path: Path, db_url: str, llm: StageLLM, **settings: Any
+) -> RunManager:
+    values = {"database_url": db_url, "lease_seconds": 30.0, **settings}
+    store = Store(db_url)
+    store.migrate()
+    m = RunManager(make_settings(tmp_path, **values), store, Bus(), llm, BUILTIN)  # type: ignore[arg-type]
+    await m.open()
+    made.append(m)
+    return m
+
+
+async def waiting_message(m: RunManager, cid: str, kind: str = "approval") -> Message:
+    """The wait message, once the run is parked (waited on through the store)."""
+    for _ in range(2000):
+        msgs = await m.store.messages(cid, limit=10_000)
+        closed = {x.uuid for x in msgs if x.status != "running"}
+        found = [x for x in msgs if x.meta.action_type == kind and x.uuid not in closed]
+        run = await m.store.get_run(msgs[0].run_id) if msgs else None
+        if found and run is not None and run["status"] == "waiting" and run["owner"] is None:
+            return found[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no {kind} message")
+
+
+def ran(m: RunManager, cid: str) -> int:
+    log = m.workspace("1", cid) / "log.txt"
+    return log.read_text().count("ran") if log.exists() else 0
+
+
+async def test_typed_errors_change_nothing_and_the_first_answer_wins(
+    tmp_path: Path, db_url: str, processes: list[RunManager]
+) -> None:
+    llm = StageLLM(
+        planning=[plan_reply("One")],
+        thinking=[run("echo ran >> log.txt"), finish("done")],
+    )
+    m = await a_process(processes, tmp_path, db_url, llm)
+    cid, rid = await m.start("1", "write code", mode="agent", approval="risky")
+    asked = await waiting_message(m, cid)
+    before = (await m.store.get_run(rid), len(await m.store.messages(cid, limit=10_000)))
+    with pytest.raises(BadAnswer):
+        await answer_approval(m, rid, asked.uuid, "perhaps")
+    with pytest.raises(BadAnswer):
+        await answer_approval(m, rid, asked.uuid, "reject", "x" * 4001)
+    with pytest.raises(WaitNotFound):
+        await answer_approval(m, rid, asked.uuid, "approve", user_id="someone-else")
+    with pytest.raises(WaitNotFound):
+        await answer_approval(m, "no-such-run", asked.uuid, "approve")
+    with pytest.raises(WaitNotFound):
+        await answer_approval(m, rid, "no-such-uuid", "approve")
+    with pytest.raises(WaitNotFound):
+        await answer_question(m, rid, asked.uuid, "an answer to no question")
+    after = (await m.store.get_run(rid), len(await m.store.messages(cid, limit=10_000)))
+    assert after == before and ran(m, cid) == 0
+    # two answers at once: exactly one is taken
+    results = await asyncio.gather(
+        answer_approval(m, rid, asked.uuid, "approve", user_id="1"),
+        answer_approval(m, rid, asked.uuid, "reject", "no"),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(r, WaitConflict) for r in results) == 1, results
+    assert await m.wait(rid, timeout=30) == "completed"
+    partners = [x for x in await m.store.messages(cid, limit=10_000) if x.uuid == asked.uuid]
+    assert partners[0].status == "running" and len(partners) == 2
+    assert ran(m, cid) == (1 if partners[1].status == "success" else 0)
+
+
+async def test_an_approval_taken_by_a_process_that_died_before_acting_is_not_lost(
+    tmp_path: Path, db_url: str, processes: list[RunManager]
+) -> None:
+    llm = StageLLM(
+        planning=[plan_reply("One")],
+        thinking=[run("echo ran >> log.txt"), finish("done")],
+    )
+    m = await a_process(processes, tmp_path, db_url, llm)
+    cid, rid = await m.start("1", "write code", mode="agent", approval="risky")
+    asked = await waiting_message(m, cid)
+    # the answering process stored the transition, then died before it resumed the run
+    partner = Message.build(
+        "approval", "Approved", task_id=asked.meta.task_id, uuid=asked.uuid, json=asked.meta.json_
+    )
+    answer = json.dumps({"uuid": asked.uuid, "decision": "approve", "reason": ""})
+    stored = await m.store.end_wait(rid, asked.uuid, "approval", "serve-dead-1", answer, partner)
+    assert stored is not None and ran(m, cid) == 0
+    await m.recover()  # its owner is dead: a live process takes the run over
+    assert await m.wait(rid, timeout=30) == "completed"
+    assert ran(m, cid) == 1
+    row = await m.store.get_run(rid)
+    assert row is not None and row["resumes"] == 1
+
+
+async def test_an_approved_command_under_way_when_its_process_died_is_not_run_again(
+    tmp_path: Path, db_url: str, processes: list[RunManager]
+) -> None:
+    llm = StageLLM(
+        planning=[plan_reply("One")],
+        thinking=[run("echo ran >> log.txt; sleep 60"), finish("done")],
+    )
+    owner = await a_process(processes, tmp_path, db_url, llm)
+    cid, rid = await owner.start("1", "write code", mode="agent", approval="risky")
+    asked = await waiting_message(owner, cid)
+    assert await answer_approval(owner, rid, asked.uuid, "approve") == {"decision": "approve"}
+    for _ in range(3000):  # the command runs (its output is on disk)
+        if ran(owner, cid):
+            break
+        await asyncio.sleep(0.01)
+    assert ran(owner, cid) == 1
+    task = owner._tasks[rid]
+    kill(owner, rid)
+    task.cancel()
+    await asyncio.wait({task}, timeout=30)
+    await bury(owner, db_url)
+    taker = await a_process(processes, tmp_path, db_url, llm)
+    await taker.recover()
+    assert await taker.wait(rid, timeout=30) == "completed"
+    assert ran(taker, cid) == 1  # never run twice
+    msgs = await taker.store.messages(cid, limit=10_000)
+    commands = [x for x in msgs if x.meta.action_type == "terminal_run"]
+    assert [x.status for x in commands] == ["running", "failure"]
+    assert commands[1].content.startswith(INTERRUPTED_ACTION[:40])
+    assert [x.status for x in msgs if x.uuid == asked.uuid] == ["running", "success"]
+
+
+async def test_an_unanswered_question_times_out_and_the_model_reads_why(
+    tmp_path: Path, db_url: str, processes: list[RunManager]
+) -> None:
+    llm = StageLLM(
+        planning=[plan_reply("One")],
+        thinking=["<ask_user><question>Which one?</question></ask_user>", finish("assumed")],
+    )
+    m = await a_process(processes, tmp_path, db_url, llm, approval_timeout=0.001)
+    cid, rid = await m.start("1", "write code", mode="agent")
+    asked = await waiting_message(m, cid, "ask_user")
+    await m.recover()  # the lease keeper's sweep, at once rather than in a few seconds
+    assert await m.wait(rid, timeout=30) == "completed"
+    partners = [x for x in await m.store.messages(cid, limit=10_000) if x.uuid == asked.uuid]
+    assert [x.status for x in partners] == ["running", "failure"]
+    assert "APPROVAL_TIMEOUT" in partners[1].content
+    last = llm.calls[-2][1] if llm.calls[-1][0] == "summary" else llm.calls[-1][1]
+    assert "rejected: Nobody answered it within" in "\n".join(str(x["content"]) for x in last)
+    with pytest.raises(WaitConflict):
+        await answer_question(m, rid, asked.uuid, "too late")
