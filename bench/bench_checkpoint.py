@@ -3,7 +3,7 @@ call 1 s to first token then 400 chunks 30 ms apart) through the current `planac
 through the code before runs were checkpointed, measured in the same benchmark run.
 
   uv run python bench/bench_checkpoint.py [--levels 200,500] [--rounds 2] [--base REF]
-      [--base-tree DIR] [--quick]
+      [--base-tree DIR] [--profile DIR] [--quick]
 
 The baseline is a checkout of the commit before checkpoints (default: the parent of the
 first checkpoint commit) in a git worktree (made here unless --base-tree names one, and
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -118,6 +119,17 @@ async def load(proc: Proc, url: str, concurrent: int, runs_each: int) -> dict[st
     }
 
 
+def profiler(folder: str | None, proc: Proc, name: str) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling the server (every thread) while it is loaded: collapsed stacks in
+    FOLDER/NAME.txt (`py-spy` on PATH, e.g. `uv tool install py-spy`)."""
+    if not folder:
+        return None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    argv = ["py-spy", "record", "--pid", str(proc.pid), "--format", "raw", "--rate", "200"]
+    argv += ["--nonblocking", "--output", str(Path(folder) / f"{name}.txt")]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} (range {min(values):.3f}-{max(values):.3f})"
 
@@ -160,7 +172,11 @@ async def main(args: argparse.Namespace, tmp: Path, base_tree: str) -> None:
                 order = ("base", "current") if r % 2 == 0 else ("current", "base")
                 for name in order:
                     proc, url = servers[name]
+                    spy = profiler(args.profile, proc, f"{name}-{concurrent}-{r + 1}")
                     got = await load(proc, url, concurrent, args.runs_each)
+                    if spy is not None:
+                        spy.send_signal(signal.SIGINT)
+                        await asyncio.to_thread(spy.wait, 60)
                     results[name].append(got)
                     print(
                         f"  {concurrent} concurrent, round {r + 1}, {name:7}: "
@@ -202,6 +218,7 @@ if __name__ == "__main__":
     parser.add_argument("--runs-each", type=int, default=2, help="runs per client a round")
     parser.add_argument("--base", help=f"the baseline commit (default {CHECKPOINT_COMMIT}^)")
     parser.add_argument("--base-tree", help="an existing checkout of the baseline")
+    parser.add_argument("--profile", help="a folder for py-spy profiles of each measurement")
     parser.add_argument("--quick", action="store_true", help="20 concurrent, 1 round, a smoke run")
     options = parser.parse_args()
     if options.quick:
