@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTROL_SECONDS = 1.0  # how often an owner re-reads its runs' stop flags (safety net)
+# how often a process looks for runs whose owner's lease expired (and waits that timed out):
+# at most a second after the expiry, so a run resumes within lease expiry + about a second
+RECOVER_SECONDS = 1.0
 
 
 # instances created by this process (tests may hold several managers in one process)
@@ -115,7 +118,9 @@ class LeaseKeeper:
         self._thread = threading.Thread(target=self._renew_loop, name="planact-lease", daemon=True)
         self._thread.start()
         self._tasks = [
-            asyncio.create_task(self._every(self.seconds / 3, self.recover), name="recover"),
+            asyncio.create_task(
+                self._every(min(self.seconds / 3, RECOVER_SECONDS), self.recover), name="recover"
+            ),
             asyncio.create_task(self._every(CONTROL_SECONDS, self.watch), name="watch-runs"),
         ]
 
