@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol
 
+from backend.runs.takeover import Host
+from backend.waits.answers import Host as AnswerHost
 from backend.waits.answers import expire_waits
 
-if TYPE_CHECKING:
-    from backend.runs.manager import RunManager
-
 log = logging.getLogger(__name__)
+
+
+class RunManager(Host, AnswerHost, Protocol):
+    """What parking needs of the process's run manager (backend/runs/manager.py)."""
+
+    executing: bool  # its executor is started: answered runs can be resumed
+    _tasks: dict[str, asyncio.Task[str]]  # the runs executing here
+    _listeners: dict[str, Any]  # the runs started here (a `planact run`: its own)
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None: ...
 
 
 def answer_owner(m: RunManager) -> str | None:

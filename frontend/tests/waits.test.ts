@@ -1,11 +1,18 @@
 import { describe, expect, it, beforeEach } from 'vitest'
-import { buildView, isTurnFinished, reduce, turnStatus, applyRunStatus, emptyView } from '../src/lib/reducer'
+import {
+  applyRunStatus,
+  buildView,
+  emptyView,
+  isTurnFinished,
+  pendingWaits,
+  reduce,
+  turnStatus,
+} from '../src/lib/reducer'
 import {
   approvalRequest,
   classLabel,
   diffLines,
   pageTitle,
-  pendingWaits,
   waitOutcome,
 } from '../src/lib/waits'
 import { msg, resetSeq } from './fixtures'

@@ -117,7 +117,7 @@ describe('the approval mode', () => {
     expect(select.options[2].textContent).toBe('always')
     select.value = 'always'
     select.dispatchEvent(new Event('change'))
-    await app.send('make a marker', 'agent', null)
+    await app.send('make a marker', 'agent', null, useWaits().approvalForRun())
     await until(() => !app.running, 'the run')
     const post = calls.find((c) => c.method === 'POST')!
     expect(post.body).toEqual({ goal: 'make a marker', mode: 'agent', approval: 'always' })
@@ -133,7 +133,7 @@ describe('the approval mode', () => {
     const root = mount(ApprovalPicker)
     await nextTick()
     expect(root.querySelector('select')).toBeNull()
-    await app.send('goal', 'auto', null)
+    await app.send('goal', 'auto', null, useWaits().approvalForRun())
     await until(() => app.error !== null, 'the 409')
     expect(calls.find((c) => c.method === 'POST')!.body).toEqual({ goal: 'goal', mode: 'auto' })
   })

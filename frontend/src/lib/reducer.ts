@@ -17,7 +17,7 @@
 import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
-import { isWaitMessage, pendingWaits } from './waits'
+import { isPendingWait, isWaitMessage } from './waits'
 
 export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 
@@ -569,4 +569,12 @@ export function buildView(messages: Message[]): ConversationView {
   const view = emptyView()
   for (const m of [...messages].sort((a, b) => (a.seq || 0) - (b.seq || 0))) reduce(view, m)
   return view
+}
+
+/** The unanswered approvals and questions of a turn, in order. */
+export function pendingWaits(turn: Turn): Message[] {
+  const out: Message[] = []
+  for (const b of turn.blocks) if (b.kind === 'message' && isPendingWait(b.message)) out.push(b.message)
+  for (const t of turn.tasks ?? []) for (const e of t.entries) if (isPendingWait(e)) out.push(e)
+  return out
 }

@@ -4,7 +4,6 @@
 
 import { MessageKind } from './types'
 import type { Message } from './types'
-import type { Turn } from './reducer'
 
 /** Message kinds that park the run until a person answers. */
 export const WAIT_KINDS = new Set<string>([MessageKind.APPROVAL, MessageKind.ASK_USER])
@@ -16,14 +15,6 @@ export function isWaitMessage(msg: Message): boolean {
 /** A request not answered yet: a stored `running` approval or question. */
 export function isPendingWait(msg: Message): boolean {
   return isWaitMessage(msg) && msg.status === 'running' && !!msg.seq
-}
-
-/** The unanswered approvals and questions of a turn, in order. */
-export function pendingWaits(turn: Turn): Message[] {
-  const out: Message[] = []
-  for (const b of turn.blocks) if (b.kind === 'message' && isPendingWait(b.message)) out.push(b.message)
-  for (const t of turn.tasks ?? []) for (const e of t.entries) if (isPendingWait(e)) out.push(e)
-  return out
 }
 
 export type ApprovalView = 'command' | 'diff' | 'text'

@@ -21,8 +21,8 @@ import {
   type ConversationView,
 } from '../lib/reducer'
 import { RunFollower } from '../lib/sse'
+import type { ApprovalMode } from '../lib/waits'
 import { latestRunModel, modelsByRun, sidebarConversations } from '../lib/runmodel'
-import { useWaits } from './waits'
 import type {
   ConversationDetail,
   ConversationSummary,
@@ -410,7 +410,13 @@ export const useApp = defineStore('app', () => {
     writeHash(null)
   }
 
-  async function send(goal: string, mode: Mode, runtime: string | null): Promise<void> {
+  /** ``approval``: the mode picked for this run (stores/waits.ts), null for the server's */
+  async function send(
+    goal: string,
+    mode: Mode,
+    runtime: string | null,
+    approval: ApprovalMode | null = null,
+  ): Promise<void> {
     const text = goal.trim()
     if (!text || running.value) return
     error.value = null
@@ -421,7 +427,6 @@ export const useApp = defineStore('app', () => {
     draftId.value = null // a goal was sent: no longer a draft
     if (runtime && showRuntime.value) body.runtime = runtime
     if (model.value && models.value.length > 1) body.model = model.value
-    const approval = useWaits().approvalForRun()
     if (approval) body.approval = approval
     attachments.value = attachments.value.filter((a) => a.state === 'uploading')
     activeRunId.value = 'pending'
