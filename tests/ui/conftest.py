@@ -57,7 +57,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.skip(reason=reason))
 
 
-@pytest.fixture(scope="session")
+# one browser per module: Playwright's sync API keeps its event loop set as running while it
+# is open, so async tests collected after the UI tests (tests/waits) could not start theirs
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     reason = _missing()
     if reason:
