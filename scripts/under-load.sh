@@ -32,7 +32,9 @@ fi
 log=${UNDER_LOAD_LOG:-$(mktemp /tmp/under-load.XXXXXX.log)}
 echo "under-load: pytest output in $log"
 start=$(date +%s)
-"$UV" run pytest -q "$@" >"$log" 2>&1
+# --tb=native: pytest's own traceback formatting parses source and hit a CPython 3.11.7
+# bug on a failure ("AST constructor recursion depth mismatch"), which ended the session
+"$UV" run pytest -q --tb=native "$@" >"$log" 2>&1
 status=$?
 # the failures (pytest's short summary, -rfE) and the closing line
 sed -n '/short test summary info/,$p' "$log" | grep -E '^(FAILED|ERROR) ' || true
