@@ -130,7 +130,7 @@ def running_server(tmp: Path, model_url: str, **extra: str) -> Iterator[Server]:
         server.stop()
 
 
-def wait_for(predicate: Any, timeout: float = 20, what: str = "condition") -> Any:
+def wait_for(predicate: Any, timeout: float = 60, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

@@ -94,6 +94,11 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+# a safety net, never a wait: each wait is for its event (the run's end, the task's end);
+# 30 s ran out on a loaded machine
+DEADLINE = 120
+
+
 async def a_process(tmp_path: Path, db_url: str, llm: ReactiveLLM) -> RunManager:
     settings = make_settings(tmp_path, database_url=db_url, lease_seconds=30.0)
     store = Store(db_url)
@@ -153,7 +158,7 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
     rid_box.append(rid)
     first = owner._tasks.get(rid)
     if first is not None:
-        await asyncio.wait({first}, timeout=30)
+        await asyncio.wait({first}, timeout=DEADLINE)
     SteppingTask.hook = None
     taker = None
     try:
@@ -161,9 +166,9 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
             await bury(owner, db_url)
             taker = await a_process(tmp_path, db_url, llm)
             await taker.recover()
-            status = await taker.wait(rid, timeout=30)
+            status = await taker.wait(rid, timeout=DEADLINE)
         else:
-            status = await owner.wait(rid, timeout=30)
+            status = await owner.wait(rid, timeout=DEADLINE)
         store = (taker or owner).store
         return {
             "status": status,
@@ -261,7 +266,7 @@ async def test_past_run_max_resumes_the_run_fails_saying_why(tmp_path: Path, db_
             lambda c: c.execute(text("UPDATE runs SET resumes = 3 WHERE id = :r"), {"r": rid})
         )
         assert await manager.recover() == 1
-        assert await manager.wait(rid, timeout=30) == "failed"
+        assert await manager.wait(rid, timeout=DEADLINE) == "failed"
         row = await store.get_run(rid)
         assert row is not None and "RUN_MAX_RESUMES=3" in row["error"]
         kinds = [m.meta.action_type for m in await store.messages(cid, limit=100)]
