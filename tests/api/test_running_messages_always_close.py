@@ -33,7 +33,7 @@ def unpartnered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(open_.values())
 
 
-def wait_for_message(client: TestClient, cid: str, pred: Any, timeout: float = 20) -> Any:
+def wait_for_message(client: TestClient, cid: str, pred: Any, timeout: float = 60) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for m in client.get(f"/api/conversations/{cid}/messages").json():

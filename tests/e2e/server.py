@@ -18,6 +18,9 @@ import httpx
 from tests.sse_client import collect
 
 PLANACT = str(Path(sys.executable).with_name("planact"))
+# a safety net, never a wait: how long a planact process may take to start and answer (or
+# exit) on a loaded machine; every wait on one is for its event (health, its exit)
+PROCESS_DEADLINE = 240.0
 
 
 def free_port() -> int:
@@ -66,7 +69,7 @@ class Server(Process):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30) -> Server:
+    def start(self, timeout: float = PROCESS_DEADLINE) -> Server:
         env = {**os.environ, **self.env}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
@@ -127,7 +130,7 @@ def running_server(tmp: Path, model_url: str, **extra: str) -> Iterator[Server]:
         server.stop()
 
 
-def wait_for(predicate: Any, timeout: float = 20, what: str = "condition") -> Any:
+def wait_for(predicate: Any, timeout: float = 60, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

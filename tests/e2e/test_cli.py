@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import PLANACT, server_env
+from tests.e2e.server import PLANACT, PROCESS_DEADLINE, server_env
 from tests.fakellm import FakeModelServer
 
 pytestmark = pytest.mark.e2e
@@ -169,7 +169,7 @@ def test_errors_are_printed_whole_and_without_library_noise(
 def test_run_help_describes_every_argument_and_offers_model() -> None:
     for command in ("run", "serve", "worker"):
         proc = subprocess.run(
-            [PLANACT, command, "--help"], capture_output=True, text=True, timeout=60
+            [PLANACT, command, "--help"], capture_output=True, text=True, timeout=PROCESS_DEADLINE
         )
         assert proc.returncode == 0, proc.stderr
         # argparse prints an argument without help as its name alone, followed by the

@@ -89,7 +89,7 @@ def test_deleting_a_conversation_removes_the_queue_workers_sandbox(
     env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")
     env |= {"RUNTIME": "docker", "SANDBOX_IDLE_TIMEOUT": "3600"}
     # the API replica has no Docker engine: only the worker runs commands
-    server = Server(tmp_path, env | {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}).start(60)
+    server = Server(tmp_path, env | {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}).start()
     worker = Worker(tmp_path, env, "w").start()
     client = docker.DockerClient.from_env(version=MIN_API_VERSION, timeout=30)
     try:

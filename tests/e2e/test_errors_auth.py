@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.agent.scripts import finish, plan_reply
-from tests.e2e.server import PLANACT, Server, server_env, wait_for
+from tests.e2e.server import PLANACT, PROCESS_DEADLINE, Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 
 pytestmark = pytest.mark.e2e
@@ -236,7 +236,7 @@ def test_refuses_non_loopback_bind_without_token(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_DEADLINE,
     )
     assert proc.returncode == 2
     assert "AUTH_TOKEN" in proc.stderr
@@ -252,7 +252,7 @@ def test_a_broken_mcp_servers_file_stops_serve_with_a_clear_message(tmp_path: Pa
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_DEADLINE,
     )
     assert proc.returncode == 2, proc.stderr
     assert "calc" in proc.stderr and "Traceback" not in proc.stderr

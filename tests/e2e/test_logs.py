@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.server import PLANACT, Server, server_env, wait_for
+from tests.e2e.server import PLANACT, PROCESS_DEADLINE, Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.sse_client import iter_events
 
@@ -190,7 +190,7 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_exits_2(tmp_path: Path) ->
             env=env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=PROCESS_DEADLINE,
         )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "Errno" not in proc.stderr

@@ -73,7 +73,7 @@ def inline_pair(tmp_path: Path, fake_model_server: FakeModelServer) -> Iterator[
         EXECUTOR="inline",
         LEASE_SECONDS=str(LEASE),
     )
-    servers = [Server(tmp_path, env).start(60), Server(tmp_path, env).start(60)]
+    servers = [Server(tmp_path, env).start(), Server(tmp_path, env).start()]
     try:
         yield servers
     finally:
@@ -131,7 +131,7 @@ def test_kill9_mid_command_in_a_docker_sandbox_goes_on_in_a_sandbox_of_the_other
         LEASE_SECONDS=str(LEASE),
         RUNTIME="docker",
     )
-    a, b = Server(tmp_path, env).start(60), Server(tmp_path, env).start(60)
+    a, b = Server(tmp_path, env).start(), Server(tmp_path, env).start()
     try:
         fake_model.script(
             {"stage": "planning", "content": plan_reply("Count")},

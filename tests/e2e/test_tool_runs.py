@@ -205,7 +205,7 @@ def test_a_queue_worker_offers_only_the_mcp_servers_the_run_picked(
     )
     env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")
     env |= {"MCP_SERVERS_FILE": str(mcp_file(tmp_path)), "WEB_FETCH": "0"}
-    server = Server(tmp_path, env).start(60)
+    server = Server(tmp_path, env).start()
     worker = Worker(tmp_path, env, "w").start()
     try:
         messages, end, _ = server.run({"goal": "Add numbers", "mcp_servers": ["calc"]})

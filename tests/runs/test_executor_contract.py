@@ -118,7 +118,7 @@ def test_queue_mode_without_postgresql_is_a_clear_start_up_error(
     import os
     import subprocess
 
-    from tests.e2e.server import PLANACT
+    from tests.e2e.server import PLANACT, PROCESS_DEADLINE
 
     env = {
         **os.environ,
@@ -127,7 +127,12 @@ def test_queue_mode_without_postgresql_is_a_clear_start_up_error(
         "FRONTEND_DIST": str(tmp_path / "no-ui"),
     }
     done = subprocess.run(
-        [PLANACT, *command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [PLANACT, *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_DEADLINE,
     )
     assert done.returncode == 2
     assert "EXECUTOR=queue needs PostgreSQL" in done.stderr

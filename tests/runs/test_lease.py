@@ -64,7 +64,10 @@ class ReapingRuntime:
 
 
 async def manager_on(tmp_path: Path, db_url: str, **kw: Any) -> RunManager:
-    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=2.0)
+    # a lease no test outlives: the keeper's own passes (every third of it) never race the
+    # recover() a test calls, and a starved process never loses its own runs; expiry is
+    # set in the store (expire_instance, set_expiry), never waited for
+    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=3600.0)
     store = Store(db_url)
     store.migrate()
     m = RunManager(settings, store, Bus(), ScriptedLLM([]), BUILTIN, **kw)

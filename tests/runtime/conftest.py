@@ -195,7 +195,7 @@ def stdout_of(result: ActionResult) -> str:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool]], within: float = 15.0, what: str = "condition"
+    check: Callable[[], Awaitable[bool]], within: float = 60.0, what: str = "condition"
 ) -> None:
     """Poll ``check`` until it holds; fail after ``within`` seconds."""
     deadline = time.monotonic() + within
@@ -207,7 +207,7 @@ async def eventually(
         await asyncio.sleep(0.05)
 
 
-async def wait_for_file(path: Path, within: float = 15.0) -> None:
+async def wait_for_file(path: Path, within: float = 60.0) -> None:
     async def exists() -> bool:
         return path.exists() and path.stat().st_size > 0
 

@@ -326,17 +326,18 @@ async def test_a_full_tmp_is_refused_and_does_not_break_the_sandbox(
     assert stdout_of(await run(rt, workspace, "echo still works")) == "still works\n"
 
 
-async def test_a_sandbox_whose_runner_cannot_start_is_replaced(
+async def test_the_command_after_memory_ran_out_runs_in_a_fresh_sandbox(
     make_docker: Any, workspace: Path
 ) -> None:
     # a /tmp bigger than the memory (what every sandbox had before): filling it leaves
-    # no memory for any process, the runner included
+    # no memory for any process, the runner included, until the sandbox is replaced
     rt = make_docker(sandbox_memory="128m", sandbox_tmp_size="1g")
     assert (await run(rt, workspace, "echo hi > kept.txt")).ok
-    await run(rt, workspace, "head -c 600M /dev/zero > /tmp/fill; sleep 1")
+    fill = await run(rt, workspace, "head -c 600M /dev/zero > /tmp/fill; sleep 1")
+    assert "the next command starts in a fresh sandbox" in fill.content, fill.content
     after = await run(rt, workspace, "cat kept.txt; ls /tmp")
     assert after.ok, after.content
-    assert stdout_of(after) == "hi\n"
+    assert stdout_of(after) == "hi\n"  # the workspace kept, the full /tmp gone
 
 
 async def test_deployments_behind_one_workspace_path_keep_each_others_sandboxes(

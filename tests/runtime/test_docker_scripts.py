@@ -211,7 +211,7 @@ def test_runner_reports_output_and_exit_code(runner: RunnerProcess) -> None:
     runner.run("a", "echo out; echo err >&2; exit 3")
     out, err, end = runner.until_end("a")
     assert (out, err) == ("out\n", "err\n")
-    assert end == {"id": "a", "exit": 3, "timeout": False, "oom": False}
+    assert end == {"id": "a", "exit": 3, "timeout": False, "oom": False, "oom_kill": False}
 
 
 def test_runner_kills_a_command_at_its_timeout(runner: RunnerProcess) -> None:
@@ -226,7 +226,7 @@ def test_runner_kills_a_command_on_request(runner: RunnerProcess) -> None:
     assert base64.b64decode(runner.next()["out"]) == b"started\n"
     runner.send(op="kill", id="k")
     _, _, end = runner.until_end("k")
-    assert end == {"id": "k", "exit": 137, "timeout": False, "oom": False}
+    assert end == {"id": "k", "exit": 137, "timeout": False, "oom": False, "oom_kill": False}
 
 
 def test_runner_leaves_no_process_behind(runner: RunnerProcess) -> None:

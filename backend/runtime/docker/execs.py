@@ -24,7 +24,7 @@ from backend.runtime.base import (
 )
 from backend.runtime.docker.containers import KILL_GRACE, Sandbox, workdir
 from backend.runtime.docker.engine import API_ERRORS, ContainerGone, close_stream, is_gone
-from backend.runtime.docker.sandboxes import Sandboxes
+from backend.runtime.docker.sandboxes import Sandboxes, out_of_memory
 from backend.runtime.docker.scripts import KILLER, SWEEPER, WRAPPER
 from backend.runtime.docker.tasks import shielded
 
@@ -168,11 +168,11 @@ async def run_with_exec(
         exit_code, timed_out, oom = read_trailer(stderr[trailer:])
         stderr = stderr[:trailer]
         note = ""
-        if oom and exit_code == 137:
-            note = (
-                "killed: out of memory (the sandbox is limited to "
-                f"{sandboxes.settings.sandbox_memory} of memory)"
-            )
+        if oom:
+            # memory ran out while it ran (what filled it may still hold it): the next
+            # command gets a fresh sandbox
+            await shielded(sandboxes.drop(sandbox))
+            note = out_of_memory(sandboxes.settings.sandbox_memory, killed=exit_code == 137)
         return CommandOutput(
             exit_code=None if timed_out else exit_code,
             stdout=out.value(),

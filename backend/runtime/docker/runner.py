@@ -31,7 +31,7 @@ from backend.runtime.base import (
 )
 from backend.runtime.docker.containers import KILL_GRACE, SANDBOX_DIR, Sandbox, workdir
 from backend.runtime.docker.engine import API_ERRORS, ContainerGone, is_gone
-from backend.runtime.docker.sandboxes import Sandboxes
+from backend.runtime.docker.sandboxes import FRESH, Sandboxes, out_of_memory
 from backend.runtime.docker.scripts import RUNNER
 from backend.runtime.docker.tasks import retrieve, settle, shielded
 
@@ -63,6 +63,7 @@ class Runner:
         self.sock = sock  # the hijacked stream (a SocketIO over a unix socket)
         self.raw: socket.socket = getattr(sock, "_sock", sock)
         self.alive = True
+        self.hung_up = False  # we closed it (close()), rather than it died
         self.runs: dict[str, RunnerRun] = {}
         self.hello: asyncio.Future[int] = loop.create_future()
         self.hello.add_done_callback(retrieve)
@@ -155,6 +156,7 @@ class Runner:
     def close(self) -> None:
         """Hang up: the runner kills its commands and exits; the reader thread ends."""
         self.alive = False
+        self.hung_up = True
         with contextlib.suppress(OSError):
             self.raw.shutdown(socket.SHUT_RDWR)
 
@@ -251,6 +253,11 @@ async def run_with_runner(
                 await sandboxes.drop(sandbox)
     except RunnerGone:
         _, note = await sandboxes.post_mortem(sandbox, None)
+        if not note and not runner.hung_up:
+            # it died on its own: out of memory (a full /tmp keeps its memory, so the next
+            # runner or command would die too) or killed by a command: replace the sandbox
+            await shielded(sandboxes.drop(sandbox))
+            note = f"The sandbox's command runner stopped (out of memory, or killed); {FRESH}."
         return CommandOutput(
             exit_code=None,
             stdout=run.out.value(),
@@ -270,11 +277,11 @@ async def run_with_runner(
         raise RuntimeUnavailable(str(msg["error"]))
     timed_out = server_killed or bool(msg and msg.get("timeout"))
     note = ""
-    if msg is not None and msg.get("oom"):
-        note = (
-            "killed: out of memory (the sandbox is limited to "
-            f"{sandboxes.settings.sandbox_memory} of memory)"
-        )
+    if msg is not None and (msg.get("oom_kill") or msg.get("oom")):
+        # memory ran out while it ran: what filled it (a tmpfs /tmp) may still hold it, so
+        # the next command gets a fresh sandbox
+        await shielded(sandboxes.drop(sandbox))
+        note = out_of_memory(sandboxes.settings.sandbox_memory, killed=bool(msg.get("oom")))
     return CommandOutput(
         exit_code=None if timed_out or msg is None else int(msg["exit"]),
         stdout=run.out.value(),

@@ -23,6 +23,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+FRESH = "the next command starts in a fresh sandbox (files in the workspace are kept)"
+
+
+def out_of_memory(limit: str, *, killed: bool) -> str:
+    """The note of a command during which the sandbox ran out of memory (it is replaced);
+    ``killed``: the command itself was OOM-killed."""
+    if killed:
+        return f"killed: out of memory (the sandbox is limited to {limit} of memory); {FRESH}"
+    return f"the sandbox ran out of memory ({limit}) and a process was killed; {FRESH}"
+
 
 class Sandboxes:
     def __init__(self, settings: Settings, engine: Engine, owner: str) -> None:
@@ -128,9 +138,11 @@ class Sandboxes:
                 "starts a fresh one (files in the workspace are kept)."
             )
         if code == 137:
+            # out of memory, maybe for good (a full /tmp): the next command gets a fresh one
+            await self.drop(sandbox)
             return code, (
                 "killed by SIGKILL: out of memory (the sandbox is limited to "
-                f"{self.settings.sandbox_memory}), or by another process"
+                f"{self.settings.sandbox_memory}), or by another process; {FRESH}"
             )
         return code, ""
 

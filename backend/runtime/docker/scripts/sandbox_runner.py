@@ -5,7 +5,7 @@ Reads JSON requests on stdin, one a line:
     {"op": "kill", "id": ID}
 and writes JSON lines on stdout: {"hello": PID} once, then per run
     {"id": ID, "out": BASE64} / {"id": ID, "err": BASE64}   output as it is printed
-    {"id": ID, "exit": CODE, "timeout": BOOL, "oom": BOOL}    the end
+    {"id": ID, "exit": CODE, "timeout": BOOL, "oom": BOOL, "oom_kill": BOOL}   the end
     {"id": ID, "error": TEXT}                                  it could not start
 Runs each command as `bash -c` in a new session. It enforces the timeouts itself (the limit
 holds inside the container), kills a command's whole process group when it times out, is
@@ -210,11 +210,22 @@ class Runner:
         if run.grace is not None and (run.open == 0 or now >= run.grace):
             self.close_pipes(run)
             code = exit_code(run.proc.returncode)
-            oom = code == 137 and not (run.timed_out or run.killed) and oom_kills() > run.oom0
+            # oom_kill: memory ran out in the sandbox meanwhile (some process was killed);
+            # oom: this command's own shell was the one
+            oom_kill = oom_kills() > run.oom0
+            oom = code == 137 and not (run.timed_out or run.killed) and oom_kill
             del self.runs[run.id]
             if not self.runs:
                 sweep()
-            send({"id": run.id, "exit": code, "timeout": run.timed_out, "oom": oom})
+            send(
+                {
+                    "id": run.id,
+                    "exit": code,
+                    "timeout": run.timed_out,
+                    "oom": oom,
+                    "oom_kill": oom_kill,
+                }
+            )
 
     def serve(self) -> None:
         send({"hello": os.getpid()})
