@@ -127,7 +127,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5, help="kills per case")
     parser.add_argument("--lease", type=float, default=12.0, help="LEASE_SECONDS (default 12)")
-    parser.add_argument("--hosts", default="same,other", help="cases, comma-separated: same, other (default both: same,other)")
+    parser.add_argument("--hosts", default="same,other", help="comma-separated cases: same, other")
     args = parser.parse_args()
     url = os.environ.get("TEST_POSTGRES_URL", "")
     cases = [h.strip() for h in args.hosts.split(",")]
