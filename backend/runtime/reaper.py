@@ -35,7 +35,16 @@ class Stop(Exception):
     pass
 
 
+_stopping = False
+
+
 def _stop(signum: int, frame: object) -> None:
+    """The first stop signal interrupts the wait for the command; later ones are ignored
+    (a second Stop raised while the first is handled would skip the clean-up)."""
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
     raise Stop
 
 
@@ -107,7 +116,11 @@ def run(server: int, command: str, wrapper: list[str] | None = None) -> int | No
 def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    status = run(int(sys.argv[1]), sys.argv[2], sys.argv[3:])
+    status: int | None = None
+    try:
+        status = run(int(sys.argv[1]), sys.argv[2], sys.argv[3:])
+    except Stop:  # after run() caught none: between its return and here
+        status = None
     while True:  # no Stop may interrupt the clean-up: block the signals first
         try:
             signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
