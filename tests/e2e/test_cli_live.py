@@ -68,4 +68,6 @@ def test_run_prints_live_command_output(tmp_path: Path, fake_model: FakeModelSer
     done = next(i for i, x in enumerate(lines) if x.startswith("[terminal_run ok]"))
     assert lines[first - 1].startswith("[terminal_run …]")
     assert first < second < done
-    assert lines[done] == "[terminal_run ok] Exit code: 0 (output above)"
+    # the command and its exit code; its output is not printed again
+    assert lines[done].startswith("[terminal_run ok] $ echo first;")
+    assert lines[done].endswith("  [exit 0] (output above)")
