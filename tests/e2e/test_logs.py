@@ -160,7 +160,7 @@ def test_the_end_line_of_a_failed_run_says_why(tmp_path: Path, fake_model: FakeM
     (line,) = [x for x in server.log.read_text().splitlines() if f"run {rid} ended" in x]
     assert "status failed" in line
     reason = line.split("; reason: ", 1)[1]
-    assert "usable plan" in reason and len(reason) <= 301
+    assert "answered without a plan" in reason and len(reason) <= 301
 
 
 def test_serve_warns_once_at_start_when_no_model_is_set(
