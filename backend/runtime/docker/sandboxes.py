@@ -133,10 +133,7 @@ class Sandboxes:
         if state is None or not state.get("Running"):
             await self.drop(sandbox)
             why = " (out of memory)" if state and state.get("OOMKilled") else ""
-            return code, (
-                f"The sandbox container stopped{why} while the command ran; the next command "
-                "starts a fresh one (files in the workspace are kept)."
-            )
+            return code, f"The sandbox container stopped{why} while the command ran; {FRESH}."
         if code == 137:
             # out of memory, maybe for good (a full /tmp): the next command gets a fresh one
             await self.drop(sandbox)
