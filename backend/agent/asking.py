@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -17,6 +18,7 @@ from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.runtime.confined import open_read, read_fd
 from backend.store.parked import wait_values
 from backend.waits.classes import APPROVAL, ASK_USER
 
@@ -123,13 +125,16 @@ def _eol(line: str) -> str:
 
 
 def _read(workspace: Path, path: str) -> str:
-    """The file's text as it is now ("" when it is not there, or outside the workspace)."""
+    """The file's text as it is now ("" when it is not there, not a file, or outside the
+    workspace): opened confined, never following a symlink out of the workspace, even one
+    swapped in while it is opened."""
     try:
-        root = workspace.resolve()
-        full = (root / path).resolve()
-        if not full.is_relative_to(root) or not full.is_file():
-            return ""
-        with full.open("rb") as fh:
-            return fh.read(DIFF_READ_CAP).decode("utf-8", errors="replace")
+        fd, _rel = open_read(workspace, path)
+    except (OSError, ValueError):  # missing, a folder, outside (PathEscapeError)
+        return ""
+    try:
+        return read_fd(fd, DIFF_READ_CAP).decode("utf-8", errors="replace")
     except OSError:
         return ""
+    finally:
+        os.close(fd)
