@@ -76,6 +76,9 @@ COPY --from=frontend /src/frontend/dist /app/frontend/dist
 COPY scripts/compose/entrypoint.py /usr/local/lib/planact/entrypoint.py
 RUN mkdir -p /app/data /app/workspace && chown planact:planact /app/data /app/workspace
 
+# RUNTIME=docker: bubblewrap cannot sandbox the local runtime inside a container (docs/
+# deploy.md), so commands run in a sandbox container per conversation; RUNTIME=local in
+# .env overrides it (unsandboxed, inside this container)
 ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -83,6 +86,7 @@ ENV PATH=/app/.venv/bin:$PATH \
     FRONTEND_DIST=/app/frontend/dist \
     DATABASE_URL=sqlite:////app/data/planact.db \
     WORKSPACE_DIR=/app/workspace \
+    RUNTIME=docker \
     HOST=0.0.0.0 \
     PORT=8000
 
