@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """End-to-end checks of a running planact deployment, over HTTP only (stdlib only).
 
-  smoke.py run   --url URL --token T --fake-url FAKE [--runtime docker]
+  smoke.py run   --url URL --token T --fake-url FAKE [--runtime docker [--by-default]]
       scripts the fake model (tests/fakellm.py) for one run whose task runs a command in
-      the runtime and writes a file; POSTs the goal, follows the SSE stream to
+      the runtime and writes a file (--by-default: the runtime is the server's default, so
+      the run's body does not name it); POSTs the goal, follows the SSE stream to
       `finish_summery` and `end`, downloads the files it lists and compares their bytes;
       prints the conversation id on stdout.
   smoke.py check --url URL --token T --conversation ID
@@ -160,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         },
     )
     body: dict[str, Any] = {"goal": "Make blob.bin and notes/text.txt", "mode": "agent"}
-    if args.runtime:
+    if args.runtime and not args.by_default:
         body["runtime"] = args.runtime
     started = time.monotonic()
     req = request(f"{args.url}/api/agent/run", args.token, body, accept="text/event-stream")
@@ -250,6 +251,7 @@ def main() -> None:
         if name == "run":
             p.add_argument("--fake-url", required=True)
             p.add_argument("--runtime")
+            p.add_argument("--by-default", action="store_true")
         if name in ("check", "scaled"):
             p.add_argument("--conversation", required=True)
         if name == "scaled":

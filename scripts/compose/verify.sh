@@ -24,7 +24,8 @@
 #   VERIFY_OVERRIDE  compose override file; default scripts/compose/ci.override.yml (local
 #                    base image, no registry); empty = the official images of docker-compose.yml
 #   BASE_IMAGE       local base for the override (planact-base:bookworm)
-#   VERIFY_RUNTIME   runtime of the checked run (docker)
+#   VERIFY_RUNTIME   runtime of the checked run, set in its env file and its request; unset:
+#                    neither names one, so the run uses the app image's default (docker)
 #   VERIFY_REPORT    file to append the measured figures to (markdown lines)
 #   VERIFY_TIMEOUT   seconds for each wait on health / a run (120)
 #   VERIFY_PROJECT, VERIFY_IMAGE  compose project name (planact-verify) and app image tag
@@ -39,6 +40,8 @@ die() { say "FAIL: $*"; exit 1; }
 passes=${VERIFY_PASSES:-sqlite postgres scaled}
 override=${VERIFY_OVERRIDE-scripts/compose/ci.override.yml}
 runtime=${VERIFY_RUNTIME:-docker}
+by_default=()
+[ -n "${VERIFY_RUNTIME:-}" ] || by_default=(--by-default)
 wait_s=${VERIFY_TIMEOUT:-120}
 project=${VERIFY_PROJECT:-planact-verify}
 BASE_IMAGE=${BASE_IMAGE:-planact-base:bookworm}
@@ -117,7 +120,7 @@ LLM_MODEL=openai/fake-model
 LLM_API_KEY=sk-fake
 LLM_BASE_URL=http://host.docker.internal:$fake_port/v1
 LLM_MAX_RETRIES=0
-RUNTIME=$runtime
+${VERIFY_RUNTIME:+RUNTIME=$VERIFY_RUNTIME}
 SANDBOX_IDLE_TIMEOUT=600
 PLANACT_PORT=127.0.0.1:$app_port
 PLANACT_PORT_2=127.0.0.1:$app_port_2
@@ -215,9 +218,10 @@ EOF
       || { cat "$tmp/pg.txt" >&2; die "the app did not migrate the PostgreSQL database"; }
     say "  ok   PostgreSQL holds the schema (alembic revision $(cat "$tmp/pg.txt"))"
   fi
-  say "a run against the fake model (runtime $runtime)"
+  say "a run against the fake model (runtime $runtime${by_default:+, the app image default})"
   cid=$(python3 scripts/compose/smoke.py run --url "$url" --token "$token" \
-        --fake-url "http://127.0.0.1:$fake_port" --runtime "$runtime" --timeout "$wait_s") \
+        --fake-url "http://127.0.0.1:$fake_port" --runtime "$runtime" "${by_default[@]}" \
+        --timeout "$wait_s") \
     || die "the run check failed"
   if [ "$runtime" = docker ]; then
     # the sandbox of this conversation: its only mount is the conversation's own folder
