@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.agent.control import RunControl
+from backend.agent.control import RunControl, RunStopped
 from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink, Live
 from backend.agent.publisher import Publisher
@@ -19,6 +19,7 @@ from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
+from backend.store.base import RunNotOwned
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +99,24 @@ class RunContext:
         self._track(msg)  # the checkpoint stored with the message already counts it
         if self.state.reply is not None:
             self.state.reply_published += 1
-        return await self.publisher.publish(
-            msg, self._stored, cancelled=cancelled, checkpoint=self.checkpoint(), wait=wait
+        try:
+            return await self.publisher.publish(
+                msg, self._stored, cancelled=cancelled, checkpoint=self.checkpoint(), wait=wait
+            )
+        except RunNotOwned:
+            raise self._taken_over() from None
+
+    def _taken_over(self) -> RunStopped:
+        """A fenced write found the run owned elsewhere: this process stalled past its
+        lease and another one took the run over (or it ended elsewhere). Nothing more is
+        written here; the run ends in this process without a word."""
+        log.warning(
+            "run %s: another process owns it now (this one's lease had expired); "
+            "dropping it here without writing",
+            self.run_id,
         )
+        self.control.lost = self.control.stop_requested = True
+        return RunStopped(self.run_id)
 
     def _track(self, msg: Message) -> None:
         state = self.state
@@ -139,7 +155,12 @@ class RunContext:
         """Before a model call: the checkpoint and the task's finished turns."""
         if not self.control.lost:
             checkpoint = self.checkpoint()
-            await self.deps.store.save_checkpoint(self.run_id, checkpoint, self.state.turns_json())
+            try:
+                await self.deps.store.save_checkpoint(
+                    self.run_id, checkpoint, self.state.turns_json(), self.publisher.owner
+                )
+            except RunNotOwned:
+                raise self._taken_over() from None
 
     def begin_task(self, transcript: Transcript) -> None:
         """The task loop's transcript: restored as it was when the task is resumed."""

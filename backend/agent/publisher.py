@@ -24,12 +24,16 @@ class Publisher:
         conversation_id: str,
         run_id: str,
         listener: Listener | None = None,
+        owner: str | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
         self.conversation_id = conversation_id
         self.run_id = run_id
         self.listener = listener  # this process's follower of the run (the CLI)
+        # the executing process: its writes are fenced by it (store.RunNotOwned once the
+        # run was taken over); None for a process that closes a run it does not execute
+        self.owner = owner
 
     async def publish(
         self,
@@ -47,7 +51,9 @@ class Publisher:
         ``wait`` (the run parks on this message: store/waits.py)."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
-        stored, cancelled_now = await _store_through_cancellation(self.store, msg, checkpoint, wait)
+        stored, cancelled_now = await _store_through_cancellation(
+            self.store, msg, checkpoint, wait, self.owner
+        )
         cancelled = cancelled or cancelled_now
         if on_stored is not None:
             on_stored(stored)
@@ -62,12 +68,16 @@ class Publisher:
 
 
 async def _store_through_cancellation(
-    store: Store, msg: Message, checkpoint: str | None = None, wait: dict[str, Any] | None = None
+    store: Store,
+    msg: Message,
+    checkpoint: str | None = None,
+    wait: dict[str, Any] | None = None,
+    owner: str | None = None,
 ) -> tuple[Message, bool]:
     """Store ``msg`` even when the run is cancelled meanwhile (the write runs on the store's
     thread and completes anyway): a stored `running` message must be known to the run, so
     that its final partner is published when the run ends. Returns (stored, cancelled)."""
-    write = asyncio.ensure_future(store.append_message(msg, checkpoint, wait))
+    write = asyncio.ensure_future(store.append_message(msg, checkpoint, wait, owner))
     cancelled = False
     while True:
         try:

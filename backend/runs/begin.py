@@ -36,8 +36,10 @@ async def build_context(
     shutting_down: bool = False,
     listener: Listener | None = None,
     delta_listener: DeltaSink | None = None,
+    owner: str | None = None,
 ) -> RunContext:
-    """The context of ``run`` (its row, as the store gives it for execution)."""
+    """The context of ``run`` (its row, as the store gives it for execution); ``owner``:
+    the executing instance, which fences the run's writes (a take-over ends them here)."""
     run_id, cid = str(run["run_id"]), str(run["conversation_id"])
     checkpoint = run.get("checkpoint")
     state = (
@@ -72,7 +74,7 @@ async def build_context(
         runtime=StopCheckedRuntime(runtime, control),
         tools=tools,
     )
-    publisher = Publisher(store, notifier.bus, cid, run_id, listener)
+    publisher = Publisher(store, notifier.bus, cid, run_id, listener, owner)
     ctx = RunContext(deps, state, publisher, control, delta_listener=delta_listener)
     ctx.resumed = bool(checkpoint)
     return ctx

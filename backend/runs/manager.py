@@ -368,6 +368,7 @@ class RunManager:
             shutting_down=self._grace_over,
             listener=self._listeners.get(run_id),  # (kept while the run waits: parked)
             delta_listener=self._delta_listeners.get(run_id),
+            owner=self.instance_id,
         )
         ctx.control.handing_over = self._handing_over
         self._contexts[run_id] = ctx

@@ -59,6 +59,16 @@ class NotFoundError(Exception):
     pass
 
 
+class RunNotOwned(Exception):
+    """A write fenced by a run's owner found another owner (or no running run): the run was
+    taken over while this process still executed it (its lease had expired, e.g. the
+    process stalled), or it ended elsewhere. Nothing was written."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id} is no longer owned by this process")
+        self.run_id = run_id
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 

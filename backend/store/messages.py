@@ -19,6 +19,7 @@ from backend.store.base import (
     MESSAGE_CHANNEL,
     MESSAGES,
     RUNS,
+    RunNotOwned,
     StoreBase,
 )
 from backend.store.parked import park_in
@@ -30,21 +31,34 @@ class SqlMessages(StoreBase):
 
     # -- messages -------------------------------------------------------------------------
     async def append_message(
-        self, msg: Message, checkpoint: str | None = None, wait: dict[str, Any] | None = None
+        self,
+        msg: Message,
+        checkpoint: str | None = None,
+        wait: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> Message:
         """Store a message, assigning its ``seq``, and (same transaction) the run's
         ``checkpoint`` and the wait it parks on (``store.waits.wait_values``) when given.
-        Returns the stored message."""
+        ``owner``: fenced, stored only while the run is running and ``owner`` still owns it
+        (the same UPDATE of the run's row, which holds it until the commit); otherwise
+        :class:`RunNotOwned` and nothing is written. Returns the stored message."""
 
         def fn(c: Connection) -> Message:
-            if wait is not None:
-                park_in(c, msg.run_id, wait)
-            if checkpoint is not None:
+            if owner is not None:
+                fence = update(RUNS).where(
+                    RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE, RUNS.c.owner == owner
+                )
+                values = {"checkpoint": checkpoint} if checkpoint is not None else {"owner": owner}
+                if not c.execute(fence.values(**values)).rowcount:
+                    raise RunNotOwned(msg.run_id)
+            elif checkpoint is not None:
                 c.execute(
                     update(RUNS)
                     .where(RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE)
                     .values(checkpoint=checkpoint)
                 )
+            if wait is not None:
+                park_in(c, msg.run_id, wait)
             return self._insert(c, msg)
 
         return await self._core(fn)

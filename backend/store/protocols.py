@@ -76,8 +76,10 @@ class RunStore(Protocol):
         Returns False when it had already ended: an ended run never changes again."""
 
     async def save_checkpoint(
-        self, run_id: str, checkpoint: str, transcript: str | None = None
-    ) -> None: ...
+        self, run_id: str, checkpoint: str, transcript: str | None = None, owner: str | None = None
+    ) -> None:
+        """``owner``: fenced (RunNotOwned when another process owns the run now)."""
+
     async def save_start_files(self, run_id: str, files: str) -> None: ...
     async def take_over(self, run_id: str, expected: str, owner: str | None) -> int | None:
         """Take a running run from its dead owner (``owner`` None: queued again), counting
@@ -132,10 +134,15 @@ class MessageStore(Protocol):
     """The messages of a conversation, by seq."""
 
     async def append_message(
-        self, msg: Message, checkpoint: str | None = None, wait: dict[str, Any] | None = None
+        self,
+        msg: Message,
+        checkpoint: str | None = None,
+        wait: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> Message:
         """Store a message, assigning its ``seq`` (and the run's checkpoint and the wait
-        it parks on, same transaction). Returns the stored message."""
+        it parks on, same transaction). ``owner``: only while it owns the running run
+        (RunNotOwned otherwise, nothing written). Returns the stored message."""
 
     async def messages(
         self,

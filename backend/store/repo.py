@@ -21,6 +21,7 @@ from backend.store.base import (
     UPLOAD_RUN,
     ConflictError,
     NotFoundError,
+    RunNotOwned,
     new_id,
 )
 from backend.store.conversations import SqlConversations
@@ -38,6 +39,7 @@ __all__ = [
     "WAITING",
     "ConflictError",
     "NotFoundError",
+    "RunNotOwned",
     "Store",
     "new_id",
 ]

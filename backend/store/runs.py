@@ -17,6 +17,7 @@ from backend.store.base import (
     TASKS,
     ConflictError,
     NotFoundError,
+    RunNotOwned,
     StoreBase,
     iso,
     new_id,
@@ -178,17 +179,20 @@ class SqlRuns(StoreBase):
 
     # -- checkpoints and take-over ----------------------------------------------------------
     async def save_checkpoint(
-        self, run_id: str, checkpoint: str, transcript: str | None = None
+        self, run_id: str, checkpoint: str, transcript: str | None = None, owner: str | None = None
     ) -> None:
-        """The run's checkpoint and (when given) its current task's finished turns."""
+        """The run's checkpoint and (when given) its current task's finished turns.
+        ``owner``: fenced as ``append_message`` is (:class:`RunNotOwned`, nothing written)."""
         values = {"checkpoint": checkpoint}
         if transcript is not None:
             values["transcript"] = transcript
 
         def fn(c: Connection) -> None:
-            c.execute(
-                update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE).values(**values)
-            )
+            q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+            if owner is None:
+                c.execute(q.values(**values))
+            elif not c.execute(q.where(RUNS.c.owner == owner).values(**values)).rowcount:
+                raise RunNotOwned(run_id)
 
         await self._core(fn)
 

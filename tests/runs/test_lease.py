@@ -22,16 +22,6 @@ from backend.runs import RunManager
 from backend.runtime.base import ActionResult
 from backend.store.repo import ConflictError, Store
 from tests.conftest import make_settings
-from tests.pg import postgres_url, wipe
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/lease.db"
-    url = postgres_url()
-    wipe(url)
-    return url
 
 
 @pytest.fixture

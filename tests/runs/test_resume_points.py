@@ -22,7 +22,7 @@ from backend.runs import RunManager
 from backend.store.repo import Store
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.conftest import make_settings
-from tests.pg import postgres_url, wipe
+from tests.pg import wipe
 
 COMMAND = "echo ran >> log.txt"
 FEWEST_CALLS = 5  # planning, two turns of task One, one of task Two, the summary
@@ -83,15 +83,6 @@ class ReactiveLLM:
         return Completion(reply, model=self.default_model, prompt_tokens=10, completion_tokens=5)
 
     async def aclose(self) -> None: ...
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/resume.db"
-    url = postgres_url()
-    wipe(url)
-    return url
 
 
 # a safety net, never a wait: each wait is for its event (the run's end, the task's end);

@@ -6,7 +6,7 @@ import pytest
 
 from backend.messages.message import Message
 from backend.store.protocols import ConversationStore, StoreProtocol
-from backend.store.repo import ConflictError, NotFoundError
+from backend.store.repo import ConflictError, NotFoundError, RunNotOwned
 
 
 def msg(cid: str, rid: str, kind: str = "x") -> Message:
@@ -77,3 +77,31 @@ async def test_delete_cascades(store: StoreProtocol) -> None:
     assert await store.delete_conversation("1", cid)
     assert await store.messages(cid) == []
     assert await store.get_run(rid) is None
+
+
+async def test_a_fenced_write_lands_only_while_its_owner_owns_the_running_run(
+    store: StoreProtocol,
+) -> None:
+    cid = await store.create_conversation("1", "t")
+    rid = await store.start_run("1", cid, "g", "agent", "local", owner="a")
+    stored = await store.append_message(msg(cid, rid), checkpoint="c1", owner="a")
+    assert stored.seq == 1
+    await store.save_checkpoint(rid, "c2", owner="a")
+    # the run is taken over while "a" still executes it (its lease had expired)
+    assert await store.take_over(rid, "a", "b") == 1
+    with pytest.raises(RunNotOwned):
+        await store.append_message(msg(cid, rid), checkpoint="stale", owner="a")
+    with pytest.raises(RunNotOwned):
+        await store.append_message(msg(cid, rid), owner="a")  # no checkpoint: fenced too
+    with pytest.raises(RunNotOwned):
+        await store.save_checkpoint(rid, "stale", "turns", owner="a")
+    # nothing of "a" was written: no message, no seq taken, the checkpoint is the taker's
+    assert [m.seq for m in await store.messages(cid)] == [1]
+    assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c2"
+    assert (await store.append_message(msg(cid, rid), checkpoint="c3", owner="b")).seq == 2
+    assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c3"
+    # an ended run takes no fenced write, even from its last owner; unfenced ones still land
+    await store.end_run(rid, "completed")
+    with pytest.raises(RunNotOwned):
+        await store.append_message(msg(cid, rid), owner="b")
+    assert (await store.append_message(msg(cid, rid))).seq == 3
