@@ -100,8 +100,10 @@ async def test_a_fenced_write_lands_only_while_its_owner_owns_the_running_run(
     assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c2"
     assert (await store.append_message(msg(cid, rid), checkpoint="c3", owner="b")).seq == 2
     assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c3"
+    assert (await store.append_message(msg(cid, rid), owner="b")).seq == 3  # no checkpoint
+    assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c3"
     # an ended run takes no fenced write, even from its last owner; unfenced ones still land
     await store.end_run(rid, "completed")
     with pytest.raises(RunNotOwned):
         await store.append_message(msg(cid, rid), owner="b")
-    assert (await store.append_message(msg(cid, rid))).seq == 3
+    assert (await store.append_message(msg(cid, rid))).seq == 4
