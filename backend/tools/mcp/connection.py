@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 STDERR_LINES = 50  # lines of a stdio server's stderr kept for GET /api/mcp/servers
 STDERR_LINE_CAP = 1000  # characters kept of one stderr line
 STDERR_DRAIN = 1.0  # seconds to read a stopped server's last stderr lines
+# at most this long, a stop waits for a stdio server's spawn under way to finish (normally
+# milliseconds): cancelled inside the spawn, asyncio kills the new process without waiting
+# for it, so it could outlive the stop
+SPAWN_WAIT = 10.0
 # the largest SSE event read from a streamable HTTP server (the SDK's default is 1 MiB,
 # too little for a big tool result; the text the model sees is capped later anyway)
 HTTP_EVENT_MAX = 64 * 2**20
@@ -78,6 +82,8 @@ class Connection:
         self._stderr_done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
+        self._spawning = False  # a stdio server's process is being started
+        self._spawned = anyio.Event()  # ...and the SDK holds it (or the spawn failed)
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -116,6 +122,11 @@ class Connection:
     async def aclose(self) -> None:
         """Stop the server and wait until its process is gone (bounded by the SDK)."""
         self._stopping = True
+        if self._spawning and not self._spawned.is_set():
+            # the SDK's own shutdown (close stdin, wait, kill the group, wait) only covers a
+            # process it holds: let the spawn under way finish first
+            with anyio.move_on_after(SPAWN_WAIT, shield=True):
+                await self._spawned.wait()
         if self._scope is not None:
             self._scope.cancel()
         if self._task is not None:
@@ -210,14 +221,17 @@ class Connection:
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)
         errlog = os.fdopen(wfd, "w")
+        self._spawning = True
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read_stderr, rfd)
                 try:
                     async with stdio_client(params, errlog=errlog) as streams:
+                        self._spawned.set()
                         errlog.close()  # the server holds its own copy
                         yield streams
                 finally:
+                    self._spawned.set()
                     errlog.close()
                     # the server is gone: read what it printed last (bounded: a child it
                     # left behind may keep the pipe open)
