@@ -239,6 +239,7 @@ class Connection:
                         await self._stderr_done.wait()
                     tg.cancel_scope.cancel()
         finally:
+            self._spawned.set()  # however it ended, no spawn is under way any more
             os.close(rfd)
 
     async def _read_stderr(self, fd: int) -> None:
