@@ -231,7 +231,6 @@ class Connection:
                         errlog.close()  # the server holds its own copy
                         yield streams
                 finally:
-                    self._spawned.set()
                     errlog.close()
                     # the server is gone: read what it printed last (bounded: a child it
                     # left behind may keep the pipe open)
