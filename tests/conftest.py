@@ -17,6 +17,7 @@ for _var in ("LLM_MODEL", "LLM_API_KEY", "LLM_BASE_URL", "OPENAI_API_KEY", "AUTH
 
 from backend.config import Settings  # noqa: E402
 from tests.fakellm import FakeModelServer  # noqa: E402
+from tests.pg import postgres_url, wipe  # noqa: E402
 from tests.skipsummary import pytest_terminal_summary  # noqa: E402, F401
 
 
@@ -55,3 +56,14 @@ def fake_model(fake_model_server: FakeModelServer) -> Iterator[FakeModelServer]:
     # release anything a test left held, so the server thread can stop
     for name in list(fake_model_server.model.holds):
         fake_model_server.release(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each kind: SQLite in the test's folder, or the wiped
+    PostgreSQL test database (TEST_POSTGRES_URL)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/db.sqlite"
+    url = postgres_url()
+    wipe(url)
+    return url

@@ -56,7 +56,8 @@ class ReactiveLLM:
 
     default_model = "scripted/model"
 
-    def __init__(self) -> None:
+    def __init__(self, command: str = COMMAND) -> None:
+        self.command = command
         self.calls: list[tuple[str, list[dict[str, Any]]]] = []
 
     async def complete(
@@ -73,7 +74,7 @@ class ReactiveLLM:
         elif stage == "thinking" and "one done" in messages[1]["content"]:
             reply = finish("two done")
         elif stage == "thinking" and len(messages) == 2:
-            reply = "<think>first things first</think>" + run(COMMAND) + write("a.txt", "a\n")
+            reply = "<think>first things first</think>" + run(self.command) + write("a.txt", "a\n")
         elif stage == "thinking":
             reply = finish("one done")
         elif stage == "summary":

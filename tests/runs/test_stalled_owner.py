@@ -7,49 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from backend.agent.resume import INTERRUPTED_ACTION, NOT_RUN
-from backend.llm.base import Completion, DeltaCallback
 from backend.runs import RunManager
-from tests.agent.scripts import finish, plan_reply, run, write
-from tests.runs.test_resume_points import DEADLINE, a_process, bury
+from tests.runs.test_resume_points import DEADLINE, ReactiveLLM, a_process, bury
 
 # bounded: it waits for a file the test creates once the run was taken over elsewhere
 WAITS_FOR_GO = "for i in $(seq 2400); do [ -f go ] && break; sleep 0.05; done; echo ran >> log.txt"
-
-
-class OneTaskLLM:
-    """Plans one task; its first turn runs the command and then writes a file; any later
-    turn finishes. Records every call."""
-
-    default_model = "scripted/model"
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    async def complete(
-        self,
-        *,
-        stage: str,
-        messages: list[dict[str, Any]],
-        model: str | None = None,
-        on_delta: DeltaCallback | None = None,
-    ) -> Completion:
-        self.calls.append(stage)
-        if stage == "planning":
-            reply = plan_reply("One")
-        elif stage == "thinking" and len(messages) == 2:
-            reply = run(WAITS_FOR_GO) + write("after.txt", "written after the command\n")
-        elif stage == "thinking":
-            reply = finish("one done")
-        elif stage == "summary":
-            reply = "Done."
-        else:
-            raise AssertionError(f"unexpected stage {stage}")
-        return Completion(reply, model=self.default_model, prompt_tokens=10, completion_tokens=5)
-
-    async def aclose(self) -> None: ...
 
 
 async def command_running(manager: RunManager, cid: str) -> None:
@@ -67,7 +31,8 @@ async def command_running(manager: RunManager, cid: str) -> None:
 async def test_an_owner_that_wakes_after_a_take_over_writes_nothing_more(
     tmp_path: Path, db_url: str
 ) -> None:
-    llm = OneTaskLLM()
+    # task One runs the command, then writes a.txt; task Two finishes at once
+    llm = ReactiveLLM(command=WAITS_FOR_GO)
     stalled = await a_process(tmp_path, db_url, llm)
     taker = None
     try:
@@ -103,10 +68,11 @@ async def test_an_owner_that_wakes_after_a_take_over_writes_nothing_more(
         assert command.content == INTERRUPTED_ACTION
         writes = [m for m in msgs if m.meta.action_type == "write_code" and m.status != "running"]
         assert [m.content for m in writes] == [NOT_RUN]
-        assert not (workspace / "after.txt").exists()
+        assert not (workspace / "a.txt").exists()
         # the command itself ran once (in the paused process); no model call after waking
         assert (workspace / "log.txt").read_text() == "ran\n"
-        assert llm.calls == ["planning", "thinking", "thinking"]  # one task: no summary call
+        stages = [stage for stage, _ in llm.calls]
+        assert stages == ["planning", "thinking", "thinking", "thinking", "summary"]
     finally:
         if taker is not None:
             await taker.shutdown()

@@ -29,7 +29,6 @@ from backend.waits import (
 )
 from tests.agent.scripts import finish, plan_reply, run
 from tests.conftest import make_settings
-from tests.pg import postgres_url, wipe
 from tests.runs.test_resume_points import bury, kill
 
 pytestmark = pytest.mark.anyio
@@ -60,15 +59,6 @@ class StageLLM:
         return Completion(self.queues[stage].popleft(), model=self.default_model)
 
     async def aclose(self) -> None: ...
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/waits.db"
-    url = postgres_url()
-    wipe(url)
-    return url
 
 
 @pytest.fixture
