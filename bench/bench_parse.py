@@ -23,7 +23,10 @@ from backend.actions.model import MAX_REPLY_CHARS
 from backend.actions.scanner import Scanner
 from backend.agent.code_act import read_reply
 from backend.llm.base import Completion
-from tests.actions.corpus import CASES
+from tests.actions.corpus import CASES as BASE_CASES
+from tests.actions.corpus_markers import MARKER_CASES
+
+CASES = [*BASE_CASES, *MARKER_CASES]
 
 LINE = "    if a < b and c > d:  # compare & branch\n        total += values[i] * 2\n"
 

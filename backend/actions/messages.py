@@ -46,6 +46,16 @@ def no_action(found_mentions: list[str]) -> str:
     return f"{head}\n{format_help()}"
 
 
+def call_in_reasoning(names: list[str]) -> str:
+    calls = ", ".join(f"`{name}`" for name in names)
+    return (
+        f"Your reply called {calls} from the analysis channel, which is reasoning, so nothing "
+        "was run. Send a call in the commentary channel "
+        "(`<|channel|>commentary to=functions.NAME`), or write the action(s) after your "
+        "reasoning.\n" + format_help()
+    )
+
+
 def unknown_action(name: str) -> str:
     return f"Unknown action `{name}`. Allowed actions: {allowed_actions()}.\n{format_help()}"
 
@@ -75,11 +85,13 @@ def bad_arguments(name: str, detail: str) -> str:
     )
 
 
-def unclosed_reasoning(cut: bool) -> str:
+def unclosed_reasoning(marker: tuple[str, str], cut: bool) -> str:
+    """`marker`: the block's opener and closer as the model writes them."""
+    opener, closer = marker
     why = "was cut off inside" if cut else "never closed"
     return (
-        f"Your reply {why} its <think> reasoning block, so it holds no action. Keep the "
-        "reasoning short, close it with </think>, then write the action(s).\n" + format_help()
+        f"Your reply {why} its {opener} reasoning block, so it holds no action. Keep the "
+        f"reasoning short, close it with {closer}, then write the action(s).\n" + format_help()
     )
 
 

@@ -38,8 +38,9 @@ _PATHS = ("path", "cwd")
 
 
 def extract_thinking(text: str) -> list[str]:
-    """The reasoning blocks' text, in order (`<think>`/`<thinking>`, a reply's text before
-    a `</think>` that has no opener, and an unclosed block's text)."""
+    """The reasoning blocks' text, in order (`<think>` and the other reasoning markers of
+    docs/dialects.md, harmony `analysis` messages, a reply's text before a `</think>` that
+    has no opener, and an unclosed block's text)."""
     if len(text) > MAX_REPLY_CHARS:
         return []
     try:
@@ -104,14 +105,20 @@ def _parse(
             )
     if not chosen:
         if scan.unclosed_reasoning:
+            marker = scan.unclosed_marker
             if cut:
-                raise TruncatedReplyError(messages.unclosed_reasoning(cut=True))
+                raise TruncatedReplyError(messages.unclosed_reasoning(marker, cut=True))
             raise FormatError(
-                messages.unclosed_reasoning(cut=False),
+                messages.unclosed_reasoning(marker, cut=False),
                 user="a reply never closed its reasoning block",
             )
         if cut:
             raise TruncatedReplyError(messages.cut_before_action())
+        if scan.reasoning_calls:
+            raise FormatError(
+                messages.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),
+                user="a reply called a tool from its reasoning (nothing was run)",
+            )
         raise FormatError(
             messages.no_action(list(dict.fromkeys(scan.mentions))),
             user="a reply held no action",

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
 from backend.actions.registry.core import on_change
+from backend.actions.scan_reasoning import MARKER_STARTS, REASONING_CLOSE, REASONING_OPEN
 
 # ---------------------------------------------------------------------------- names
 
@@ -70,12 +71,13 @@ def canonical_param(spec: ActionSpec | None, name: str) -> str:
 
 # ---------------------------------------------------------------------------- regexes
 
-_TOP = re.compile(r"[<`~{\[]")
+_TOP = re.compile(r"[<`~{\[" + MARKER_STARTS + "]")
 _TAG = re.compile(r"<(/?)((?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w.-]*)")
 _ATTR = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'<>/]+))""")
 _TAG_OPEN_FULL = r"""<{name}((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>/]+))*)\s*(/?)>"""
-_THINK_OPEN = re.compile(r"<(think|thinking)(?:\s[^<>]*)?>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
+# every reasoning marker the scanner knows (backend/actions/scan_reasoning.py)
+_THINK_OPEN = REASONING_OPEN
+_THINK_CLOSE = REASONING_CLOSE
 _FUNCTION_OPEN = re.compile(
     r"""<function(?:=\s*["']?([^\s"'<>]+)["']?|\s+name\s*=\s*["']([^"']+)["'][^<>]*)\s*>""",
     re.I,
@@ -126,12 +128,12 @@ _DS_BAR = "\uff5c"  # DeepSeek's fullwidth vertical line
 _DSML = f"<{_DS_BAR}DSML{_DS_BAR}"  # DeepSeek V3.2's tag prefix
 _DEEPSEEK_CALL = re.compile(
     f"<{_DS_BAR}tool\u2581call\u2581begin{_DS_BAR}>"
-    + r"[ \t]*([\w.-]+)[ \t]*"
+    + r"\s*([\w.-]+)\s*"
     + f"<{_DS_BAR}tool\u2581sep{_DS_BAR}>"
     + r"[ \t]*(?:([\w.-]+)[ \t]*(?=\r?\n|```))?"
 )
 _KIMI_CALL = re.compile(
-    r"<\|tool_call_begin\|>[ \t]*(?:functions\.)?([\w.-]+?)(?::\d+)?[ \t]*"
+    r"<\|tool_call_begin\|>\s*(?:functions\.)?([\w.-]+?)(?::\d+)?\s*"
     r"<\|tool_call_argument_begin\|>"
 )
 _HARMONY_CALL = re.compile(

@@ -37,13 +37,19 @@ from backend.actions.scan_names import (
     _MISTRAL_CALL,
     _TAG,
     _THINK_CLOSE,
-    _THINK_OPEN,
     _TOP,
     TAG_ACTIONS,
     _tag_open,
     canonical_param,
 )
 from backend.actions.scan_params import ParamReader
+from backend.actions.scan_reasoning import (
+    HARMONY_ANALYSIS,
+    analysis_message_at,
+    closer_at,
+    opener_at,
+    strip_markers,
+)
 from backend.actions.scan_text import (
     _INVOKE,
     _at_line_start,
@@ -60,6 +66,8 @@ class Scanner(ParamReader):
         self.thinking: list[str] = []
         self.mentions: list[str] = []
         self.unclosed_reasoning = False
+        self.unclosed_marker = ("<think>", "</think>")  # (opener, closer) of that block
+        self.reasoning_calls: list[str] = []  # harmony calls addressed from `analysis`
         self._stray: int | None = None  # the last `</think>` with no opener
         self._json_failures = 0
         # memos that keep hostile replies linear: searches known to fail from here on
@@ -85,6 +93,10 @@ class Scanner(ParamReader):
             if ch == "<":
                 pos = self._at_angle(i, fence is not None)
                 if pos < 0:  # unclosed reasoning: the rest is not for us
+                    break
+            elif ch == "\u25c1":  # Kimi's ◁think▷
+                pos = i + 1 if fence is not None else self._reasoning(i)
+                if pos < 0:
                     break
             elif ch in "`~":
                 j = i
@@ -114,10 +126,14 @@ class Scanner(ParamReader):
                     pos = j if close < 0 else close + run
                 else:
                     pos = j
+            elif text.startswith(("[THINK]", "[/THINK]"), i) and fence is None:  # Magistral
+                pos = self._reasoning(i)
+                if pos < 0:
+                    break
             else:  # `{` or `[`: a JSON tool call?
                 pos = self._at_json(i, fence is not None)
         if self._stray is not None:
-            before = _THINK_CLOSE.sub("", _THINK_OPEN.sub("", text[: self._stray])).strip()
+            before = strip_markers(text[: self._stray]).strip()
             if before:
                 self.thinking.insert(0, before)
         return self
@@ -152,8 +168,8 @@ class Scanner(ParamReader):
         closing, name = tm.group(1), tm.group(2)
         low = name.lower()
         local = low.rsplit(":", 1)[-1]
-        if local in ("think", "thinking") and not fenced:
-            return self._reasoning(i, closing == "/")
+        if local in ("think", "thinking", "reasoning") and not fenced:
+            return self._reasoning(i)
         if closing:
             return i + 1
         if local == "function":
@@ -196,22 +212,25 @@ class Scanner(ParamReader):
                 return self._action(name, i, om.end(), d, fenced, attrs, loose=False)
         return i + 1
 
-    def _reasoning(self, i: int, closing: bool) -> int:
+    def _reasoning(self, i: int) -> int:
+        """A reasoning marker at `i` (scan_reasoning.py): steps over the block."""
         text = self.text
-        if closing:
-            # a `</think>` with no opener: everything before it was reasoning
-            end = text.find(">", i) + 1
+        end = closer_at(text, i)
+        if end is not None:
+            # a closer with no opener (the chat template opened the block in the prompt):
+            # everything before it was reasoning
             self._stray = i
             self.thinking = []
             self.actions.clear()
             self.mentions.clear()
             return end
-        om = _THINK_OPEN.match(text, i)
+        om = opener_at(text, i)
         if om is None:
             return i + 1
-        cm = _THINK_CLOSE.search(text, om.end())
+        cm = om.close.search(text, om.end)
         if cm is None:
-            rest = text[om.end() :]
+            self.unclosed_marker = om.names
+            rest = text[om.end :]
             final, cut = ([], 0) if self.nested else _final_actions(rest)
             if final:
                 # Qwen 3.5 habit: the block is never closed, yet the reply ends with a
@@ -221,8 +240,8 @@ class Scanner(ParamReader):
                     self.thinking.append(body)
                 for action in final:
                     action.warnings.append(
-                        "your <think> block was never closed; the complete action(s) at the "
-                        "end of the reply were run. Close reasoning with </think>."
+                        f"your {om.names[0]} block was never closed; the complete action(s) "
+                        f"at the end of the reply were run. Close reasoning with {om.names[1]}."
                     )
                 self.actions.extend(final)
                 return -1
@@ -231,13 +250,36 @@ class Scanner(ParamReader):
                 self.thinking.append(body)
             self.unclosed_reasoning = True
             return -1
-        body = text[om.end() : cm.start()].strip()
+        body = text[om.end : cm.start()].strip()
         if body:
             self.thinking.append(body)
         return cm.end()
 
+    def _analysis(self, i: int) -> int | None:
+        """A gpt-oss (harmony) `analysis` message at `i`: reasoning, stepped over whole
+        (a call drafted in it never runs); None when the header there is not one."""
+        msg = analysis_message_at(self.text, i)
+        if msg is None:
+            return None
+        if msg.recipient is not None:
+            self.reasoning_calls.append(msg.recipient)
+        body = self.text[msg.body_start : msg.body_end if msg.body_end >= 0 else self.n]
+        if body.strip():
+            self.thinking.append(body.strip())
+        if msg.body_end < 0:
+            self.unclosed_reasoning = True
+            self.unclosed_marker = HARMONY_ANALYSIS
+            return -1
+        return msg.end
+
     def _vendor(self, i: int, fenced: bool) -> int:
         text = self.text
+        if not fenced and text.startswith(("<|start|>", "<|channel|>"), i):
+            end = self._analysis(i)
+            if end is not None:
+                return end
+        if not fenced and text.startswith(("<|START_THINKING|>", "<|END_THINKING|>"), i):
+            return self._reasoning(i)
         if text.startswith(_DSML, i):
             # DeepSeek V3.2 (DSML, the bars are U+FF5C): `<|DSML|invoke name="…">` +
             # `<|DSML|parameter name="…" string="true">…</|DSML|parameter>`: the

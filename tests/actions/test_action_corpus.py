@@ -1,4 +1,5 @@
-"""The table-driven corpus of real-looking replies (tests/actions/corpus.py)."""
+"""The table-driven corpus of real-looking replies (tests/actions/corpus.py and
+corpus_markers.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import pytest
 from backend.actions import FormatError, TruncatedReplyError, parse_actions
 
 from .corpus import CASES, Case, Err
+from .corpus_markers import MARKER_CASES
+
+ALL_CASES = [*CASES, *MARKER_CASES]
 
 
 def test_corpus_is_big_enough() -> None:
     assert len(CASES) >= 60
-    assert len({c.name for c in CASES}) == len(CASES)
+    assert len({c.name for c in ALL_CASES}) == len(ALL_CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", ALL_CASES, ids=[c.name for c in ALL_CASES])
 def test_corpus(case: Case) -> None:
     kwargs = {"finish_reason": case.finish_reason, "tool_calls": case.tool_calls}
     if isinstance(case.expect, Err):

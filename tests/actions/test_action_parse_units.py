@@ -23,6 +23,17 @@ from backend.actions.values import clean_plain, clean_raw, decode_entities, unwr
         ("no reasoning", []),
         ("<write_code><path>a</path><content><think>no</think></content></write_code>", []),
         ("`<think>` is a tag", []),
+        (
+            "<|channel|>analysis<|message|>check a<|end|><|start|>assistant<|channel|>final"
+            "<|message|><finish>ok</finish><|return|>",
+            ["check a"],
+        ),
+        (
+            "<reasoning>r</reasoning>[THINK]m[/THINK]\u25c1think\u25b7k\u25c1/think\u25b7",
+            ["r", "m", "k"],
+        ),
+        ("<|START_THINKING|>c<|END_THINKING|>", ["c"]),
+        ("<|channel|>analysis<|message|>never ended", ["never ended"]),
     ],
 )
 def test_extract_thinking(text: str, expected: list[str]) -> None:
