@@ -21,6 +21,8 @@ from backend.agent.planning import first_answer, plan
 from backend.agent.prompts import render
 from backend.agent.resume import prepare_resume
 from backend.agent.routing import route
+from backend.agent.runlog import HANDED_OVER as HANDED_OVER  # what run_pipeline returns
+from backend.agent.runlog import PARKED as PARKED
 from backend.agent.runlog import logged_run
 from backend.agent.specialists import Specialist
 from backend.agent.summary import summarize
@@ -31,8 +33,6 @@ from backend.messages.message import Message
 from backend.workspace import scan
 
 log = logging.getLogger(__name__)
-HANDED_OVER = "handed_over"  # not a run status: the run goes on in another process
-PARKED = "parked"  # not a run status: the run waits for a person, in the store only
 
 
 async def run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) -> str:

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent.scripts import finish, plan_reply, run
+from tests.e2e.cluster import follow, start_json
 from tests.e2e.server import PLANACT, PROCESS_DEADLINE, Server, server_env, wait_for
+from tests.e2e.waiting import MARKER_COMMAND, decide, pending
 from tests.fakellm import FakeModelServer
 from tests.sse_client import iter_events
 
@@ -227,3 +230,40 @@ def test_the_end_line_of_a_stopped_run_says_it_was_stopped(
         server.stop()
     (line,) = [x for x in server.log.read_text().splitlines() if f"run {rid} ended" in x]
     assert "status stopped" in line and line.endswith("; reason: stopped on request")
+
+
+def test_a_wait_for_a_person_is_logged_as_a_wait_and_only_the_real_end_as_an_end(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    env = server_env(tmp_path, fake_model.base_url, RUNTIME="local", APPROVAL_MODE="never")
+    del env["LOG_LEVEL"]
+    server = Server(tmp_path, env).start()
+    try:
+        fake_model.script(
+            {"stage": "planning", "content": plan_reply("Mark")},
+            {"stage": "thinking", "content": run(MARKER_COMMAND)},
+            {"stage": "thinking", "content": finish("marked")},
+        )
+        ids = start_json(server, {"goal": "mark it", "approval": "risky"}).json()
+        rid, cid = ids["run_id"], ids["conversation_id"]
+        asked = pending(server, cid)
+        wait_for(
+            lambda: f"run {rid} waits for a person" in server.log.read_text(),
+            what="the wait line",
+        )
+        assert f"run {rid} ended" not in server.log.read_text()
+        assert decide(server, rid, asked["uuid"], {"decision": "approve"}).status_code == 200
+        _, end = follow(server, rid)
+        assert end is not None and end["status"] == "completed"
+        wait_for(lambda: f"run {rid} ended" in server.log.read_text(), what="the end line")
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    ours = [line.split("planact.runs", 1)[1] for line in log.splitlines() if f"run {rid} " in line]
+    assert len(ours) == 4, ours
+    assert f"run {rid} started: conversation {cid}, mode auto" in ours[0]
+    assert f"run {rid} waits for a person (approval): conversation {cid}, 2 model calls" in ours[1]
+    assert ours[1].endswith(" s so far")
+    assert f"run {rid} goes on after a person's answer: conversation {cid}" in ours[2]
+    assert f"run {rid} ended: conversation {cid}, status completed" in ours[3]
+    assert "parked" not in log
