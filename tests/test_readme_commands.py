@@ -38,3 +38,28 @@ def test_each_readme_command_starts_in_a_shell_without_uv_on_path() -> None:
         )
         assert proc.returncode == 0, (command, proc.stderr)
         assert "usage:" in proc.stdout
+
+
+def _first_sh_block_after(text: str, heading: str) -> str:
+    after = text[text.index(heading) :]
+    return after.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_compose_quick_starts_say_how_to_build_behind_a_tls_proxy() -> None:
+    """Offline behind a re-signing proxy the build stops at "No matching distribution found
+    for uv==…" unless EXTRA_CA_CERTS is exported: the quick start says so where a person
+    reads it, before `docker compose up`, not only under "Without an image registry"."""
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    blocks = {
+        "README.md ## Deployment": _first_sh_block_after(README, "## Deployment"),
+        "docs/deploy.md ## Quick start": _first_sh_block_after(deploy, "## Quick start"),
+    }
+    for where, block in blocks.items():
+        assert "docker compose up" in block, where
+        assert "export EXTRA_CA_CERTS=" in block, where
+        assert block.index("EXTRA_CA_CERTS") < block.index("docker compose up"), where
+    quick = deploy[deploy.index("## Quick start") : deploy.index("## Without an image registry")]
+    assert "No matching distribution found for uv==" in quick
+    # the variable the docs name is the one Compose hands to the build
+    compose = (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    assert "EXTRA_CA_CERTS: ${EXTRA_CA_CERTS:-}" in compose
