@@ -4,7 +4,10 @@ A thinking reply reads "The script failed with KeyError; I'll fix the column nam
 then XML actions; a plan reply reads "I'll do it in two steps." and then a JSON array or
 Markdown headings. :class:`ProseCut` passes the prose through as it streams and stops for
 good at the first sign of the machine part, so the user sees the agent's words live and
-never half an action. ``<think>`` blocks are skipped (they are reasoning, published apart).
+never half an action. Reasoning is skipped (it is published apart): ``<think>`` and the
+other markers the action parser knows, and gpt-oss's harmony ``analysis`` messages; the
+headers of harmony's other messages are not words either, and a vendor tool-call marker
+(``<|tool_calls_section_begin|>``, a harmony header addressed ``to=``) ends the prose.
 The same cut over the whole reply gives the stored text, so live and stored agree.
 """
 
@@ -16,8 +19,24 @@ from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 
 PROSE_CAP = 4000  # characters of narration at most (the rest of a long reply is not words)
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
+# reasoning blocks (backend/actions/scan_reasoning.py has the parser's side of them)
+REASONING = (
+    ("<think>", "</think>"),
+    ("<thinking>", "</thinking>"),
+    ("<reasoning>", "</reasoning>"),
+    ("\u25c1think\u25b7", "\u25c1/think\u25b7"),
+    ("<|START_THINKING|>", "<|END_THINKING|>"),
+)
+_LONGEST_CLOSE = max(len(close) for _, close in REASONING)
+# harmony: a message header (the recipient may be in the role part), and message ends
+_HARMONY_HEADER = re.compile(
+    r"(?:<\|start\|>[^<>|]{0,60})?<\|channel\|>[ \t]*([\w-]+)[^<>|]{0,120}"
+    r"(?:<\|constrain\|>[^<>|]{0,40})?<\|message\|>"
+)
+_HARMONY_STARTS = ("<|start|>", "<|channel|>")
+_HARMONY_ENDS = ("<|end|>", "<|return|>", "<|call|>")
+_HARMONY_END = re.compile(r"<\|(?:end|call|return)\|>")
+_HEADER_MAX = 260  # characters a harmony header may take
 
 # what ends the prose of a thinking reply: tags, fences, a JSON tool call
 ACTION_LINE_STARTS = ("{", "[")
@@ -30,7 +49,7 @@ class ProseCut:
         self._line_starts = line_starts
         self._text = ""
         self._pos = 0  # everything before it was decided (released or skipped)
-        self._in_think = False
+        self._closer: re.Pattern[str] | None = None  # inside reasoning: what ends it
         self.done = False
         self.prose = ""  # everything released so far
 
@@ -56,13 +75,13 @@ class ProseCut:
         room = PROSE_CAP - len(self.prose)
         i = self._pos
         while i < n and room > 0:
-            if self._in_think:
-                end = text.find(THINK_CLOSE, i)
-                if end < 0:
-                    i = n if final else max(i, n - len(THINK_CLOSE) + 1)
+            if self._closer is not None:
+                m = self._closer.search(text, i)
+                if m is None:
+                    i = n if final else max(i, n - _LONGEST_CLOSE + 1)
                     break
-                i = end + len(THINK_CLOSE)
-                self._in_think = False
+                i = m.end()
+                self._closer = None
                 continue
             if i == 0 or text[i - 1] == "\n":
                 head = text[i : i + 64].lstrip(" \t")
@@ -81,13 +100,17 @@ class ProseCut:
                 i = j
                 continue
             c = text[i]
-            if c == "<":
-                if text.startswith(THINK_OPEN, i):
-                    self._in_think = True
-                    i += len(THINK_OPEN)
+            if c in "<\u25c1":
+                skip = self._marker(i, final)
+                if skip is None:
+                    break  # too little to tell
+                if skip < 0:
+                    self.done = True
+                    break
+                if skip > i:
+                    i = skip
                     continue
-                if not final and THINK_OPEN.startswith(text[i : i + len(THINK_OPEN)]):
-                    break  # could still become <think>
+            if c == "<":
                 following = text[i + 1] if i + 1 < n else ""
                 if following.isalpha() or (following and following in "/!?_"):
                     self.done = True
@@ -104,8 +127,39 @@ class ProseCut:
         self._pos = i
         return "".join(out)
 
+    def _marker(self, i: int, final: bool) -> int | None:
+        """At a `<` or `◁`: where the text goes on after a reasoning opener (entering the
+        block) or a harmony header or end token that is not words; `i` when none is there;
+        -1 for a marker that starts the machine part; None when it is too early to tell."""
+        text = self._text
+        rest = text[i : i + _HEADER_MAX]
+        for opener, closer in REASONING:
+            if rest.startswith(opener):
+                self._closer = re.compile(re.escape(closer))
+                return i + len(opener)
+            if not final and len(rest) < len(opener) and opener.startswith(rest):
+                return None
+        if not rest.startswith(("<|", "<\uff5c")):
+            return i
+        hm = _HARMONY_HEADER.match(text, i)
+        if hm is not None:
+            if hm.group(1).lower() == "analysis":
+                self._closer = _HARMONY_END
+                return hm.end()
+            return -1 if "to=" in hm.group(0) else hm.end()
+        for token in _HARMONY_ENDS:
+            if rest.startswith(token):
+                return i + len(token)
+        early = not final and "<|message|>" not in rest and len(rest) < _HEADER_MAX
+        if early and (
+            rest.startswith(_HARMONY_STARTS)
+            or any(t.startswith(rest) for t in (*_HARMONY_STARTS, *_HARMONY_ENDS))
+        ):
+            return None  # could still become a header or an end token
+        return -1  # a vendor marker: Kimi's `<|tool_calls_section_begin|>`, DeepSeek's, …
 
-_CANDIDATE = re.compile(r"[<`\n]")
+
+_CANDIDATE = re.compile(r"[<`\n\u25c1]")
 
 
 def prose_of(text: str, line_starts: tuple[str, ...] = ACTION_LINE_STARTS) -> str:

@@ -1,4 +1,5 @@
-"""The prose cut: the agent's words stream; actions, plans and <think> never do."""
+"""The prose cut: the agent's words stream; actions, plans and reasoning (<think>, harmony's
+analysis channel, …) never do."""
 
 from __future__ import annotations
 
@@ -23,6 +24,32 @@ CASES = [
     ("Use `ls -la` to list.\n<terminal_run>", "Use `ls -la` to list."),
     ("<function=terminal_run><parameter=command>ls", ""),
     ("", ""),
+    # reasoning in the other dialects is not words, and vendor markers end the prose
+    ("<reasoning>maybe rm -rf</reasoning>Listing it.\n<terminal_run>", "Listing it."),
+    ("\u25c1think\u25b7hmm\u25c1/think\u25b7Reading.\n<read_file>", "Reading."),
+    ("<|START_THINKING|>x<|END_THINKING|>Done here.", "Done here."),
+    (
+        "<|channel|>analysis<|message|>I could rm -rf build/; no.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>Reading the Makefile first.\n"
+        "<read_file><path>Makefile</path></read_file><|return|>",
+        "Reading the Makefile first.",
+    ),
+    (
+        "<|channel|>analysis<|message|>Need the status.<|end|><|start|>assistant"
+        "<|channel|>commentary to=functions.terminal_run <|constrain|>json"
+        '<|message|>{"command": "git status"}<|call|>',
+        "",
+    ),
+    (
+        "I'll read the settings.<|tool_calls_section_begin|>\n<|tool_call_begin|>\n"
+        'functions.read_file:0<|tool_call_argument_begin|>\n{"path": "a"}\n<|tool_call_end|>',
+        "I'll read the settings.",
+    ),
+    (
+        "Running the tests.\n<\uff5ctool\u2581calls\u2581begin\uff5c>"
+        "<\uff5ctool\u2581call\u2581begin\uff5c>terminal_run",
+        "Running the tests.",
+    ),
 ]
 
 
