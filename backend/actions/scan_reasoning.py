@@ -100,3 +100,36 @@ def analysis_message_at(text: str, i: int) -> AnalysisMessage | None:
     if em is None:
         return AnalysisMessage(hm.end(), -1, len(text), recipient)
     return AnalysisMessage(hm.end(), em.start(), em.end(), recipient)
+
+
+_HARMONY_STARTS = re.compile(r"<\|(?:start|channel)\|>")
+_HARMONY_END_TOKENS = re.compile(r"<\|(?:end|call|return)\|>")
+
+
+def without_harmony(text: str) -> str:
+    """`text` without harmony's analysis messages (reasoning), and without the headers and
+    end tokens of its other messages (the words of `final`/`commentary` stay): for readers
+    of words, such as the planner's (the action scanner reads the headers themselves)."""
+    if "<|" not in text:
+        return text
+    kept: list[str] = []
+    pos = 0
+    while True:
+        m = _HARMONY_STARTS.search(text, pos)
+        if m is None:
+            kept.append(text[pos:])
+            break
+        kept.append(text[pos : m.start()])
+        msg = analysis_message_at(text, m.start())
+        if msg is not None:
+            if msg.body_end < 0:
+                break  # never ended: the rest is reasoning
+            pos = msg.end
+            continue
+        hm = _HARMONY_HEADER.match(text, m.start())
+        if hm is not None:
+            pos = hm.end()
+            continue
+        kept.append(m.group(0))
+        pos = m.end()
+    return _HARMONY_END_TOKENS.sub("", "".join(kept))

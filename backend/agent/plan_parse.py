@@ -5,8 +5,9 @@ Accepted (first that yields tasks wins):
    array; bare, in a ```json fence, or with prose around it;
 2. Markdown `##`/`###` headings, one per task, with bullet points under each;
 3. a numbered list (`1.` / `1)`), one item per task, with indented lines or bullets.
-Reasoning (`<think>…</think>`, or everything before a `</think>` with no opener) is
-dropped first. Each task is {"title", "description", "requirement"} ("" when absent).
+Reasoning (`<think>…</think>` and the other markers of docs/dialects.md, harmony `analysis`
+messages, or everything before a `</think>` with no opener) is dropped first. Each task is
+{"title", "description", "requirement"} ("" when absent).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import json
 import re
 from typing import Any
 
+from backend.actions.scan_reasoning import REASONING_CLOSE, REASONING_OPEN, without_harmony
+
 _DECODER = json.JSONDecoder(strict=False)
 MAX_REPLY_CHARS = 1_000_000  # as for actions (backend/actions/model.py)
 _MAX_JSON_ATTEMPTS = 32  # each failed attempt costs O(length)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
-_THINK_OPEN = re.compile(r"<(?:think|thinking)\b[^>]*>", re.I)
+_THINK_CLOSE = REASONING_CLOSE
+_THINK_OPEN = REASONING_OPEN
 _FENCE_OPEN = re.compile(r"(?:^|\n)[ \t]*(`{3,}|~{3,})[\w+-]*[ \t]*\n?$")
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 _HEADING = re.compile(r"^[ \t]{0,3}#{2,3}[ \t]+(.+?)[ \t#]*$", re.M)
@@ -125,6 +128,7 @@ def _looks_structured(text: str) -> bool:
 
 
 def _drop_reasoning(text: str) -> str:
+    text = without_harmony(text)
     kept: list[str] = []
     pos = 0
     opener = _THINK_OPEN.search(text)

@@ -58,6 +58,19 @@ CASES: list[tuple[str, str, str, list[dict[str, str]]]] = [
     ),
     ("json-stray-think-close", "reasoning...</think>\n" + TWO, "", TWO_TASKS),
     (
+        "harmony-draft-plan-in-analysis",
+        '<|channel|>analysis<|message|>Draft: [{"title": "Delete everything"}] no.<|end|>'
+        "<|start|>assistant<|channel|>final<|message|>Two steps.\n" + TWO + "<|return|>",
+        "Two steps.",
+        TWO_TASKS,
+    ),
+    (
+        "reasoning-tag-draft-plan",
+        '<reasoning>[{"title": "Wipe the disk"}]</reasoning>\nHere.\n' + TWO,
+        "Here.",
+        TWO_TASKS,
+    ),
+    (
         "markdown-headings",
         "I'll do it.\n\n## Write the script\n- Create hello.py printing hi\n"
         "- Requirement: `python3 hello.py` prints hi\n\n## Document it\n- Add a README\n",
@@ -149,6 +162,11 @@ def test_plan_error_is_value_error() -> None:
                 "\n",
                 "<think>",
                 "</think>",
+                "<|channel|>analysis<|message|>",
+                "<|start|>assistant<|channel|>final<|message|>",
+                "<|end|>",
+                "[THINK]",
+                "[/THINK]",
                 "```json\n",
                 "```",
                 "Requirement: ",
