@@ -56,6 +56,15 @@ def call_in_reasoning(names: list[str]) -> str:
     )
 
 
+def analysis_not_ended() -> str:
+    return (
+        "Your analysis-channel message held the header of another message before its "
+        "<|end|>, so all of it was read as reasoning and nothing was run. End the analysis "
+        "message with <|end|> before the next message, or write the action(s) after your "
+        "reasoning.\n" + format_help()
+    )
+
+
 def unknown_action(name: str) -> str:
     return f"Unknown action `{name}`. Allowed actions: {allowed_actions()}.\n{format_help()}"
 

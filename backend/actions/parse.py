@@ -119,6 +119,11 @@ def _parse(
                 messages.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),
                 user="a reply called a tool from its reasoning (nothing was run)",
             )
+        if scan.header_in_analysis:
+            raise FormatError(
+                messages.analysis_not_ended(),
+                user="a reply's reasoning ran into its next message (nothing was run)",
+            )
         raise FormatError(
             messages.no_action(list(dict.fromkeys(scan.mentions))),
             user="a reply held no action",

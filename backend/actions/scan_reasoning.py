@@ -84,6 +84,7 @@ class AnalysisMessage:
     body_end: int  # -1: never ended
     end: int  # where scanning goes on
     recipient: str | None  # `to=functions.NAME` in the header: a call in the wrong channel
+    holds_header: bool  # another message's header inside it: its `<|end|>` was left out
 
 
 def analysis_message_at(text: str, i: int) -> AnalysisMessage | None:
@@ -97,9 +98,11 @@ def analysis_message_at(text: str, i: int) -> AnalysisMessage | None:
     rm = _HARMONY_RECIPIENT.search(text, i, hm.end())
     recipient = None if rm is None else rm.group(1)
     em = _HARMONY_END.search(text, hm.end())
+    body_end = len(text) if em is None else em.start()
+    holds = _HARMONY_HEADER.search(text, hm.end(), body_end) is not None
     if em is None:
-        return AnalysisMessage(hm.end(), -1, len(text), recipient)
-    return AnalysisMessage(hm.end(), em.start(), em.end(), recipient)
+        return AnalysisMessage(hm.end(), -1, len(text), recipient, holds)
+    return AnalysisMessage(hm.end(), em.start(), em.end(), recipient, holds)
 
 
 _HARMONY_STARTS = re.compile(r"<\|(?:start|channel)\|>")

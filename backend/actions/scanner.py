@@ -68,6 +68,7 @@ class Scanner(ParamReader):
         self.unclosed_reasoning = False
         self.unclosed_marker = ("<think>", "</think>")  # (opener, closer) of that block
         self.reasoning_calls: list[str] = []  # harmony calls addressed from `analysis`
+        self.header_in_analysis = False  # a harmony header inside an analysis message
         self._stray: int | None = None  # the last `</think>` with no opener
         self._json_failures = 0
         # memos that keep hostile replies linear: searches known to fail from here on
@@ -263,6 +264,7 @@ class Scanner(ParamReader):
             return None
         if msg.recipient is not None:
             self.reasoning_calls.append(msg.recipient)
+        self.header_in_analysis = self.header_in_analysis or msg.holds_header
         body = self.text[msg.body_start : msg.body_end if msg.body_end >= 0 else self.n]
         if body.strip():
             self.thinking.append(body.strip())

@@ -97,7 +97,15 @@ MARKER_CASES: list[Case] = [
         "to=functions.terminal_run <|constrain|>json"
         '<|message|>{"command": "rm -rf /srv/data"}<|call|> but the user said keep the data.'
         f"<|end|>{HARMONY_NEXT}<|channel|>final<|message|>I will not delete /srv/data.<|return|>",
-        Err("contains no action"),
+        Err("held the header of another message before its <|end|>"),
+    ),
+    Case(
+        "harmony-analysis-end-token-left-out",
+        "the model left out <|end|> before its real call: nothing runs, and it is told why",
+        f"{HARMONY_ANALYSIS}Need the status.{HARMONY_NEXT}<|channel|>commentary "
+        'to=functions.terminal_run <|constrain|>json<|message|>{"command": "git status"}'
+        "<|call|>",
+        Err("End the analysis message with <|end|>"),
     ),
     Case(
         "harmony-call-addressed-from-analysis",
