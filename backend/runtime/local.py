@@ -29,7 +29,11 @@ from backend.runtime.base import (
     hand_output,
 )
 from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.limits import SandboxLimits
+from backend.runtime.limits.budget import run_within
+from backend.runtime.limits.cgroups import Cgroups
 
+NICE = 10  # without control groups: the sandbox yields the CPU to the server
 STOP_GRACE = 5.0  # seconds the wrapper gets to kill its tree before it is killed itself
 REAPER = os.path.abspath(reaper.__file__)
 
@@ -44,12 +48,50 @@ class LocalRuntime(BaseRuntime):
         *,
         sandbox: Bubblewrap | None = None,
         offered: bool = True,
+        limits: SandboxLimits | None = None,
+        cgroups: Cgroups | None = None,
     ) -> None:
         super().__init__(terminal_timeout, workspace_max_mb)
         self.sandbox = sandbox  # None: commands run unsandboxed, as the server's user
         self.offered = offered  # False: a shared server without a sandbox (sandboxing.py)
+        # the sandbox's memory, process and CPU caps: in a control group per conversation
+        # (cgroups), else rlimits per process; none unsandboxed (docs/security.md)
+        self.limits = limits if sandbox is not None else None
+        self.cgroups = cgroups if self.limits is not None else None
+
+    def _limit_args(self, workspace: Path) -> list[str]:
+        """The reaper's LIMIT options for a command in ``workspace``."""
+        args = ["--rlimit", f"RLIMIT_FSIZE={self.workspace_max_bytes}"]
+        if self.cgroups is not None:
+            for procs in self.cgroups.enter(workspace):
+                args += ["--cgroup", procs]
+        elif self.limits is not None:
+            args += ["--rlimit", f"RLIMIT_DATA={self.limits.memory}", "--nice", str(NICE)]
+        return args
+
+    async def forget(self, workspace: Path) -> None:
+        if self.cgroups is not None:
+            self.cgroups.forget(workspace)
+
+    async def close(self) -> None:
+        if self.cgroups is not None:
+            self.cgroups.close()
 
     async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
+        return await run_within(
+            lambda tee: self._spawn(command, workspace, cwd, tee),
+            workspace,
+            self.workspace_max_bytes,
+            on_output,
+        )
+
+    async def _spawn(
         self,
         command: str,
         workspace: Path,
@@ -66,6 +108,8 @@ class LocalRuntime(BaseRuntime):
             for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
                 env.pop(secret, None)
             workdir = workspace / cwd
+        limits = self._limit_args(workspace)
+        ooms = self.cgroups.oom_kills(workspace) if self.cgroups is not None else 0
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -73,6 +117,7 @@ class LocalRuntime(BaseRuntime):
             REAPER,
             str(os.getpid()),
             command,
+            *limits,
             *wrapper,
             cwd=workdir,
             env=env,
@@ -107,10 +152,18 @@ class LocalRuntime(BaseRuntime):
         code = proc.returncode
         if code is not None and code < 0:
             code = 128 - code  # the wrapper itself was killed
+        note = ""
+        if self.cgroups is not None and self.cgroups.oom_kills(workspace) > ooms:
+            assert self.limits is not None
+            note = (
+                f"Killed: out of memory (the conversation's cap is {self.limits.memory_words}, "
+                "SANDBOX_MEMORY_MB; a full /tmp counts too)."
+            )
         return CommandOutput(
             exit_code=None if timed_out else code,
             stdout=out.value(),
             stderr=err.value(),
+            note=note,
             timed_out=timed_out,
             stdout_dropped=out.dropped,
             stderr_dropped=err.dropped,

@@ -1,9 +1,14 @@
 """Run one command so that no process it starts outlives it (the local runtime's wrapper).
 
-    python -I -S reaper.py SERVER_PID COMMAND [WRAPPER ARGV...]
+    python -I -S reaper.py SERVER_PID COMMAND [LIMIT...] [WRAPPER ARGV...]
 
 With a wrapper (the local runtime's bubblewrap: ``bwrap OPTIONS --``) it runs
 ``WRAPPER… bash -c COMMAND`` instead; the wrapper is its child like the shell would be.
+Each LIMIT (:mod:`backend.runtime.limits`) applies to that child before it starts:
+``--cgroup PROCS_FILE`` (join that group), ``--rlimit NAME=VALUE`` (``RLIMIT_FSIZE=bytes``),
+``--nice N``; a limit that cannot be applied fails the command (exit 126), never runs it
+without. The wrapper closes every file descriptor but 0-2 first (the server's event loop
+may hand it some), so nothing of the server's reaches the command.
 
 Standalone (standard library only, run with ``-I -S``). It makes itself a *child
 subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the command starts stays its
@@ -23,12 +28,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import sys
+
+TYPE_CHECKING = False  # the typing module is not imported: start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 STOPPED = 128 + signal.SIGTERM
+MAX_FD = 1 << 20  # close_range() closes the rest whatever the limit
 
 
 class Stop(Exception):
@@ -87,7 +98,51 @@ def kill_all() -> None:
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def run(server: int, command: str, wrapper: list[str] | None = None) -> int | None:
+def parse_limits(args: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The leading LIMIT options of ``args``, and the wrapper argv after them."""
+    limits: dict[str, Any] = {"cgroups": [], "rlimits": {}}
+    while len(args) >= 2 and args[0] in ("--cgroup", "--rlimit", "--nice"):
+        option, value, args = args[0], args[1], args[2:]
+        if option == "--cgroup":
+            limits["cgroups"].append(value)
+        elif option == "--rlimit":
+            name, _, number = value.partition("=")
+            limits["rlimits"][name] = int(number)
+        else:
+            limits["nice"] = int(value)
+    return limits, args
+
+
+def spawn(path: str, argv: list[str], limits: dict[str, Any]) -> int:
+    """Start ``argv`` in a new session, in the given limits, with default signals."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child: whatever happens, it never returns into the reaper's code
+        os.setsid()
+        for procs in limits.get("cgroups", ()):
+            with open(procs, "w", encoding="ascii") as fh:
+                fh.write(str(os.getpid()))
+        for name, value in limits.get("rlimits", {}).items():
+            resource.setrlimit(getattr(resource, name), (value, value))
+        if limits.get("nice"):
+            os.nice(limits["nice"])
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, *SIGNALS):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        os.execve(path, argv, os.environ)
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            os.write(2, f"planact: the command could not start in its limits: {exc}\n".encode())
+    os._exit(126)
+
+
+def run(
+    server: int,
+    command: str,
+    wrapper: list[str] | None = None,
+    limits: dict[str, Any] | None = None,
+) -> int | None:
     """Run the command (under ``wrapper``, an argv prefix); its wait status, or None when
     told to stop first."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -98,13 +153,7 @@ def run(server: int, command: str, wrapper: list[str] | None = None) -> int | No
         if os.getppid() != server:  # the server died before the line above
             return None
         argv = [*(wrapper or []), "bash", "-c", command]
-        main_pid = os.posix_spawn(
-            argv[0] if wrapper else "/bin/bash",
-            argv,
-            os.environ,
-            setsid=True,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *SIGNALS),
-        )
+        main_pid = spawn(argv[0] if wrapper else "/bin/bash", argv, limits or {})
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == main_pid:
@@ -116,9 +165,11 @@ def run(server: int, command: str, wrapper: list[str] | None = None) -> int | No
 def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    os.closerange(3, MAX_FD)
+    limits, wrapper = parse_limits(sys.argv[3:])
     status: int | None = None
     try:
-        status = run(int(sys.argv[1]), sys.argv[2], sys.argv[3:])
+        status = run(int(sys.argv[1]), sys.argv[2], wrapper, limits)
     except Stop:  # after run() caught none: between its return and here
         status = None
     while True:  # no Stop may interrupt the clean-up: block the signals first
