@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,6 +168,7 @@ async def test_the_private_tmp_is_capped(make_rt: RuntimeFactory, tmp_path: Path
 SERVER = """
 import sys, uvloop
 from pathlib import Path
+from typing import Any
 from backend.actions.model import Action
 from backend.actions.registry import run_action
 from backend.config import Settings
@@ -223,3 +225,37 @@ async def test_a_command_sees_only_its_standard_descriptors(
     assert done.returncode == 0, done.stderr
     # listdir's own descriptor of /proc/self/fd is the one more
     assert "['0', '1', '2', '3']" in done.stdout, done.stdout
+
+
+async def test_the_caps_are_the_settings(make_rt: RuntimeFactory, tmp_path: Path) -> None:
+    rt: Any = make_rt(
+        sandbox_memory_mb=192,
+        sandbox_pids=64,
+        sandbox_cpus=0.5,
+        sandbox_tmp_mb=32,
+        workspace_max_mb=50,
+    )
+    ws = conversation(tmp_path, 1)
+    seen = await run(rt, ws, "ulimit -f; df -k --output=size /tmp | tail -1")
+    fsize, tmp_kib = stdout_of(seen).split()
+    assert int(fsize) == 50 * 1024  # KiB: no file past the workspace budget
+    assert int(tmp_kib) == 32 * 1024
+    if hasattr(rt, "sandboxes"):  # docker: the container's own limits
+        from docker.client import DockerClient
+
+        client = DockerClient.from_env(timeout=30)
+        try:
+            (sandbox,) = rt.sandboxes.by_key.values()
+            host = client.containers.get(sandbox.container_id).attrs["HostConfig"]
+        finally:
+            client.close()
+        assert (host["Memory"], host["MemorySwap"]) == (192 * MB, 192 * MB)
+        assert (host["PidsLimit"], host["NanoCpus"]) == (64, 500_000_000)
+    elif rt.cgroups is not None:  # bubblewrap in this conversation's control groups
+        memory, pids, cpu = (base / rt.cgroups.key(ws) for base in rt.cgroups.bases.values())
+        assert (memory / "memory.limit_in_bytes").read_text() == f"{192 * MB}\n"
+        assert (pids / "pids.max").read_text() == "64\n"
+        assert (cpu / "cpu.cfs_quota_us").read_text() == "50000\n"
+    else:  # bubblewrap without control groups: memory per process
+        data = await run(rt, ws, "ulimit -d")
+        assert stdout_of(data) == f"{192 * 1024}\n"

@@ -55,27 +55,33 @@ class Cgroups:
     made: set[str] = field(default_factory=set)
 
     @classmethod
-    def detect(cls, limits: SandboxLimits, root: Path = ROOT) -> Cgroups | str:
-        """The server's cgroups, made; or why there are none here."""
+    def detect(
+        cls, limits: SandboxLimits, root: Path = ROOT, proc_cgroup: str = "/proc/self/cgroup"
+    ) -> Cgroups | str:
+        """The server's cgroups, made; or why there are none here (``root``: where the
+        hierarchies are mounted, ``proc_cgroup``: the kernel's list of the server's groups)."""
         if (root / "cgroup.controllers").exists():
             return "a unified (v2) cgroup hierarchy: delegated groups are not used"
         try:
-            own = own_paths()
+            own = own_paths(proc_cgroup)
         except OSError as exc:
             return f"cannot read /proc/self/cgroup: {exc}"
-        bases: dict[str, Path] = {}
         for name in CONTROLLERS:
             if name not in own or not (root / name / "cgroup.procs").exists():
                 return f"no cgroup v1 {name} controller at {root / name}"
+        serial = next(_serial)
+        made = cls(limits, {})
+        for name in CONTROLLERS:
             parent = root / name / own[name].lstrip("/")
             _sweep_dead(parent)
-            base = parent / f"planact-{os.getpid()}-{next(_serial)}"
+            base = parent / f"planact-{os.getpid()}-{serial}"
             try:
                 base.mkdir(exist_ok=True)
             except OSError as exc:
-                return f"cannot make a cgroup under {base.parent}: {exc.strerror or exc}"
-            bases[name] = base
-        return cls(limits, bases)
+                made.close()
+                return f"cannot make a cgroup under {parent}: {exc.strerror or exc}"
+            made.bases[name] = base
+        return made
 
     @staticmethod
     def key(workspace: Path | str) -> str:
