@@ -40,6 +40,7 @@ REAPER = os.path.abspath(reaper.__file__)
 
 class LocalRuntime(BaseRuntime):
     name = "local"
+    reaper = REAPER  # the wrapper script each command runs under
 
     def __init__(
         self,
@@ -114,7 +115,7 @@ class LocalRuntime(BaseRuntime):
             sys.executable,
             "-I",
             "-S",
-            REAPER,
+            self.reaper,
             str(os.getpid()),
             command,
             *limits,
