@@ -4,7 +4,7 @@
 
 With a wrapper (the local runtime's bubblewrap: ``bwrap OPTIONS --``) it runs
 ``WRAPPER… bash -c COMMAND`` instead; the wrapper is its child like the shell would be.
-Each LIMIT (:mod:`backend.runtime.limits`) applies to that child before it starts:
+Each LIMIT (:mod:`backend.runtime.limits`) applies to the wrapper, and so to the command:
 ``--cgroup PROCS_FILE`` (join that group), ``--rlimit NAME=VALUE`` (``RLIMIT_FSIZE=bytes``),
 ``--nice N``; a limit that cannot be applied fails the command (exit 126), never runs it
 without. The wrapper closes every file descriptor but 0-2 first (the server's event loop
@@ -113,36 +113,20 @@ def parse_limits(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     return limits, args
 
 
-def spawn(path: str, argv: list[str], limits: dict[str, Any]) -> int:
-    """Start ``argv`` in a new session, in the given limits, with default signals."""
-    pid = os.fork()
-    if pid:
-        return pid
-    try:  # the child: whatever happens, it never returns into the reaper's code
-        os.setsid()
-        for procs in limits.get("cgroups", ()):
-            with open(procs, "w", encoding="ascii") as fh:
-                fh.write(str(os.getpid()))
-        for name, value in limits.get("rlimits", {}).items():
-            resource.setrlimit(getattr(resource, name), (value, value))
-        if limits.get("nice"):
-            os.nice(limits["nice"])
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, *SIGNALS):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        os.execve(path, argv, os.environ)
-    except BaseException as exc:
-        with contextlib.suppress(BaseException):
-            os.write(2, f"planact: the command could not start in its limits: {exc}\n".encode())
-    os._exit(126)
+def enter(limits: dict[str, Any]) -> None:
+    """Put this wrapper in the limits; the command inherits them (``posix_spawn``: no copy
+    of this process, unlike a fork). In a group, the wrapper counts as one of its processes
+    (it is small: the memory cap's OOM kill picks the largest first)."""
+    for procs in limits["cgroups"]:
+        with open(procs, "w", encoding="ascii") as fh:
+            fh.write(str(os.getpid()))
+    for name, value in limits["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    if limits.get("nice"):
+        os.nice(limits["nice"])
 
 
-def run(
-    server: int,
-    command: str,
-    wrapper: list[str] | None = None,
-    limits: dict[str, Any] | None = None,
-) -> int | None:
+def run(server: int, command: str, wrapper: list[str] | None = None) -> int | None:
     """Run the command (under ``wrapper``, an argv prefix); its wait status, or None when
     told to stop first."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -153,7 +137,13 @@ def run(
         if os.getppid() != server:  # the server died before the line above
             return None
         argv = [*(wrapper or []), "bash", "-c", command]
-        main_pid = spawn(argv[0] if wrapper else "/bin/bash", argv, limits or {})
+        main_pid = os.posix_spawn(
+            argv[0] if wrapper else "/bin/bash",
+            argv,
+            os.environ,
+            setsid=True,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *SIGNALS),
+        )
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == main_pid:
@@ -167,9 +157,14 @@ def main() -> int:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     os.closerange(3, MAX_FD)
     limits, wrapper = parse_limits(sys.argv[3:])
+    try:
+        enter(limits)
+    except (OSError, ValueError, AttributeError) as exc:
+        sys.stderr.write(f"planact: the command could not start in its limits: {exc}\n")
+        return 126
     status: int | None = None
     try:
-        status = run(int(sys.argv[1]), sys.argv[2], wrapper, limits)
+        status = run(int(sys.argv[1]), sys.argv[2], wrapper)
     except Stop:  # after run() caught none: between its return and here
         status = None
     while True:  # no Stop may interrupt the clean-up: block the signals first

@@ -4,6 +4,7 @@ why and gets the rlimit fallback."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -58,10 +59,47 @@ def test_sizes_parse_or_say_what_is_wrong() -> None:
         parse_size("a lot")
 
 
-def test_a_unified_hierarchy_is_not_used(tmp_path: Path) -> None:
-    (tmp_path / "cgroup.controllers").write_text("memory pids cpu\n")
-    found = Cgroups.detect(SandboxLimits(), root=tmp_path)
-    assert isinstance(found, str) and "v2" in found
+def unified(tmp_path: Path, offered: str) -> str:
+    """A v2 hierarchy at ``tmp_path`` (files standing in for the kernel's) with the server
+    in /svc; the path of its /proc/self/cgroup."""
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (tmp_path / "svc").mkdir()
+    (tmp_path / "svc" / "cgroup.controllers").write_text(offered)
+    (tmp_path / "svc" / "cgroup.subtree_control").write_text("\n")
+    own = tmp_path / "self-cgroup"
+    own.write_text("0::/svc\n")
+    return str(own)
+
+
+def test_a_delegated_v2_group_caps_each_conversation(tmp_path: Path) -> None:
+    own = unified(tmp_path, "cpu memory pids\n")
+    limits = SandboxLimits(memory=300 * MB, pids=50, cpus=0.5)
+    found = Cgroups.detect(limits, root=tmp_path, proc_cgroup=own)
+    assert isinstance(found, Cgroups), found
+    svc = tmp_path / "svc"
+    # the server moved into a leaf of its own, so that its group may hand the controllers on
+    assert (svc / "planact-server" / "cgroup.procs").read_text() == str(os.getpid())
+    assert (svc / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    (base,) = found.bases.values()
+    assert (
+        base.parent == svc and (base / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    )
+    (procs,) = found.enter(tmp_path / "ws")
+    group = Path(procs).parent
+    assert group.parent == base
+    assert (group / "memory.max").read_text() == str(300 * MB)
+    assert (group / "pids.max").read_text() == "50"
+    assert (group / "cpu.max").read_text() == "50000 100000"
+    (group / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n")
+    assert found.oom_kills(tmp_path / "ws") == 2
+
+
+def test_a_v2_group_without_the_controllers_is_named(tmp_path: Path) -> None:
+    own = unified(tmp_path, "cpu memory\n")
+    found = Cgroups.detect(SandboxLimits(), root=tmp_path, proc_cgroup=own)
+    assert isinstance(found, str)
+    assert found.endswith("does not offer pids (delegate them to it)")
+    assert not (tmp_path / "svc" / "planact-server").exists()
 
 
 def test_a_missing_controller_is_named(tmp_path: Path) -> None:

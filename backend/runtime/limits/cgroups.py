@@ -9,9 +9,11 @@ group, so the caps hold for all of them together. The reaper (:mod:`backend.runt
 puts the sandbox into the group before bubblewrap starts; the groups are removed when the
 runtime closes or the conversation is forgotten.
 
-A unified (v2) hierarchy delegates only what its manager hands over (a leaf group whose
-``cgroup.subtree_control`` the server may write, with no process of its own): not
-attempted; such a host gets the rlimit fallback (docs/security.md).
+On a unified (v2) hierarchy mounted at ``/sys/fs/cgroup``, the server's own group must
+be delegated to it with the three controllers (systemd ``Delegate=yes``): the server moves
+into a leaf ``planact-server`` of it and makes ``planact-<pid>-<n>/<conversation>`` beside
+it, capped by ``memory.max`` (``memory.swap.max`` 0), ``pids.max`` and ``cpu.max``. Where
+neither works the runtime gets the rlimit fallback (docs/security.md).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD = 100_000  # microseconds
+UNIFIED = "unified"  # the v2 hierarchy's entry in /proc/self/cgroup ("0::/path")
 _serial = itertools.count(1)  # one parent group per runtime of this process
 
 
@@ -41,8 +44,7 @@ def own_paths(proc_cgroup: str = "/proc/self/cgroup") -> dict[str, str]:
         for line in fh:
             _num, names, path = line.rstrip("\n").split(":", 2)
             for name in names.split(","):
-                if name:
-                    found[name] = path
+                found[name or UNIFIED] = path
     return found
 
 
@@ -60,12 +62,12 @@ class Cgroups:
     ) -> Cgroups | str:
         """The server's cgroups, made; or why there are none here (``root``: where the
         hierarchies are mounted, ``proc_cgroup``: the kernel's list of the server's groups)."""
-        if (root / "cgroup.controllers").exists():
-            return "a unified (v2) cgroup hierarchy: delegated groups are not used"
         try:
             own = own_paths(proc_cgroup)
         except OSError as exc:
             return f"cannot read /proc/self/cgroup: {exc}"
+        if (root / "cgroup.controllers").exists():
+            return cls._detect_unified(limits, root / own.get(UNIFIED, "/").lstrip("/"))
         for name in CONTROLLERS:
             if name not in own or not (root / name / "cgroup.procs").exists():
                 return f"no cgroup v1 {name} controller at {root / name}"
@@ -83,6 +85,44 @@ class Cgroups:
             made.bases[name] = base
         return made
 
+    @classmethod
+    def _detect_unified(cls, limits: SandboxLimits, group: Path) -> Cgroups | str:
+        """cgroup v2: the server's group must offer the controllers (a delegated group:
+        systemd ``Delegate=yes``). Its children get them only when it holds no process
+        (the kernel's "no internal processes" rule): the server first moves into a leaf of
+        its own, ``planact-server``; another process sharing its group makes that fail."""
+        try:
+            offered = (group / "cgroup.controllers").read_text(encoding="ascii").split()
+            missing = [name for name in CONTROLLERS if name not in offered]
+            if missing:
+                return (
+                    f"cgroup v2: the server's group {group} does not offer "
+                    f"{', '.join(missing)} (delegate them to it)"
+                )
+            wanted = " ".join(f"+{name}" for name in CONTROLLERS)
+            enabled = (group / "cgroup.subtree_control").read_text(encoding="ascii").split()
+            if any(name not in enabled for name in CONTROLLERS):
+                leaf = group / "planact-server"
+                leaf.mkdir(exist_ok=True)
+                _write(leaf / "cgroup.procs", str(os.getpid()))
+                _write(group / "cgroup.subtree_control", wanted)
+            _sweep_dead(group)
+            base = group / f"planact-{os.getpid()}-{next(_serial)}"
+            base.mkdir(exist_ok=True)
+        except OSError as exc:
+            return f"cgroup v2: cannot use the server's group {group}: {exc.strerror or exc}"
+        made = cls(limits, {UNIFIED: base})
+        try:
+            _write(base / "cgroup.subtree_control", wanted)
+        except OSError as exc:
+            made.close()
+            return f"cgroup v2: cannot enable {wanted} under {base}: {exc.strerror or exc}"
+        return made
+
+    @property
+    def unified(self) -> bool:
+        return UNIFIED in self.bases
+
     @staticmethod
     def key(workspace: Path | str) -> str:
         return hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
@@ -95,6 +135,10 @@ class Cgroups:
         if key not in self.made:
             for group in groups.values():
                 group.mkdir(exist_ok=True)
+            if self.unified:
+                self._cap_unified(groups[UNIFIED])
+                self.made.add(key)
+                return [str(groups[UNIFIED] / "cgroup.procs")]
             memory = str(self.limits.memory)
             _write(groups["memory"] / "memory.limit_in_bytes", memory)
             if (groups["memory"] / "memory.memsw.limit_in_bytes").exists():
@@ -105,9 +149,19 @@ class Cgroups:
             self.made.add(key)
         return [str(group / "cgroup.procs") for group in groups.values()]
 
+    def _cap_unified(self, group: Path) -> None:
+        _write(group / "memory.max", str(self.limits.memory))
+        if (group / "memory.swap.max").exists():
+            _write(group / "memory.swap.max", "0")
+        _write(group / "pids.max", str(self.limits.pids))
+        _write(group / "cpu.max", f"{int(self.limits.cpus * CPU_PERIOD)} {CPU_PERIOD}")
+
     def oom_kills(self, workspace: Path | str) -> int:
         """How many processes the memory cap has killed in the conversation's group."""
-        path = self.bases["memory"] / self.key(workspace) / "memory.oom_control"
+        if self.unified:
+            path = self.bases[UNIFIED] / self.key(workspace) / "memory.events"
+        else:
+            path = self.bases["memory"] / self.key(workspace) / "memory.oom_control"
         try:
             for line in path.read_text(encoding="utf-8").splitlines():
                 name, _, value = line.partition(" ")
