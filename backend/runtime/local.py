@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
+
+import anyio
 
 from backend.runtime import reaper
 from backend.runtime.base import (
@@ -33,6 +36,7 @@ from backend.runtime.limits import SandboxLimits
 from backend.runtime.limits.budget import run_within
 from backend.runtime.limits.cgroups import Cgroups
 
+log = logging.getLogger(__name__)
 NICE = 10  # without control groups: the sandbox yields the CPU to the server
 STOP_GRACE = 5.0  # seconds the wrapper gets to kill its tree before it is killed itself
 REAPER = os.path.abspath(reaper.__file__)
@@ -64,8 +68,7 @@ class LocalRuntime(BaseRuntime):
         """The reaper's LIMIT options for a command in ``workspace``."""
         args = ["--rlimit", f"RLIMIT_FSIZE={self.workspace_max_bytes}"]
         if self.cgroups is not None:
-            for procs in self.cgroups.enter(workspace):
-                args += ["--cgroup", procs]
+            args.insert(0, "--wait-for-group")  # the server moves it in: _join_groups
         elif self.limits is not None:
             args += ["--rlimit", f"RLIMIT_DATA={self.limits.memory}", "--nice", str(NICE)]
         return args
@@ -122,7 +125,7 @@ class LocalRuntime(BaseRuntime):
             *wrapper,
             cwd=workdir,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
@@ -136,6 +139,7 @@ class LocalRuntime(BaseRuntime):
         try:
             try:
                 async with asyncio.timeout(self.terminal_timeout):
+                    await _join_groups(self.cgroups, proc, workspace)
                     await proc.wait()
             except TimeoutError:
                 timed_out = True
@@ -169,6 +173,25 @@ class LocalRuntime(BaseRuntime):
             stdout_dropped=out.dropped,
             stderr_dropped=err.dropped,
         )
+
+
+async def _join_groups(
+    cgroups: Cgroups | None, proc: asyncio.subprocess.Process, workspace: Path
+) -> None:
+    """Move the starting wrapper into the conversation's control groups, then tell it to
+    go on ("1") or to fail ("0"): it waits for that byte before it starts anything."""
+    if cgroups is None or proc.stdin is None:
+        return
+    try:
+        await anyio.to_thread.run_sync(cgroups.join, workspace, proc.pid)
+        go = b"1"
+    except OSError as exc:
+        log.warning("a command could not be put in its control groups: %s", exc)
+        go = b"0"
+    proc.stdin.write(go)
+    with contextlib.suppress(ConnectionError):
+        await proc.stdin.drain()
+    proc.stdin.close()
 
 
 async def _pump(

@@ -5,10 +5,11 @@
 With a wrapper (the local runtime's bubblewrap: ``bwrap OPTIONS --``) it runs
 ``WRAPPER… bash -c COMMAND`` instead; the wrapper is its child like the shell would be.
 Each LIMIT (:mod:`backend.runtime.limits`) applies to the wrapper, and so to the command:
-``--cgroup PROCS_FILE`` (join that group), ``--rlimit NAME=VALUE`` (``RLIMIT_FSIZE=bytes``),
-``--nice N``; a limit that cannot be applied fails the command (exit 126), never runs it
-without. The wrapper closes every file descriptor but 0-2 first (the server's event loop
-may hand it some), so nothing of the server's reaches the command.
+``--wait-for-group`` (the server puts the wrapper in its control groups: see :func:`enter`),
+``--rlimit NAME=VALUE`` (``RLIMIT_FSIZE=bytes``), ``--nice N``; a limit that cannot be
+applied fails the command (exit 126), never runs it without. The wrapper closes every
+file descriptor but 0-2 first (the server's event loop may hand it some), so nothing of
+the server's reaches the command.
 
 Standalone (standard library only, run with ``-I -S``). It makes itself a *child
 subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the command starts stays its
@@ -100,12 +101,12 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 def parse_limits(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     """The leading LIMIT options of ``args``, and the wrapper argv after them."""
-    limits: dict[str, Any] = {"cgroups": [], "rlimits": {}}
-    while len(args) >= 2 and args[0] in ("--cgroup", "--rlimit", "--nice"):
+    limits: dict[str, Any] = {"rlimits": {}}
+    while args[:1] == ["--wait-for-group"]:
+        limits["wait"], args = True, args[1:]
+    while len(args) >= 2 and args[0] in ("--rlimit", "--nice"):
         option, value, args = args[0], args[1], args[2:]
-        if option == "--cgroup":
-            limits["cgroups"].append(value)
-        elif option == "--rlimit":
+        if option == "--rlimit":
             name, _, number = value.partition("=")
             limits["rlimits"][name] = int(number)
         else:
@@ -115,11 +116,17 @@ def parse_limits(args: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 def enter(limits: dict[str, Any]) -> None:
     """Put this wrapper in the limits; the command inherits them (``posix_spawn``: no copy
-    of this process, unlike a fork). In a group, the wrapper counts as one of its processes
-    (it is small: the memory cap's OOM kill picks the largest first)."""
-    for procs in limits["cgroups"]:
-        with open(procs, "w", encoding="ascii") as fh:
-            fh.write(str(os.getpid()))
+    of this process). With ``--wait-for-group`` the server puts the wrapper in the
+    conversation's control groups while it starts, then writes one byte on its stdin: "1"
+    go on, anything else (or the end) fail. In a group the wrapper counts as one of its
+    processes (it is small: the memory cap's OOM kill picks the largest first)."""
+    if limits.get("wait"):
+        go = os.read(0, 1)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)  # the command's stdin, as without the wait
+        os.close(null)
+        if go != b"1":
+            raise OSError("the server could not put it in its control groups")
     for name, value in limits["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
     if limits.get("nice"):

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from backend.runtime.local import REAPER
 from tests.runtime.conftest import eventually, host_count_marked, wait_for_file
 
@@ -36,11 +38,12 @@ async def test_a_burst_of_stop_signals_still_kills_what_the_command_started(
 
 
 def reap(
-    command: str, *limits: str, pass_fds: tuple[int, ...] = ()
+    command: str, *limits: str, pass_fds: tuple[int, ...] = (), stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-I", "-S", REAPER, str(os.getpid()), command, *limits],
         pass_fds=pass_fds,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=60,
@@ -69,9 +72,24 @@ def test_the_file_size_limit_reaches_the_command() -> None:
     assert done.stdout == "1024\n"  # blocks of 1024 bytes
 
 
-def test_a_limit_that_cannot_be_applied_fails_the_command(tmp_path: Path) -> None:
-    missing = tmp_path / "no-such-group" / "cgroup.procs"
-    done = reap(f"touch {tmp_path}/ran", "--cgroup", str(missing))
+@pytest.mark.parametrize(
+    ("limits", "stdin"),
+    [
+        (("--rlimit", "RLIMIT_NOSUCH=1"), ""),
+        (("--wait-for-group",), "0"),  # the server could not put it in its groups
+        (("--wait-for-group",), ""),  # the server went away first
+    ],
+)
+def test_a_limit_that_cannot_be_applied_fails_the_command(
+    tmp_path: Path, limits: tuple[str, ...], stdin: str
+) -> None:
+    done = reap(f"touch {tmp_path}/ran", *limits, stdin=stdin)
     assert done.returncode == 126
     assert "could not start in its limits" in done.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def test_the_wrapper_waits_for_the_servers_go_ahead(tmp_path: Path) -> None:
+    done = reap("cat; echo ran", "--wait-for-group", stdin="1 and the rest")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ran\n"  # the command's stdin is /dev/null, as without the wait

@@ -5,8 +5,10 @@ mounted writable at ``/sys/fs/cgroup/<controller>``, as for a root server on a v
 host), each conversation's commands run in ``<server's group>/planact-<pid>-<n>/<conversation>``
 of the ``memory``, ``pids`` and ``cpu`` controllers, capped at ``SANDBOX_MEMORY_MB`` (swap
 included), ``SANDBOX_PIDS`` and ``SANDBOX_CPUS``. Commands of one conversation share one
-group, so the caps hold for all of them together. The reaper (:mod:`backend.runtime.reaper`)
-puts the sandbox into the group before bubblewrap starts; the groups are removed when the
+group, so the caps hold for all of them together. The server moves the command's wrapper
+(:mod:`backend.runtime.reaper`) into the groups while the wrapper starts, before it starts
+bubblewrap (a move waits for an RCU grace period, ~10 ms: overlapped with the wrapper's
+start-up); the groups are removed when the
 runtime closes or the conversation is forgotten.
 
 On a unified (v2) hierarchy mounted at ``/sys/fs/cgroup``, the server's own group must
@@ -148,6 +150,12 @@ class Cgroups:
             _write(groups["cpu"] / "cpu.cfs_quota_us", str(int(self.limits.cpus * CPU_PERIOD)))
             self.made.add(key)
         return [str(group / "cgroup.procs") for group in groups.values()]
+
+    def join(self, workspace: Path | str, pid: int) -> None:
+        """Move process ``pid`` into the conversation's groups (blocks: a migration waits
+        for an RCU grace period, ~10 ms here; call it on a worker thread)."""
+        for procs in self.enter(workspace):
+            _write(Path(procs), str(pid))
 
     def _cap_unified(self, group: Path) -> None:
         _write(group / "memory.max", str(self.limits.memory))
