@@ -4,7 +4,8 @@
     uv run python bench/bench_limits.py [--execs N] [--stops N] [--base REV]
 
 Cost: the same commands with the limits on (today's runtimes) and off (the code path before
-them: the reaper of ``--base``, default the merge base with main, taken from git; no
+them: the reaper of ``--base``, default the merge base with main, taken from git; after
+the merge pass ``--base dfee5d0``, the last commit before the limits; no
 workspace watcher, no control groups, no capped /tmp), interleaved in one run so that machine
 load hits both alike. Wall time (median of the paired differences) and CPU time: the
 command's processes (children of this process) and this process's own (the watcher's
@@ -82,17 +83,23 @@ async def once(rt: BaseRuntime, command: str, ws: Path, into: Timing) -> None:
 
 
 def base_reaper(rev: str | None, into: Path) -> Path:
-    """The reaper before the limits, from git."""
-    if rev is None:
-        rev = subprocess.run(
-            ["git", "merge-base", "HEAD", "main"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    text = subprocess.run(
-        ["git", "show", f"{rev}:backend/runtime/reaper.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """The reaper before the limits, from git (today's when git cannot give it)."""
+    try:
+        if rev is None:
+            rev = subprocess.run(
+                ["git", "merge-base", "HEAD", "main"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        text = subprocess.run(
+            ["git", "show", f"{rev}:backend/runtime/reaper.py"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"(no reaper of the code before from git: {exc}; today's reaper for both)")
+        return Path(LocalRuntime.reaper)
+    if "--rlimit" in text:
+        print(f"(the reaper of {rev} already has the limits: pass --base REV of the code before)")
     path = into / "reaper_base.py"
     path.write_text(text)
     return path
