@@ -9,6 +9,11 @@ also stops the command when the server dies. Sandboxed, the wrapper stays outsid
 ``bwrap … -- bash -c COMMAND``: the sandbox's PID namespace dies with bwrap, which dies
 with the wrapper. Waiting is cancellation-safe: a cancelled ``_run_command`` stops the
 wrapper, waits for it (shielded, bounded) and re-raises.
+
+Limits (:mod:`backend.runtime.limits`): every command runs under the workspace watcher and
+with no file past ``WORKSPACE_MAX_MB``; a sandboxed one also in its conversation's control
+groups (moved there by the server while the wrapper starts) or, without them, under
+``RLIMIT_DATA`` and ``nice``, with a ``/tmp`` of ``SANDBOX_TMP_MB``.
 """
 
 from __future__ import annotations
