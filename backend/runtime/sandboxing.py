@@ -128,9 +128,12 @@ def local_runtime_for_process(
         raise SandboxConfigError(
             f"RUNTIME={settings.runtime!r} is not a runtime: one of {', '.join(names())}."
         )
+    try:
+        limits = SandboxLimits.from_settings(settings)
+    except ValueError as exc:
+        raise SandboxConfigError(str(exc)) from None
     sandbox = local_sandbox(settings, which=which)
     offered = check_shared_local(settings, sandbox) if serving else True
-    limits = SandboxLimits.from_settings(settings)
     return LocalRuntime(
         terminal_timeout=settings.terminal_timeout,
         workspace_max_mb=settings.workspace_max_mb,

@@ -120,3 +120,15 @@ def test_a_group_that_cannot_be_made_is_said_and_nothing_is_left(tmp_path: Path)
     assert isinstance(found, str) and found.startswith("cannot make a cgroup under")
     assert "cpu/gone" in found
     assert sorted(p.name for p in tmp_path.rglob("planact-*")) == []  # memory's, pids' undone
+
+
+def test_a_size_that_is_no_size_is_a_clear_error(tmp_path: Path) -> None:
+    from backend.runtime.base import RuntimeUnavailable
+    from backend.runtime.docker.containers import Containers
+    from backend.runtime.sandboxing import SandboxConfigError, local_runtime_for_process
+
+    bad = make_settings(tmp_path, sandbox_memory="lots")
+    with pytest.raises(SandboxConfigError, match="SANDBOX_MEMORY='lots' is not a size"):
+        local_runtime_for_process(bad)  # the process refuses to start, saying why
+    with pytest.raises(RuntimeUnavailable, match="SANDBOX_TMP_SIZE='1 ton' is not a size"):
+        _ = Containers(make_settings(tmp_path, sandbox_tmp_size="1 ton"), "owner").limits

@@ -146,7 +146,10 @@ class Containers:
 
     @property
     def limits(self) -> SandboxLimits:
-        return SandboxLimits.from_settings(self.settings)
+        try:
+            return SandboxLimits.from_settings(self.settings)
+        except ValueError as exc:
+            raise RuntimeUnavailable(str(exc)) from None
 
     @property
     def tmp_size(self) -> int:

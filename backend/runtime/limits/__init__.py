@@ -31,6 +31,13 @@ def parse_size(text: str) -> int:
     return int(float(found[1]) * _UNITS[found[2]])
 
 
+def _setting(name: str, value: str) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}={value!r} is not a size: write e.g. 512m or 1g") from exc
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """Caps of one conversation's sandbox, in bytes where sizes."""
@@ -43,14 +50,15 @@ class SandboxLimits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxLimits:
+        """The limits of these settings; ValueError naming the setting that is no size."""
         if settings.sandbox_memory_mb:
             memory = settings.sandbox_memory_mb * MB
         else:
-            memory = parse_size(settings.sandbox_memory)
+            memory = _setting("SANDBOX_MEMORY", settings.sandbox_memory)
         if settings.sandbox_tmp_mb:
             tmp = settings.sandbox_tmp_mb * MB
         elif settings.sandbox_tmp_size:
-            tmp = parse_size(settings.sandbox_tmp_size)
+            tmp = _setting("SANDBOX_TMP_SIZE", settings.sandbox_tmp_size)
         else:
             tmp = min(TMP_MAX, memory // TMP_SHARE)
         return cls(
