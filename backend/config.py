@@ -216,3 +216,11 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
     # seconds before a server that failed to start is tried again (doubling, at most 60)
     mcp_restart_backoff: float = Field(default=1.0, ge=0)
+
+    # -- sandbox limits (backend/runtime/limits, docs/security.md) ------------------------
+    # per conversation, in both sandboxed runtimes (docker, local under bubblewrap), while a
+    # command runs. SANDBOX_MEMORY_MB / SANDBOX_TMP_MB take the place of SANDBOX_MEMORY /
+    # SANDBOX_TMP_SIZE (docker size strings, still read when these are unset); SANDBOX_PIDS
+    # and SANDBOX_CPUS above hold for the bubblewrap sandbox too
+    sandbox_memory_mb: int | None = Field(default=None, gt=0)
+    sandbox_tmp_mb: int | None = Field(default=None, gt=0)

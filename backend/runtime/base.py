@@ -55,6 +55,7 @@ class CommandOutput:
     note: str = ""  # backend-specific remark (e.g. "killed: out of memory")
     stdout_dropped: int = 0  # bytes dropped from the middle by the capped reader
     stderr_dropped: int = 0
+    stopped: str = ""  # why a limit stopped the command (the result's first line)
 
 
 # on_output(stream, data): a running command printed ``data`` on "stdout" or "stderr".
@@ -177,6 +178,8 @@ def format_command_result(command: str, out: CommandOutput, timeout: float) -> A
             "a time limit, or not at all."
         )
         status = "failure"
+    elif out.stopped:
+        head, status = out.stopped, "failure"
     else:
         head = f"Exit code: {out.exit_code}"
         status = "success" if out.exit_code == 0 else "failure"
@@ -191,7 +194,7 @@ def format_command_result(command: str, out: CommandOutput, timeout: float) -> A
         "stdout": stdout,
         "stderr": stderr,
         "timed_out": out.timed_out,
-        "note": out.note,
+        "note": "\n".join(n for n in (out.stopped, out.note) if n),
     }
     return ActionResult(status, "\n".join(parts), data=[shown])
 

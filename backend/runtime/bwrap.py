@@ -11,9 +11,9 @@ A command runs as ``bwrap OPTIONS -- bash -c COMMAND`` under the local runtime's
   them to its commands); no ``/home``, ``/root``, ``/var``, ``/run``, ``/opt``, no
   repository, no data directory, no other workspace;
 - the conversation's workspace, the only writable host folder, at ``/workspace`` (also
-  ``HOME``), a private ``/tmp``, a fresh, read-only ``/proc`` that shows the sandbox's
-  processes only, a minimal ``/dev``; the environment is the few variables of
-  :meth:`Bubblewrap.env`.
+  ``HOME``), a private ``/tmp`` (a tmpfs of ``SANDBOX_TMP_MB``), a fresh, read-only
+  ``/proc`` that shows the sandbox's processes only, a minimal ``/dev``; the environment
+  is the few variables of :meth:`Bubblewrap.env`.
 
 ``--die-with-parent`` ties the sandbox to the reaper; the PID namespace's first process is
 bwrap's own init, and when it dies the kernel kills every process left in the namespace.
@@ -82,6 +82,7 @@ class Bubblewrap:
 
     path: str  # the bwrap executable
     network: bool = False  # share the host's network (SANDBOX_NETWORK=bridge)
+    tmp_size: int | None = None  # bytes of the private /tmp (SANDBOX_TMP_MB); None: no cap
     hidden: tuple[str, ...] = field(default_factory=hidden_entries)
 
     def argv(self, workspace: Path, cwd: str = ".") -> list[str]:
@@ -113,6 +114,7 @@ class Bubblewrap:
             "/proc",
             "--dev",
             "/dev",
+            *(["--size", str(self.tmp_size)] if self.tmp_size else []),
             "--tmpfs",
             "/tmp",
             "--bind",

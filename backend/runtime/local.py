@@ -9,16 +9,24 @@ also stops the command when the server dies. Sandboxed, the wrapper stays outsid
 ``bwrap … -- bash -c COMMAND``: the sandbox's PID namespace dies with bwrap, which dies
 with the wrapper. Waiting is cancellation-safe: a cancelled ``_run_command`` stops the
 wrapper, waits for it (shielded, bounded) and re-raises.
+
+Limits (:mod:`backend.runtime.limits`): every command runs under the workspace watcher and
+with no file past ``WORKSPACE_MAX_MB``; a sandboxed one also in its conversation's control
+groups (moved there by the server while the wrapper starts) or, without them, under
+``RLIMIT_DATA`` and ``nice``, with a ``/tmp`` of ``SANDBOX_TMP_MB``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
+
+import anyio
 
 from backend.runtime import reaper
 from backend.runtime.base import (
@@ -29,13 +37,19 @@ from backend.runtime.base import (
     hand_output,
 )
 from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.limits import SandboxLimits
+from backend.runtime.limits.budget import run_within
+from backend.runtime.limits.cgroups import Cgroups
 
+log = logging.getLogger(__name__)
+NICE = 10  # without control groups: the sandbox yields the CPU to the server
 STOP_GRACE = 5.0  # seconds the wrapper gets to kill its tree before it is killed itself
 REAPER = os.path.abspath(reaper.__file__)
 
 
 class LocalRuntime(BaseRuntime):
     name = "local"
+    reaper = REAPER  # the wrapper script each command runs under
 
     def __init__(
         self,
@@ -44,12 +58,49 @@ class LocalRuntime(BaseRuntime):
         *,
         sandbox: Bubblewrap | None = None,
         offered: bool = True,
+        limits: SandboxLimits | None = None,
+        cgroups: Cgroups | None = None,
     ) -> None:
         super().__init__(terminal_timeout, workspace_max_mb)
         self.sandbox = sandbox  # None: commands run unsandboxed, as the server's user
         self.offered = offered  # False: a shared server without a sandbox (sandboxing.py)
+        # the sandbox's memory, process and CPU caps: in a control group per conversation
+        # (cgroups), else rlimits per process; none unsandboxed (docs/security.md)
+        self.limits = limits if sandbox is not None else None
+        self.cgroups = cgroups if self.limits is not None else None
+
+    def _limit_args(self, workspace: Path) -> list[str]:
+        """The reaper's LIMIT options for a command in ``workspace``."""
+        args = ["--rlimit", f"RLIMIT_FSIZE={self.workspace_max_bytes}"]
+        if self.cgroups is not None:
+            args.insert(0, "--wait-for-group")  # the server moves it in: _join_groups
+        elif self.limits is not None:
+            args += ["--rlimit", f"RLIMIT_DATA={self.limits.memory}", "--nice", str(NICE)]
+        return args
+
+    async def forget(self, workspace: Path) -> None:
+        if self.cgroups is not None:
+            self.cgroups.forget(workspace)
+
+    async def close(self) -> None:
+        if self.cgroups is not None:
+            self.cgroups.close()
 
     async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
+        return await run_within(
+            lambda tee: self._spawn(command, workspace, cwd, tee),
+            workspace,
+            self.workspace_max_bytes,
+            on_output,
+        )
+
+    async def _spawn(
         self,
         command: str,
         workspace: Path,
@@ -66,17 +117,20 @@ class LocalRuntime(BaseRuntime):
             for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
                 env.pop(secret, None)
             workdir = workspace / cwd
+        limits = self._limit_args(workspace)
+        ooms = self.cgroups.oom_kills(workspace) if self.cgroups is not None else 0
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
             "-S",
-            REAPER,
+            self.reaper,
             str(os.getpid()),
             command,
+            *limits,
             *wrapper,
             cwd=workdir,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
@@ -90,6 +144,7 @@ class LocalRuntime(BaseRuntime):
         try:
             try:
                 async with asyncio.timeout(self.terminal_timeout):
+                    await _join_groups(self.cgroups, proc, workspace)
                     await proc.wait()
             except TimeoutError:
                 timed_out = True
@@ -107,14 +162,41 @@ class LocalRuntime(BaseRuntime):
         code = proc.returncode
         if code is not None and code < 0:
             code = 128 - code  # the wrapper itself was killed
+        note = ""
+        if self.cgroups is not None and self.cgroups.oom_kills(workspace) > ooms:
+            assert self.limits is not None
+            note = (
+                f"Killed: out of memory (the conversation's cap is {self.limits.memory_words}, "
+                "SANDBOX_MEMORY_MB; a full /tmp counts too)."
+            )
         return CommandOutput(
             exit_code=None if timed_out else code,
             stdout=out.value(),
             stderr=err.value(),
+            note=note,
             timed_out=timed_out,
             stdout_dropped=out.dropped,
             stderr_dropped=err.dropped,
         )
+
+
+async def _join_groups(
+    cgroups: Cgroups | None, proc: asyncio.subprocess.Process, workspace: Path
+) -> None:
+    """Move the starting wrapper into the conversation's control groups, then tell it to
+    go on ("1") or to fail ("0"): it waits for that byte before it starts anything."""
+    if cgroups is None or proc.stdin is None:
+        return
+    try:
+        await anyio.to_thread.run_sync(cgroups.join, workspace, proc.pid)
+        go = b"1"
+    except OSError as exc:
+        log.warning("a command could not be put in its control groups: %s", exc)
+        go = b"0"
+    proc.stdin.write(go)
+    with contextlib.suppress(ConnectionError):
+        await proc.stdin.drain()
+    proc.stdin.close()
 
 
 async def _pump(

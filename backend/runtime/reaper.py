@@ -1,9 +1,15 @@
 """Run one command so that no process it starts outlives it (the local runtime's wrapper).
 
-    python -I -S reaper.py SERVER_PID COMMAND [WRAPPER ARGV...]
+    python -I -S reaper.py SERVER_PID COMMAND [LIMIT...] [WRAPPER ARGV...]
 
 With a wrapper (the local runtime's bubblewrap: ``bwrap OPTIONS --``) it runs
 ``WRAPPER… bash -c COMMAND`` instead; the wrapper is its child like the shell would be.
+Each LIMIT (:mod:`backend.runtime.limits`) applies to the wrapper, and so to the command:
+``--wait-for-group`` (the server puts the wrapper in its control groups: see :func:`enter`),
+``--rlimit NAME=VALUE`` (``RLIMIT_FSIZE=bytes``), ``--nice N``; a limit that cannot be
+applied fails the command (exit 126), never runs it without. The wrapper closes every
+file descriptor but 0-2 first (the server's event loop may hand it some), so nothing of
+the server's reaches the command.
 
 Standalone (standard library only, run with ``-I -S``). It makes itself a *child
 subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the command starts stays its
@@ -23,12 +29,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import sys
+
+TYPE_CHECKING = False  # the typing module is not imported: start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 STOPPED = 128 + signal.SIGTERM
+MAX_FD = 1 << 20  # close_range() closes the rest whatever the limit
 
 
 class Stop(Exception):
@@ -87,6 +99,40 @@ def kill_all() -> None:
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def parse_limits(args: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The leading LIMIT options of ``args``, and the wrapper argv after them."""
+    limits: dict[str, Any] = {"rlimits": {}}
+    while args[:1] == ["--wait-for-group"]:
+        limits["wait"], args = True, args[1:]
+    while len(args) >= 2 and args[0] in ("--rlimit", "--nice"):
+        option, value, args = args[0], args[1], args[2:]
+        if option == "--rlimit":
+            name, _, number = value.partition("=")
+            limits["rlimits"][name] = int(number)
+        else:
+            limits["nice"] = int(value)
+    return limits, args
+
+
+def enter(limits: dict[str, Any]) -> None:
+    """Put this wrapper in the limits; the command inherits them (``posix_spawn``: no copy
+    of this process). With ``--wait-for-group`` the server puts the wrapper in the
+    conversation's control groups while it starts, then writes one byte on its stdin: "1"
+    go on, anything else (or the end) fail. In a group the wrapper counts as one of its
+    processes (it is small: the memory cap's OOM kill picks the largest first)."""
+    if limits.get("wait"):
+        go = os.read(0, 1)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)  # the command's stdin, as without the wait
+        os.close(null)
+        if go != b"1":
+            raise OSError("the server could not put it in its control groups")
+    for name, value in limits["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    if limits.get("nice"):
+        os.nice(limits["nice"])
+
+
 def run(server: int, command: str, wrapper: list[str] | None = None) -> int | None:
     """Run the command (under ``wrapper``, an argv prefix); its wait status, or None when
     told to stop first."""
@@ -116,9 +162,16 @@ def run(server: int, command: str, wrapper: list[str] | None = None) -> int | No
 def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    os.closerange(3, MAX_FD)
+    limits, wrapper = parse_limits(sys.argv[3:])
+    try:
+        enter(limits)
+    except (OSError, ValueError, AttributeError) as exc:
+        sys.stderr.write(f"planact: the command could not start in its limits: {exc}\n")
+        return 126
     status: int | None = None
     try:
-        status = run(int(sys.argv[1]), sys.argv[2], sys.argv[3:])
+        status = run(int(sys.argv[1]), sys.argv[2], wrapper)
     except Stop:  # after run() caught none: between its return and here
         status = None
     while True:  # no Stop may interrupt the clean-up: block the signals first

@@ -17,12 +17,15 @@ default runtime is an unsandboxed local one, unless ``ALLOW_SHARED_LOCAL=1``; wi
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from backend.runtime.bwrap import INSTALL_HINT, Bubblewrap
+from backend.runtime.limits import SandboxLimits
+from backend.runtime.limits.cgroups import Cgroups
 from backend.runtime.local import LocalRuntime
 from backend.runtime.names import names
 
@@ -56,8 +59,18 @@ def local_sandbox(settings: Settings, *, which: Which = shutil.which) -> Bubblew
     if path is None:
         problem = "bubblewrap (bwrap) is not installed"
     else:
-        sandbox = Bubblewrap(path, network=settings.sandbox_network == "bridge")
+        limits = SandboxLimits.from_settings(settings)
+        sandbox = Bubblewrap(
+            path, network=settings.sandbox_network == "bridge", tmp_size=limits.tmp
+        )
         failure = sandbox.probe()
+        if failure is not None and "--size" in failure:
+            log.warning(
+                "this bubblewrap has no --size (0.7 or older): the sandbox's /tmp is not "
+                "capped by SANDBOX_TMP_MB (only by the memory cap, where control groups work)"
+            )
+            sandbox = dataclasses.replace(sandbox, tmp_size=None)
+            failure = sandbox.probe()
         if failure is None:
             log.info(
                 "local runtime: commands run under bubblewrap (%s, network %s)",
@@ -115,6 +128,10 @@ def local_runtime_for_process(
         raise SandboxConfigError(
             f"RUNTIME={settings.runtime!r} is not a runtime: one of {', '.join(names())}."
         )
+    try:
+        limits = SandboxLimits.from_settings(settings)
+    except ValueError as exc:
+        raise SandboxConfigError(str(exc)) from None
     sandbox = local_sandbox(settings, which=which)
     offered = check_shared_local(settings, sandbox) if serving else True
     return LocalRuntime(
@@ -122,4 +139,27 @@ def local_runtime_for_process(
         workspace_max_mb=settings.workspace_max_mb,
         sandbox=sandbox,
         offered=offered,
+        limits=limits,
+        cgroups=sandbox_cgroups(limits) if sandbox is not None else None,
     )
+
+
+def sandbox_cgroups(limits: SandboxLimits) -> Cgroups | None:
+    """The bubblewrap sandbox's control groups, or None (rlimits then); logs which."""
+    found = Cgroups.detect(limits)
+    if isinstance(found, Cgroups):
+        log.info(
+            "local runtime: each conversation's sandbox capped by control groups (memory "
+            "%s, %d processes, %g CPUs)",
+            limits.memory_words,
+            limits.pids,
+            limits.cpus,
+        )
+        return found
+    log.warning(
+        "local runtime: no control groups for the sandbox (%s): memory is capped per "
+        "process (RLIMIT_DATA), CPU only yields (nice), processes are not capped; "
+        "RUNTIME=docker caps all three per conversation (docs/security.md)",
+        found,
+    )
+    return None

@@ -28,7 +28,9 @@ from backend.config import Settings
 from backend.runtime import make_runtime
 from backend.runtime.base import ActionResult, BaseRuntime
 from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
+from backend.runtime.sandboxing import sandbox_cgroups
 from tests.conftest import make_settings
 
 SANDBOX_IMAGE = os.environ.get("SANDBOX_IMAGE", "planact-sandbox:latest")
@@ -129,10 +131,13 @@ async def make_rt(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         rt: BaseRuntime
         if sandbox is not None:
             network = settings.sandbox_network == "bridge"
+            limits = SandboxLimits.from_settings(settings)
             rt = LocalRuntime(
                 terminal_timeout=settings.terminal_timeout,
                 workspace_max_mb=settings.workspace_max_mb,
-                sandbox=dataclasses.replace(sandbox, network=network),
+                sandbox=dataclasses.replace(sandbox, network=network, tmp_size=limits.tmp),
+                limits=limits,
+                cgroups=sandbox_cgroups(limits),
             )
         elif kind == "docker-exec":
             from backend.runtime.docker import DockerRuntime

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.limits import MB, SandboxLimits
 from backend.runtime.local import LocalRuntime
 from tests.runtime.conftest import (
     eventually,
@@ -249,3 +250,24 @@ async def test_a_killed_wrapper_takes_the_whole_sandbox_with_it(rt: LocalRuntime
         return host_count_marked(marker) == 0
 
     await eventually(gone, what="the sandbox's processes to die with its wrapper")
+
+
+async def test_without_control_groups_memory_is_capped_per_process(
+    sandbox: Bubblewrap, ws: Path
+) -> None:
+    # a host whose cgroups the server cannot make: the rlimit fallback (docs/security.md)
+    limits = SandboxLimits(memory=192 * MB, tmp=16 * MB)
+    rt = LocalRuntime(
+        terminal_timeout=20,
+        sandbox=dataclasses.replace(sandbox, tmp_size=limits.tmp),
+        limits=limits,
+        cgroups=None,
+    )
+    hog = await run(rt, ws, "python3 -c \"b = b'x' * (600 * 1024 * 1024); print('survived')\"")
+    assert hog.status == "failure"
+    assert "MemoryError" in hog.content and "survived" not in hog.content
+    seen = await run(rt, ws, "ulimit -d; nice; head -c 100M /dev/zero > /tmp/f; stat -c %s /tmp/f")
+    data, niceness, *rest = stdout_of(seen).split()
+    assert (int(data), int(niceness)) == (192 * 1024, 10)  # KiB; the sandbox yields the CPU
+    assert int(rest[-1]) <= 16 * MB
+    assert "No space left on device" in seen.content

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import docker.errors
 from docker.client import DockerClient
-from docker.types import Mount
-from docker.utils import parse_bytes
+from docker.types import Mount, Ulimit
 
 from backend.runtime.base import RuntimeUnavailable
 from backend.runtime.docker.engine import API_ERRORS, remove_container
 from backend.runtime.docker.ownership import host_path
+from backend.runtime.limits import SandboxLimits
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -30,8 +30,6 @@ LABEL = "planact.sandbox"
 LABEL_ROOT = "planact.root"
 LABEL_WORKSPACE = "planact.workspace"
 LABEL_OWNER = "planact.owner"
-TMP_MAX = 256 * 1024 * 1024  # default size of the sandbox's /tmp: at most this...
-TMP_SHARE = 4  # ...and at most a quarter of the memory limit
 SANDBOX_DIR = "/workspace"
 KILL_GRACE = 15.0  # seconds past the timeout before the server kills a command itself
 NOBODY = 65534
@@ -108,7 +106,7 @@ class Containers:
         # the container's own processes (init, sleep) run as another uid, so that a command
         # killing every process it may (kill -9 -1) cannot stop the container
         keeper = NOBODY if owner[0] != NOBODY else NOBODY - 1
-        memory = self.settings.sandbox_memory
+        limits = self.limits
         container = client.containers.run(
             self.image,
             ["sleep", "infinity"],
@@ -127,10 +125,13 @@ class Containers:
             },
             mounts=[Mount(SANDBOX_DIR, host_path(self.settings, self.root, key), type="bind")],
             network_mode=self.settings.sandbox_network,
-            mem_limit=memory,
-            memswap_limit=memory,
+            mem_limit=limits.memory,
+            memswap_limit=limits.memory,
             nano_cpus=int(self.cpus(client) * 1e9),
-            pids_limit=self.settings.sandbox_pids,
+            pids_limit=limits.pids,
+            # no file may grow past the workspace budget (the rest is watched while a
+            # command runs: backend/runtime/limits/budget.py)
+            ulimits=[Ulimit(name="fsize", soft=limits.workspace, hard=limits.workspace)],
             security_opt=["no-new-privileges"],
             cap_drop=["ALL"],
             read_only=True,
@@ -144,11 +145,16 @@ class Containers:
         return "planact-sbx-" + hashlib.sha256(ident.encode()).hexdigest()[:20]
 
     @property
+    def limits(self) -> SandboxLimits:
+        try:
+            return SandboxLimits.from_settings(self.settings)
+        except ValueError as exc:
+            raise RuntimeUnavailable(str(exc)) from None
+
+    @property
     def tmp_size(self) -> int:
         """Bytes of the sandbox's tmpfs /tmp (its pages count against the memory limit)."""
-        if self.settings.sandbox_tmp_size:
-            return int(parse_bytes(self.settings.sandbox_tmp_size))
-        return min(TMP_MAX, int(parse_bytes(self.settings.sandbox_memory)) // TMP_SHARE)
+        return self.limits.tmp
 
     def cpus(self, client: DockerClient) -> float:
         """SANDBOX_CPUS, at most the engine's CPU count (the engine refuses more)."""

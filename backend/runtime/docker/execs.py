@@ -172,7 +172,7 @@ async def run_with_exec(
             # memory ran out while it ran (what filled it may still hold it): the next
             # command gets a fresh sandbox
             await shielded(sandboxes.drop(sandbox))
-            note = out_of_memory(sandboxes.settings.sandbox_memory, killed=exit_code == 137)
+            note = out_of_memory(sandboxes.containers.limits.memory_words, killed=exit_code == 137)
         return CommandOutput(
             exit_code=None if timed_out else exit_code,
             stdout=out.value(),

@@ -281,7 +281,7 @@ async def run_with_runner(
         # memory ran out while it ran: what filled it (a tmpfs /tmp) may still hold it, so
         # the next command gets a fresh sandbox
         await shielded(sandboxes.drop(sandbox))
-        note = out_of_memory(sandboxes.settings.sandbox_memory, killed=bool(msg.get("oom")))
+        note = out_of_memory(sandboxes.containers.limits.memory_words, killed=bool(msg.get("oom")))
     return CommandOutput(
         exit_code=None if timed_out or msg is None else int(msg["exit"]),
         stdout=run.out.value(),

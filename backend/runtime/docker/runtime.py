@@ -31,6 +31,7 @@ from backend.runtime.docker.execs import run_with_exec, sweep
 from backend.runtime.docker.runner import RunnerGone, run_with_runner, runner_for
 from backend.runtime.docker.sandboxes import Sandboxes
 from backend.runtime.docker.tasks import shielded
+from backend.runtime.limits.budget import run_within
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -139,6 +140,20 @@ class DockerRuntime(BaseRuntime):
         return self.sandboxes.file_owner(os.path.realpath(workspace))
 
     async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
+        return await run_within(
+            lambda tee: self._run_in_sandbox(command, workspace, cwd, tee),
+            workspace,
+            self.workspace_max_bytes,
+            on_output,
+        )
+
+    async def _run_in_sandbox(
         self,
         command: str,
         workspace: Path,

@@ -139,7 +139,7 @@ class Sandboxes:
             await self.drop(sandbox)
             return code, (
                 "killed by SIGKILL: out of memory (the sandbox is limited to "
-                f"{self.settings.sandbox_memory}), or by another process; {FRESH}"
+                f"{self.containers.limits.memory_words}), or by another process; {FRESH}"
             )
         return code, ""
 

@@ -28,6 +28,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from backend.runtime.limits.descriptors import without_inherited_descriptors
 from backend.tools.mcp.config import HttpServer, ServerSpec, StdioServer
 
 log = logging.getLogger(__name__)
@@ -215,8 +216,10 @@ class Connection:
 
     @contextlib.asynccontextmanager
     async def _stdio(self, spec: StdioServer) -> AsyncIterator[tuple[Any, Any]]:
+        # only fds 0-2 reach the server (the server's event loop would hand it its own)
+        command, args = without_inherited_descriptors(spec.command, spec.args, spec.env)
         params = StdioServerParameters(
-            command=spec.command, args=spec.args, env=spec.env or None, cwd=spec.cwd
+            command=command, args=args, env=spec.env or None, cwd=spec.cwd
         )
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import signal
 import sys
@@ -276,3 +277,45 @@ async def test_aclose_during_a_start_leaves_nothing_running(
     assert not alive(int(pidfile.read_text()))
     result = await call
     assert result.status == "failure" and "closed" in result.content
+
+
+# plays the server: runs one tool call on the server's event loop (uvloop, as uvicorn runs
+# it) and prints the stdio server's open descriptors
+UVLOOP_SERVER = """
+import json, sys, uvloop
+from backend.tools.mcp import McpManager, parse_servers
+async def main():
+    manager = McpManager(parse_servers(json.loads(sys.argv[1])), call_timeout=30.0)
+    try:
+        result = await manager.call("calc__fds", "{}")
+        print(result.status, result.content)
+    finally:
+        await manager.aclose()
+uvloop.run(main())
+"""
+
+
+async def test_a_stdio_server_sees_no_descriptor_of_the_servers() -> None:
+    read, write = os.pipe()
+    inherited = [os.dup2(read, 200), os.dup2(write, 201)]  # inheritable, like a parent's
+    servers = json.dumps({"mcpServers": {"calc": stdio("tools_server.py")}})
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            UVLOOP_SERVER,
+            servers,
+            cwd=Path(__file__).parents[3],
+            pass_fds=inherited,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+    finally:
+        for fd in (read, write, *inherited):
+            os.close(fd)
+    assert proc.returncode == 0, err.decode()
+    status, *fds = out.decode().split()
+    assert status == "success"
+    assert fds[:3] == ["0", "1", "2"]
+    assert "200" not in fds and "201" not in fds

@@ -69,6 +69,12 @@ def pid() -> str:
 
 
 @server.tool()
+def fds() -> str:
+    """The server's open file descriptors."""
+    return " ".join(sorted(os.listdir("/proc/self/fd"), key=int))
+
+
+@server.tool()
 def say(text: str) -> str:
     """Prints text to stderr and returns it."""
     print(f"say: {text}", file=sys.stderr, flush=True)

@@ -1,0 +1,149 @@
+"""The workspace budget (``WORKSPACE_MAX_MB``) held while a command runs, in every runtime.
+
+:func:`run_within` runs a command next to a watcher that samples the workspace's size (the
+apparent size of its regular files, :func:`backend.runtime.confined.usage`, sparse files at
+full size) every :data:`INTERVAL` seconds, or less often when a sample is costly (a sample
+may take at most 1/:data:`COST_SHARE` of the time: a workspace of many files is sampled less
+often rather than loading the server). When the workspace grows past the budget, the command
+is cancelled, which kills it with its whole process group (the runtimes' contract), and its
+result says it was stopped for crossing the limit.
+
+Sampling catches many files, and a fast writer between two samples may overshoot by what it
+writes in one interval; a single file cannot grow past the budget at all (the sandboxes set
+``RLIMIT_FSIZE`` to it). Filesystem quotas would be exact but need a filesystem and mount
+options per deployment (project quotas on ext4/xfs) and a size-capped mount is no home for a
+persistent workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+from backend.runtime import confined
+from backend.runtime.base import CommandOutput, HeadTail, OutputCallback, hand_output
+
+INTERVAL = 0.1  # seconds between two samples of the workspace's size...
+COST_SHARE = 10  # ...at least ten times what the last sample took
+MB = 1024 * 1024
+
+Measure = Callable[[Path], int]
+
+
+async def watch(workspace: Path, limit: int, measure: Measure = confined.usage) -> int:
+    """Return the workspace's size once it grows past ``limit`` bytes (runs until
+    cancelled). A workspace already over it when the command starts (the first sample,
+    taken while the command starts) may shrink or stay, not grow: deleting files must work.
+    """
+    first = True
+    while True:
+        started = time.perf_counter()
+        if not first:
+            await asyncio.sleep(INTERVAL)
+        began = time.perf_counter()
+        try:
+            used = await anyio.to_thread.run_sync(measure, workspace)
+        except OSError:
+            used = 0  # the workspace is being changed under us: the next sample sees it
+        if first:
+            limit, first = max(limit, used), False
+        elif used > limit:
+            return used
+        cost = time.perf_counter() - began
+        spare = cost * COST_SHARE - (time.perf_counter() - started)
+        if spare > 0:
+            await asyncio.sleep(spare)
+
+
+def stopped_words(used: int, limit: int) -> str:
+    return (
+        f"Stopped: the workspace grew to {used / MB:.1f} MB while the command ran, past its "
+        f"limit of {limit / MB:g} MB (WORKSPACE_MAX_MB), so the command was killed with all "
+        "its processes. Delete files that are not needed (build outputs, downloads, caches) "
+        "or write less."
+    )
+
+
+def file_limit_words(limit: int) -> str:
+    return (
+        f"A file reached the workspace limit of {limit / MB:g} MB (WORKSPACE_MAX_MB): no file "
+        "may grow past it, and the process writing it was stopped (File too large)."
+    )
+
+
+Run = Callable[[OutputCallback], Awaitable[CommandOutput]]
+
+
+async def run_within(
+    run: Run,
+    workspace: Path,
+    limit: int,
+    on_output: OutputCallback | None = None,
+    measure: Measure = confined.usage,
+) -> CommandOutput:
+    """``run(on_output)`` (a command) stopped once the workspace grows past ``limit``.
+
+    The output printed until then is kept. Cancellation reaches the command, whose clean-up
+    (no process left) finishes before this re-raises.
+    """
+    out, err = HeadTail(), HeadTail()
+
+    def tee(stream: str, data: bytes) -> None:
+        (out if stream == "stdout" else err).feed(data)
+        hand_output(on_output, stream, data)
+
+    watcher = asyncio.ensure_future(watch(workspace, limit, measure))
+    command = asyncio.ensure_future(run(tee))
+    try:
+        await asyncio.wait({command, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        watcher.cancel()
+        command.cancel()
+        await _settle(command)
+        raise
+    failed = watcher.done() and not watcher.cancelled() and watcher.exception() is not None
+    if command.done() or failed:
+        watcher.cancel()
+        return _noted(await command, limit)
+    used = watcher.result()
+    command.cancel()
+    await _settle(command)
+    if command.done() and not command.cancelled():
+        return _noted(command.result(), limit)  # it had ended before the stop reached it
+    return CommandOutput(
+        exit_code=None,
+        stdout=out.value(),
+        stderr=err.value(),
+        stopped=stopped_words(used, limit),
+        stdout_dropped=out.dropped,
+        stderr_dropped=err.dropped,
+    )
+
+
+def _noted(out: CommandOutput, limit: int) -> CommandOutput:
+    """Say so when a process was stopped at the file size limit (RLIMIT_FSIZE: SIGXFSZ, or
+    EFBIG where the signal is ignored)."""
+    xfsz = out.exit_code == 128 + signal.SIGXFSZ
+    if xfsz or b"File too large" in out.stderr or b"File size limit exceeded" in out.stderr:
+        note = file_limit_words(limit)
+        return dataclasses.replace(out, note="\n".join(n for n in (out.note, note) if n))
+    return out
+
+
+async def _settle(command: asyncio.Future[CommandOutput]) -> None:
+    """Wait for the cancelled command's clean-up; a cancellation of ours re-raises (the
+    clean-up goes on)."""
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.shield(command)
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+    if not command.done():
+        raise asyncio.CancelledError
