@@ -216,3 +216,11 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
     # seconds before a server that failed to start is tried again (doubling, at most 60)
     mcp_restart_backoff: float = Field(default=1.0, ge=0)
+
+    # mcp config: MCP_SERVERS_FILE= (empty, as .env files write it) means no servers
+    @field_validator("mcp_servers_file", mode="before")
+    @classmethod
+    def _empty_mcp_servers_file(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
