@@ -93,9 +93,7 @@ def _read_bounded(p: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise McpConfigError(
-            f"MCP_SERVERS_FILE {p}: not UTF-8 text (byte {exc.start})."
-        ) from None
+        raise McpConfigError(f"MCP_SERVERS_FILE {p}: not UTF-8 text (byte {exc.start}).") from None
 
 
 def parse_servers(data: Any, source: str = "MCP servers") -> dict[str, ServerSpec]:

@@ -116,7 +116,7 @@ async def steps(count: int, ctx: Context, gate: str = "") -> str:
     for i in range(count):
         await ctx.report_progress(i + 1, count, f"step {i + 1} of {count}")
         if i == 0 and gate:
-            while not Path(gate).exists():
+            while not Path(gate).exists():  # noqa: ASYNC110 (set by another process)
                 await anyio.sleep(0.01)
     return f"{count} steps done"
 
