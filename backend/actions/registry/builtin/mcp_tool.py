@@ -28,9 +28,12 @@ async def offer(ctx: ActionContext) -> Offer | None:
         note += "\nNot available now: " + " ".join(f.content for f in listing.failures)
     # the servers of this run's pick that are down: the run names each once, quietly (its
     # card is for calls the model makes); an unknown name in an old pick too
-    problems = {f"mcp:{server}": why for server, why in listing.down.items()}
+    problems = {
+        f"mcp:{server}": f"Not available in this run (the Tools panel shows its state): {why}"
+        for server, why in listing.down.items()
+    }
     for fault in listing.failures:
-        if fault.content not in problems.values():
+        if fault.content not in listing.down.values():
             problems[f"mcp:{fault.content}"] = fault.content
     return Offer(note=note, problems=problems, available=bool(listing.tools))
 
