@@ -199,9 +199,14 @@ class McpManager:
         known = {t.name: t for t in conn.tools}
         if tool not in known or needs_tasks(known[tool]):
             offered = ", ".join(f"{server}__{t}" for t, d in known.items() if not needs_tasks(d))
-            why = f"its tool {tool!r} is {NEEDS_TASKS}" if tool in known else f"no tool {tool!r}"
+            if tool in known:
+                return failure(
+                    f"MCP tool {name} is {NEEDS_TASKS}; its server's tools: {offered or 'none'}.",
+                    name,
+                )
             return failure(
-                f"MCP server {server!r} has {why}; its tools: {offered or 'none'}.", name
+                f"MCP server {server!r} has no tool {tool!r}; its tools: {offered or 'none'}.",
+                name,
             )
         limit = self.call_timeout if timeout is None else timeout
         notify = None
