@@ -62,15 +62,7 @@ def test_an_image_shows_as_an_image_with_a_link_and_progress_shows_live(
         page.goto(server.url)
         send(page, "Draw a picture and count")
 
-        # the long tool: its progress in its running card, while it runs
-        running = page.locator('[data-testid="action-mcp_tool"][data-state="running"]')
-        expect(running).to_contain_text("1/3: step 1 of 3")
-        gate.touch()  # only now does the tool go on
-        expect(page.get_by_test_id("summary")).to_be_visible()
-        steps_card = page.get_by_test_id("action-mcp_tool").filter(has_text="calc__steps")
-        expect(steps_card.get_by_test_id("mcp-part")).to_have_text("3 steps done")
-
-        # the image: drawn from the saved file, with a link to it
+        # the image (the first call): drawn from the saved file, with a link to it
         figure = page.get_by_test_id("mcp-image")
         expect(figure).to_have_count(1)
         img = figure.get_by_test_id("mcp-image-img")
@@ -85,6 +77,14 @@ def test_an_image_shows_as_an_image_with_a_link_and_progress_shows_live(
         got = page.request.get(server.url + href)
         assert got.status == 200 and got.body().startswith(b"\x89PNG")
         expect(page.get_by_text("[image")).to_have_count(0)  # no bare "[image]" any more
+
+        # the long tool (the second): its progress in its running card, while it runs
+        running = page.locator('[data-testid="action-mcp_tool"][data-state="running"]')
+        expect(running).to_contain_text("1/3: step 1 of 3")
+        gate.touch()  # only now does the tool go on
+        expect(page.get_by_test_id("summary")).to_be_visible()
+        steps_card = page.get_by_test_id("action-mcp_tool").filter(has_text="calc__steps")
+        expect(steps_card.get_by_test_id("mcp-part")).to_have_text("3 steps done")
     finally:
         server.stop()
 
