@@ -147,13 +147,15 @@ class Connection:
             await self.session.send_ping()
 
     def lost_session(self, exc: BaseException) -> bool:
-        """The call failed because the server no longer knows this session: a 404 to our
-        session id (the spec's word for it), or a 400 that says so."""
-        if self.session_refused == 404:
-            return True
+        """The call failed because the server no longer knows this session: it refused our
+        session id (404, the spec's word for it, or the 400 some servers send) and the
+        call's own error says so ("Session not found", "Session terminated", "No valid
+        session ID"). A call cut off for another reason is never taken for one (it may
+        have run: it is not sent again)."""
         said = leaf(exc)
-        text = said.message if isinstance(said, MCPError) else str(said)
-        return self.session_refused == 400 and "session" in text.lower()
+        if self.session_refused is None or not isinstance(said, MCPError):
+            return False
+        return "session" in said.message.lower()
 
     async def ended(self, timeout: float) -> None:  # noqa: ASYNC109 (bounded wait)
         """Wait (at most timeout) for a connection that went away to finish winding down,

@@ -167,3 +167,25 @@ async def test_a_tool_callable_only_as_a_task_is_not_offered(
     assert "web__add" in refused.content
     (listed,) = [t for t in manager.states()[0]["tools"] if t["name"] == "queued"]
     assert listed["description"].startswith("(not offered: it can only be called as a task")
+
+
+async def test_a_call_cut_off_by_a_restart_is_not_sent_again(
+    make_manager: Make, http_server: HttpServerProcess, tmp_path: Path
+) -> None:
+    manager = make_manager({"web": {"url": http_server.url}})
+    gate = tmp_path / "gate"  # never made: a call sent again would wait for it until its timeout
+    back = anyio.Event()
+
+    async def on_progress(line: str) -> None:  # the call runs: the server restarts under it
+        if line.startswith("1/"):
+            await anyio.to_thread.run_sync(http_server.kill)
+            await anyio.to_thread.run_sync(http_server.start)
+            back.set()
+
+    args = json.dumps({"count": 2, "gate": str(gate)})
+    result = await manager.call("web__steps", args, timeout=20, on_progress=on_progress)
+    assert result.status == "failure"
+    assert "stopped during the call to web__steps" in result.content  # it may have run
+    assert "timed out" not in result.content
+    await back.wait()  # the new process accepts connections
+    assert (await manager.call("web__add", '{"a": 1, "b": 1}')).content == "2.0"
