@@ -17,6 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.actions import registry as actions
 from backend.agent.narration import NARRATION
+from backend.agent.tool_notices import NOTICE
 from backend.agent.unusable import UNUSABLE
 from backend.cli_files import check_input_files, upload_inputs
 from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
@@ -316,6 +317,8 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
         return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
     if kind == MessageKind.THINKING and msg.type == UNUSABLE:  # a reply the agent could not use
         return f"[unusable reply] {_indent(text)}"
+    if kind == MessageKind.THINKING and msg.type == NOTICE:  # e.g. an MCP server that is down
+        return f"[note] {_indent(text)}"
     if kind == MessageKind.AUTO_REPLY or (kind == MessageKind.THINKING and msg.type == NARRATION):
         return f"[{kind}] {_indent(text)}"  # the model's words to the person: whole
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
@@ -359,8 +362,9 @@ class Progress:
         *lines, rest = text.split("\n")
         if rest:
             self._partial[key] = rest
+        progress = payload.get("action_type") not in (None, MessageKind.TERMINAL_RUN)
         for line in lines:
-            self._line(uuid, str(stream), line)
+            self._line(uuid, str(stream), line, progress=progress)
 
     def message(self, msg: Message) -> None:
         if msg.status != "running":
@@ -372,8 +376,9 @@ class Progress:
             shown = True
         self._write(_progress_line(msg, output_shown=shown))
 
-    def _line(self, uuid: str, stream: str, line: str) -> None:
-        self._shown.add(uuid)
+    def _line(self, uuid: str, stream: str, line: str, *, progress: bool = False) -> None:
+        if not progress:  # a command's output (a tool's progress is not its result)
+            self._shown.add(uuid)
         self._write(f"  {'!' if stream == 'stderr' else '|'} {line}")
 
 

@@ -224,3 +224,11 @@ class Settings(BaseSettings):
     # and SANDBOX_CPUS above hold for the bubblewrap sandbox too
     sandbox_memory_mb: int | None = Field(default=None, gt=0)
     sandbox_tmp_mb: int | None = Field(default=None, gt=0)
+
+    # mcp config: MCP_SERVERS_FILE= (empty, as .env files write it) means no servers
+    @field_validator("mcp_servers_file", mode="before")
+    @classmethod
+    def _empty_mcp_servers_file(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value

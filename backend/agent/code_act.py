@@ -16,6 +16,7 @@ from backend.agent.asking import ask_approval, ask_question, rejection
 from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
+from backend.agent.tool_notices import tool_notice
 from backend.agent.transcript import (
     STUCK_REPEATS,
     Outcome,
@@ -253,7 +254,7 @@ async def run_actions(
             )
         )
         live = defn is not None and defn.streams_output
-        done = await _execute(ctx, action, ctx.live.command_output(uid) if live else None)
+        done = await _execute(ctx, action, ctx.live.command_output(uid, kind) if live else None)
         if defn is not None and defn.writes_files and done.ok and done.filepath:
             ctx.state.written.add(done.filepath)
         done.content = scrub(done.content)  # e.g. a NUL printed by a command
@@ -307,24 +308,17 @@ async def _execute(ctx: RunContext, action: Action, on_output: OutputCallback | 
 
 async def offered_actions(ctx: RunContext, task_id: str) -> tuple[list[ActionSpec], list[str]]:
     """The actions offered for this task (their specs, in prompt order) and the notes they
-    add to the prompt. A tool that cannot be offered as configured (an MCP server that does
-    not start) is named in the run's stream once, as a failed action of its kind."""
+    add to the prompt. A tool the run picked that cannot be offered (an MCP server that is
+    down) is named once in the run, as a quiet notice: never as an action's card, which is
+    for what the model did (the Tools panel is where the person sees the server's state)."""
     specs: list[ActionSpec] = []
     notes: list[str] = []
     for defn, offer in await registry.offered(action_context(ctx)):
-        for problem in offer.problems:
-            if problem in ctx.state.tool_problems:
+        for about, problem in offer.problems.items():
+            if about in ctx.state.tool_problems:
                 continue
-            ctx.state.tool_problems.append(problem)
-            await ctx.publish(
-                Message.build(
-                    defn.kind,
-                    scrub(problem),
-                    status="failure",
-                    task_id=task_id,
-                    meta_content=f"{defn.name}: not available",
-                )
-            )
+            ctx.state.tool_problems.append(about)
+            await ctx.publish(tool_notice(scrub(problem), task_id))
         if offer.available:
             specs.append(defn.spec)
             if offer.note:

@@ -80,6 +80,7 @@ class Live:
         on = sink is not None or publish is not None
         self.deltas = Coalescer(self._emit, wanted=wanted) if on else None
         self._output: dict[str, dict[str, _Kept]] = {}
+        self._kinds: dict[str, str] = {}  # an action's stream kind, when not terminal_run
         self._decoders: dict[tuple[str, str], codecs.IncrementalDecoder] = {}
 
     def _emit(self, payload: dict[str, Any]) -> None:
@@ -112,6 +113,7 @@ class Live:
             self.deltas.forget(msg.uuid)
         if msg.status != "running":
             self._output.pop(msg.uuid, None)
+            self._kinds.pop(msg.uuid, None)
             for stream in ("stdout", "stderr"):
                 self._decoders.pop((msg.uuid, stream), None)
 
@@ -157,9 +159,14 @@ class Live:
 
         return on_delta
 
-    def command_output(self, uuid: str) -> Callable[[str, bytes], None]:
+    def command_output(
+        self, uuid: str, kind: str = MessageKind.TERMINAL_RUN
+    ) -> Callable[[str, bytes], None]:
         """An ``on_output(stream, data)`` callback for the runtime: the command ``uuid``'s
-        bytes as they are printed (UTF-8 decoded across chunk boundaries)."""
+        bytes as they are printed (UTF-8 decoded across chunk boundaries). ``kind``: the
+        action's stream kind (an MCP tool's progress streams as ``mcp_tool`` output)."""
+        if kind != MessageKind.TERMINAL_RUN:
+            self._kinds[uuid] = kind
 
         def on_output(stream: str, data: bytes) -> None:
             key = (uuid, stream)
@@ -178,7 +185,8 @@ class Live:
         offset = kept.total
         kept.feed(text)
         if self.deltas is not None:
-            self.deltas.add(uuid, MessageKind.TERMINAL_RUN, text, stream, offset)
+            kind = self._kinds.get(uuid, MessageKind.TERMINAL_RUN)
+            self.deltas.add(uuid, kind, text, stream, offset)
 
     # -- catch-up for a reader who attaches mid-command -------------------------------------
     def catch_up(self) -> list[dict[str, Any]]:
@@ -195,7 +203,7 @@ class Live:
                         out.append(
                             {
                                 "uuid": uuid,
-                                "action_type": MessageKind.TERMINAL_RUN,
+                                "action_type": self._kinds.get(uuid, MessageKind.TERMINAL_RUN),
                                 "stream": stream,
                                 "text": scrub(text),
                                 "offset": offset,

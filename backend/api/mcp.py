@@ -1,6 +1,8 @@
 """GET /api/mcp/servers: each configured MCP server's state, tools, error and last
 stderr lines. Listing starts the servers not yet started (lazy start, bounded by
-MCP_START_TIMEOUT), so that every entry is ready, starting or failed."""
+MCP_START_TIMEOUT), tries again the failed ones whose back-off is over and asks each
+streamable HTTP server that looks ready whether it still answers, so that every entry says
+how the server is now: ready, starting or failed (with why)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from backend.tools.mcp import McpManager
 
 async def list_servers(request: Request) -> Response:
     manager: McpManager = request.app.state.mcp
-    await manager.start_all()
+    await manager.refresh()
     return JSONResponse(manager.states())
 
 

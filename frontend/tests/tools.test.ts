@@ -57,7 +57,10 @@ describe('tool results', () => {
         {
           name: 'calc__add',
           arguments: { a: 2, b: 40 },
-          parts: [{ type: 'text', text: '42.0' }, { type: 'image', file: 'mcp_files/a.png' }],
+          parts: [
+            { type: 'text', text: '42.0' },
+            { type: 'image', mime_type: 'image/png', filepath: 'mcp_files/a.png', size: 67 },
+          ],
         },
       ]),
     )
@@ -66,10 +69,36 @@ describe('tool results', () => {
       name: 'calc__add',
       args: '{\n  "a": 2,\n  "b": 40\n}',
       parts: [
-        { type: 'text', text: '42.0' },
-        { type: 'image', text: '[image: mcp_files/a.png]' },
+        { type: 'text', text: '42.0', filepath: '', image: null, dataUrl: '' },
+        {
+          type: 'image',
+          text: '[image: mcp_files/a.png]',
+          filepath: 'mcp_files/a.png',
+          image: 'file',
+          dataUrl: '',
+        },
       ],
     })
+  })
+
+  it('draws an image from its saved file, or inline raster data, never SVG data', () => {
+    const parts = (list: Record<string, unknown>[]) => {
+      const view = toolView(msg('mcp_tool', [{ name: 's__t', arguments: {}, parts: list }]))
+      return view?.type === 'mcp' ? view.parts : []
+    }
+    const [inline, svg, blob, away, broken] = parts([
+      { type: 'image', mime_type: 'image/png', data: 'iVBORw0K' },
+      { type: 'image', mime_type: 'image/svg+xml', data: 'PHN2Zz4=' },
+      { type: 'resource', mime_type: 'application/pdf', filepath: 'mcp_files/r.pdf', uri: 'mem://r' },
+      { type: 'image', mime_type: 'image/png', filepath: '/etc/passwd' },
+      { type: 'image', mime_type: 'image/png', error: 'the server sent data that is not base64' },
+    ])
+    expect(inline).toMatchObject({ image: 'inline', dataUrl: 'data:image/png;base64,iVBORw0K' })
+    expect(svg).toMatchObject({ image: null, dataUrl: '' })
+    expect(blob).toMatchObject({ image: null, filepath: 'mcp_files/r.pdf' })
+    expect(blob.text).toBe('[resource: mcp_files/r.pdf]')
+    expect(away).toMatchObject({ image: null, filepath: '' }) // never outside the workspace
+    expect(broken.text).toBe('[image] (the server sent data that is not base64)')
   })
 
   it('leaves running actions, failures without data and other kinds to the plain card', () => {

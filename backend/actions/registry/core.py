@@ -58,10 +58,11 @@ class ActionContext:
 @dataclass
 class Offer:
     """An action as offered for one task: extra prompt text (e.g. an MCP server's tools)
-    and problems the run names in its stream (a server that did not start)."""
+    and problems the run names once in its stream as a quiet notice (a server it picked
+    that is down), by what they are about."""
 
     note: str = ""
-    problems: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
     available: bool = True  # False: only its problems are named, the prompt leaves it out
 
 
@@ -113,7 +114,7 @@ class ActionDef:
     shows_failure: bool = False  # ``show`` prints its failures too (a failed command)
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
-    streams_output: bool = False  # gets live output deltas (terminal_run)
+    streams_output: bool = False  # gets live output deltas (terminal_run, mcp_tool progress)
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
     order: int = 100  # where the prompt lists it
     lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)

@@ -12,11 +12,14 @@ has `url` (and optional `headers`). Every mistake is a McpConfigError naming the
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+FILE_MAX = 1 * 2**20  # bytes of MCP_SERVERS_FILE read at most (a server list is small)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 STDIO_KEYS = {"command", "args", "env", "cwd", "type"}
 HTTP_KEYS = {"url", "headers", "type"}
@@ -52,12 +55,7 @@ def load_servers(path: Path | str | None) -> dict[str, ServerSpec]:
     if path is None or str(path).strip() == "":
         return {}
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise McpConfigError(
-            f"MCP_SERVERS_FILE {p}: cannot read it ({exc.strerror or exc})."
-        ) from None
+    text = _read_bounded(p)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -65,7 +63,37 @@ def load_servers(path: Path | str | None) -> dict[str, ServerSpec]:
             f"MCP_SERVERS_FILE {p}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
             f"{exc.msg})."
         ) from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise McpConfigError(
+            f"MCP_SERVERS_FILE {p}: nested too deeply to be a list of servers."
+        ) from None
     return parse_servers(data, source=f"MCP_SERVERS_FILE {p}")
+
+
+def _read_bounded(p: Path) -> str:
+    """The file's text, read to at most FILE_MAX bytes: a device (/dev/zero), a directory
+    or a file too large is refused with why, never read without end."""
+    try:
+        with p.open("rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise McpConfigError(
+                    f"MCP_SERVERS_FILE {p}: not a regular file; point it at a JSON file."
+                )
+            raw = f.read(FILE_MAX + 1)
+    except OSError as exc:
+        raise McpConfigError(
+            f"MCP_SERVERS_FILE {p}: cannot read it ({exc.strerror or exc})."
+        ) from None
+    if len(raw) > FILE_MAX:
+        raise McpConfigError(
+            f"MCP_SERVERS_FILE {p}: larger than {FILE_MAX // 2**20} MiB; a server list is "
+            "a small JSON file."
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise McpConfigError(f"MCP_SERVERS_FILE {p}: not UTF-8 text (byte {exc.start}).") from None
 
 
 def parse_servers(data: Any, source: str = "MCP servers") -> dict[str, ServerSpec]:

@@ -19,12 +19,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
@@ -52,21 +54,38 @@ CLOSED = "the server closed the connection (it exited or stopped answering)"
 class StartFailed(Exception):
     """The server did not come up; the message says why in plain words."""
 
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause  # the exception behind it (a refused connection: it is down)
 
-def describe(exc: BaseException) -> str:
-    """An exception (or the first leaf of an exception group) in plain words."""
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (the exception itself otherwise)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException, command: str | None = None) -> str:
+    """An exception (or the first leaf of an exception group) in plain words; ``command``:
+    the stdio server's command, named when it cannot be run."""
+    exc = leaf(exc)
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED:
             return CLOSED
         return exc.message
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    if isinstance(exc, PermissionError):
-        return f"command not executable: {exc.filename or exc}"
+    if isinstance(exc, FileNotFoundError | PermissionError):
+        what = "not found" if isinstance(exc, FileNotFoundError) else "not executable"
+        named = command or exc.filename
+        reason = exc.strerror or str(exc)
+        return f"command {what}: {named} ({reason})" if named else f"command {what}: {reason}"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def unreachable(exc: BaseException | None) -> bool:
+    """The server could not be reached at all (nothing listens, no route): it was down."""
+    return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout)
 
 
 class Connection:
@@ -76,6 +95,10 @@ class Connection:
         self.session: ClientSession | None = None
         self.tools: list[types.Tool] = []
         self.error: str | None = None  # why the connection ended or never started
+        self.cause: BaseException | None = None  # ...as the exception that said so
+        # the HTTP status with which the server refused our session id (404, or the 400 some
+        # servers send): it no longer knows the session (it restarted)
+        self.session_refused: int | None = None
         self._ready = anyio.Event()
         self._settled = anyio.Event()  # ready, or the runner ended
         self._done = anyio.Event()  # the runner ended: nothing of it is left running
@@ -102,17 +125,38 @@ class Connection:
             raise StartFailed(f"did not answer within {timeout:g} s of starting")
         if not self._ready.is_set():
             await self.aclose()
-            raise StartFailed(self.error or "stopped while starting")
+            raise StartFailed(self.error or "stopped while starting", self.cause)
 
     async def call(
         self,
         tool: str,
         arguments: dict[str, Any],
         timeout: float,  # noqa: ASYNC109
+        on_progress: ProgressFnT | None = None,
     ) -> types.CallToolResult:
         if self.session is None:
             raise RuntimeError("not started")
-        return await self.session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        return await self.session.call_tool(
+            tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+        )
+
+    async def ping(self, timeout: float) -> None:  # noqa: ASYNC109 (a bounded check)
+        """Ask the server whether it is there; raises when it does not answer in time."""
+        if self.session is None:
+            raise RuntimeError("not started")
+        with anyio.fail_after(timeout):
+            await self.session.send_ping()
+
+    def lost_session(self, exc: BaseException) -> bool:
+        """The call failed because the server no longer knows this session: it refused our
+        session id (404, the spec's word for it, or the 400 some servers send) and the
+        call's own error says so ("Session not found", "Session terminated", "No valid
+        session ID"). A call cut off for another reason is never taken for one (it may
+        have run: it is not sent again)."""
+        said = leaf(exc)
+        if self.session_refused is None or not isinstance(said, MCPError):
+            return False
+        return "session" in said.message.lower()
 
     async def ended(self, timeout: float) -> None:  # noqa: ASYNC109 (bounded wait)
         """Wait (at most timeout) for a connection that went away to finish winding down,
@@ -152,7 +196,8 @@ class Connection:
                             tg.cancel_scope.cancel()
         except Exception as exc:
             if self.error in (None, CLOSED):  # the transport's own reason says more
-                self.error = describe(exc)
+                command = self.spec.command if isinstance(self.spec, StdioServer) else None
+                self.error, self.cause = describe(exc, command), leaf(exc)
             log.debug("MCP server %s: %s", self.spec.name, self.error, exc_info=True)
         finally:
             self.session = None
@@ -202,6 +247,7 @@ class Connection:
         spec = self.spec
         if isinstance(spec, HttpServer):
             client = create_mcp_http_client(headers=spec.headers or None)
+            client.event_hooks["response"].append(self._watch_session)
             async with (
                 client,
                 streamable_http_client(
@@ -213,6 +259,11 @@ class Connection:
         assert isinstance(spec, StdioServer)
         async with self._stdio(spec) as streams:
             yield streams
+
+    async def _watch_session(self, response: httpx2.Response) -> None:
+        """Note a refusal of our session id (the server restarted and forgot it)."""
+        if response.status_code in (400, 404) and response.request.headers.get("mcp-session-id"):
+            self.session_refused = response.status_code
 
     @contextlib.asynccontextmanager
     async def _stdio(self, spec: StdioServer) -> AsyncIterator[tuple[Any, Any]]:

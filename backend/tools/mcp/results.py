@@ -8,6 +8,7 @@ import binascii
 import json
 import mimetypes
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ import mcp_types as types
 from backend.runtime.base import OUTPUT_CAP, cap_text
 
 INLINE_DATA_MAX = 2 * 2**20  # base64 characters of an image kept in a part without a file
+
+# a running call's progress, one line at a time ("40/100: copying files")
+Progress = Callable[[str], Awaitable[None]]
 
 
 @dataclass
@@ -38,9 +42,22 @@ def failure(message: str, name: str = "") -> McpResult:
     return McpResult("failure", cap_text(message), [{"type": "text", "text": message}], name)
 
 
-def convert(result: types.CallToolResult, name: str, files_dir: Path | None = None) -> McpResult:
+def progress_line(done: float, total: float | None, message: str | None) -> str:
+    """A progress notification as one line: "3/10: copying", "40%", "step 2"."""
+    amount = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{amount}: {message}\n" if message else f"{amount}\n"
+
+
+def convert(
+    result: types.CallToolResult,
+    name: str,
+    files_dir: Path | None = None,
+    workspace: Path | None = None,
+) -> McpResult:
     """CallToolResult -> McpResult. Images and binary resources are written to files_dir
-    when given (the part then names the file), else kept inline as base64 up to a size."""
+    when given (the part's `filepath` then names the file, relative to ``workspace`` when
+    that holds it, as the model and the stream see it), else kept inline as base64 up to a
+    size."""
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
     for block in result.content:
@@ -48,7 +65,7 @@ def convert(result: types.CallToolResult, name: str, files_dir: Path | None = No
             texts.append(block.text)
             parts.append({"type": "text", "text": cap_text(block.text)})
         elif isinstance(block, types.ImageContent | types.AudioContent):
-            part = _binary(block.type, block.data, block.mime_type, name, files_dir)
+            part = _binary(block.type, block.data, block.mime_type, name, files_dir, workspace)
             parts.append(part)
             texts.append(_note(part))
         elif isinstance(block, types.EmbeddedResource):
@@ -64,7 +81,7 @@ def convert(result: types.CallToolResult, name: str, files_dir: Path | None = No
                     }
                 )
             else:
-                part = _binary("resource", res.blob, res.mime_type, name, files_dir)
+                part = _binary("resource", res.blob, res.mime_type, name, files_dir, workspace)
                 part["uri"] = str(res.uri)
                 parts.append(part)
                 texts.append(_note(part))
@@ -89,7 +106,12 @@ def convert(result: types.CallToolResult, name: str, files_dir: Path | None = No
 
 
 def _binary(
-    kind: str, data: str, mime_type: str | None, name: str, files_dir: Path | None
+    kind: str,
+    data: str,
+    mime_type: str | None,
+    name: str,
+    files_dir: Path | None,
+    workspace: Path | None,
 ) -> dict[str, Any]:
     part: dict[str, Any] = {"type": kind, "mime_type": mime_type}
     try:
@@ -103,7 +125,10 @@ def _binary(
         path = files_dir / f"mcp_{name}_{secrets.token_hex(4)}{ext}"
         files_dir.mkdir(parents=True, exist_ok=True)
         path.write_bytes(raw)
-        part["filepath"] = str(path)
+        if workspace is not None and path.is_relative_to(workspace):
+            part["filepath"] = path.relative_to(workspace).as_posix()
+        else:
+            part["filepath"] = str(path)
     elif len(data) <= INLINE_DATA_MAX:
         part["data"] = data
     else:

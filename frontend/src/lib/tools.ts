@@ -13,6 +13,12 @@ export interface SearchHit {
 export interface McpPart {
   type: string
   text: string // the text, or a note naming the file / resource
+  /** the file it was saved as, relative to the workspace (images, binary resources) */
+  filepath: string
+  /** what to draw as an image: the saved file's URL path is made by the component; inline
+   *  base64 data becomes a data: URL (raster types only, never SVG) */
+  image: 'file' | 'inline' | null
+  dataUrl: string
 }
 
 export type ToolView =
@@ -37,11 +43,38 @@ export function safeUrl(value: unknown): string {
   }
 }
 
+/** Image types drawn inline from data (SVG is left out: it can carry scripts). */
+const RASTER = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp'])
+
 function partText(part: Data): string {
   const type = str(part.type)
   if (type === 'text') return str(part.text)
-  const named = str(part.file) || str(part.uri) || str(part.name)
-  return `[${type}${named ? `: ${named}` : ''}]${part.text ? ` ${str(part.text)}` : ''}`
+  const named = str(part.filepath) || str(part.uri) || str(part.name)
+  const error = str(part.error)
+  const text = str(part.text)
+  return `[${type}${named ? `: ${named}` : ''}]${text ? ` ${text}` : ''}${error ? ` (${error})` : ''}`
+}
+
+/** A workspace-relative path a part may name (never absolute, never leaving it). */
+function workspacePath(value: unknown): string {
+  const path = str(value)
+  if (!path || path.startsWith('/') || path.split('/').includes('..')) return ''
+  return path
+}
+
+function mcpPart(part: Data): McpPart {
+  const type = str(part.type) || 'text'
+  const mime = str(part.mime_type).toLowerCase()
+  const filepath = workspacePath(part.filepath)
+  const isImage = type === 'image' || mime.startsWith('image/')
+  let image: McpPart['image'] = null
+  let dataUrl = ''
+  if (isImage && filepath) image = 'file'
+  else if (isImage && RASTER.has(mime) && /^[A-Za-z0-9+/=\s]+$/.test(str(part.data))) {
+    image = 'inline'
+    dataUrl = `data:${mime};base64,${str(part.data).replace(/\s/g, '')}`
+  }
+  return { type, text: partText(part), filepath, image, dataUrl }
 }
 
 /** The structured view of a finished tool action, or null (running, or no data). */
@@ -76,7 +109,7 @@ export function toolView(msg: Message): ToolView | null {
       type: 'mcp',
       name: str(first.name),
       args: typeof args === 'string' ? args : JSON.stringify(args ?? {}, null, 2),
-      parts: parts.map((p) => ({ type: str(p.type) || 'text', text: partText(p) })),
+      parts: parts.map(mcpPart),
     }
   }
   return null

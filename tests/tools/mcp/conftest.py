@@ -50,8 +50,9 @@ async def await_until(check: Callable[[], bool], what: str, deadline: float = 30
 class HttpServerProcess:
     """tools_server.py over streamable HTTP on 127.0.0.1, a real process."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "http") -> None:
         self.port = free_port()
+        self.mode = mode  # "http", or "http400": an unknown session is answered with 400
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -60,7 +61,7 @@ class HttpServerProcess:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(SERVERS / "tools_server.py"), "http", str(self.port)],
+            [sys.executable, str(SERVERS / "tools_server.py"), self.mode, str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -14,7 +14,7 @@ from backend.app import create_app
 from backend.tools.mcp import McpConfigError
 from tests.conftest import make_settings
 from tests.procs import alive
-from tests.tools.mcp.conftest import stdio
+from tests.tools.mcp.conftest import HttpServerProcess, stdio
 
 
 def servers_file(tmp_path: Path, servers: dict[str, object]) -> Path:
@@ -55,3 +55,29 @@ def test_a_bad_servers_file_stops_start_up_with_its_reason(tmp_path: Path) -> No
     path = servers_file(tmp_path, {"x": {"command": "a", "url": "http://h/mcp"}})
     with pytest.raises(McpConfigError, match="server 'x': has both 'command'"):
         create_app(make_settings(tmp_path, mcp_servers_file=path))
+
+
+def test_a_streamable_http_server_goes_failed_when_down_and_ready_when_back(
+    tmp_path: Path,
+) -> None:
+    server = HttpServerProcess()
+    server.start()
+    path = servers_file(tmp_path, {"web": {"url": server.url}})
+    settings = make_settings(tmp_path, mcp_servers_file=path, mcp_restart_backoff=0)
+    try:
+        with TestClient(create_app(settings)) as client:
+            (web,) = client.get("/api/mcp/servers").json()
+            assert web["state"] == "ready" and web["tools"]
+            server.kill()
+            (web,) = client.get("/api/mcp/servers").json()  # it asks: the server is gone
+            assert web["state"] == "failed" and web["tools"] == []
+            assert web["error"].startswith(f"{server.url}: ConnectError")
+            server.start()
+            (web,) = client.get("/api/mcp/servers").json()  # back, without a restart
+            assert web["state"] == "ready" and "error" not in web
+            server.kill()
+            server.start()  # restarted while ready: its old session is gone
+            (web,) = client.get("/api/mcp/servers").json()
+            assert web["state"] == "ready"
+    finally:
+        server.kill()

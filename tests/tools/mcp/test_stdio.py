@@ -15,6 +15,7 @@ import pytest
 
 from backend.runtime.base import OUTPUT_CAP
 from backend.tools.mcp import McpManager
+from backend.tools.mcp.manager import BACKOFF_MAX
 from tests.procs import alive
 from tests.tools.mcp.conftest import await_until, server_pid, stdio
 
@@ -110,6 +111,14 @@ async def test_images_are_kept_inline_or_written_where_asked(
     assert path.parent == tmp_path / "out" and path.suffix == ".png"
     assert path.read_bytes().startswith(b"\x89PNG")
     assert f"saved as {path}" in saved.content
+    # in a workspace: named relative to it, for the model as for the stream (any runtime)
+    inside = await manager.call(
+        "calc__image", "{}", files_dir=tmp_path / "mcp_files", workspace=tmp_path
+    )
+    relative = inside.parts[0]["filepath"]
+    assert relative.startswith("mcp_files/mcp_calc__image_") and relative.endswith(".png")
+    assert (tmp_path / relative).read_bytes().startswith(b"\x89PNG")
+    assert f"saved as {relative}" in inside.content and str(tmp_path) not in inside.content
 
 
 async def test_stderr_lines_are_kept(make_manager: Make) -> None:
@@ -154,30 +163,43 @@ async def test_a_server_that_hangs_at_start_times_out_and_is_killed(
 
 
 async def test_a_missing_command_is_named(make_manager: Make) -> None:
-    manager = make_manager({"ghost": {"command": "/nonexistent/mcp-server"}})
+    manager = make_manager(
+        {
+            "ghost": {"command": "/nonexistent/mcp-server"},
+            "typo": {"command": "planact-no-such-mcp-server", "args": ["--stdio"]},
+        }
+    )
     result = await manager.call("ghost__x", "{}")
     assert "'ghost' could not start: command not found: /nonexistent/mcp-server" in result.content
+    typo = await manager.call("typo__x", "{}")  # looked up on PATH: still named
+    assert (
+        "'typo' could not start: command not found: planact-no-such-mcp-server "
+        "(No such file or directory)"
+    ) in typo.content
+    assert {s["name"]: s for s in manager.states()}["typo"]["error"] == (
+        "command not found: planact-no-such-mcp-server (No such file or directory)"
+    )
 
 
-async def test_failed_starts_back_off_then_give_up(make_manager: Make) -> None:
+async def test_failed_starts_back_off_bounded_and_never_give_up(make_manager: Make) -> None:
     now = [1000.0]
     manager = make_manager(
-        {"broken": stdio("exits_at_start.py")},
-        restart_backoff=10,
-        restart_limit=2,
-        clock=lambda: now[0],
+        {"broken": stdio("exits_at_start.py")}, restart_backoff=10, clock=lambda: now[0]
     )
     assert "could not start" in (await manager.call("broken__x", "{}")).content
     waiting = await manager.call("broken__x", "{}")
+    assert "MCP server 'broken' is down (" in waiting.content
     assert "next attempt in 10 s" in waiting.content
     assert manager._servers["broken"].starts == 1
-    now[0] += 10
-    await manager.call("broken__x", "{}")
-    assert manager._servers["broken"].starts == 2
-    now[0] += 1000
-    gave_up = await manager.call("broken__x", "{}")
-    assert "given up after 2 attempts" in gave_up.content
-    assert manager._servers["broken"].starts == 2
+    waits = []
+    for attempt in range(2, 9):  # the waits double up to BACKOFF_MAX, and it is tried again
+        now[0] += 1000
+        await manager.call("broken__x", "{}")
+        assert manager._servers["broken"].starts == attempt
+        waits.append((await manager.call("broken__x", "{}")).content)
+    assert "next attempt in 20 s" in waits[0] and "next attempt in 40 s" in waits[1]
+    assert all(f"next attempt in {BACKOFF_MAX:.0f} s" in w for w in waits[2:])
+    assert not any("given up" in w or "restart planact" in w for w in waits)
 
 
 async def test_a_killed_server_is_started_again_on_next_use(make_manager: Make) -> None:
@@ -200,6 +222,7 @@ async def test_a_server_killed_during_a_call_is_a_failure_naming_it(make_manager
     result = await call
     assert result.status == "failure"
     assert "MCP server 'calc' stopped during the call to calc__hang" in result.content
+    assert "was down" not in result.content
     assert (await manager.call("calc__add", '{"a": 1, "b": 2}')).content == "3.0"
 
 

@@ -26,11 +26,16 @@ async def offer(ctx: ActionContext) -> Offer | None:
     note = "MCP tools you can call with <mcp_tool>:\n" + "\n".join(lines) if lines else ""
     if note and listing.failures:  # the model knows what it cannot use, and why
         note += "\nNot available now: " + " ".join(f.content for f in listing.failures)
-    return Offer(
-        note=note,
-        problems=[f.content for f in listing.failures],
-        available=bool(listing.tools),
-    )
+    # the servers of this run's pick that are down: the run names each once, quietly (its
+    # card is for calls the model makes); an unknown name in an old pick too
+    problems = {
+        f"mcp:{server}": f"Not available in this run (the Tools panel shows its state): {why}"
+        for server, why in listing.down.items()
+    }
+    for fault in listing.failures:
+        if fault.content not in listing.down.values():
+            problems[f"mcp:{fault.content}"] = fault.content
+    return Offer(note=note, problems=problems, available=bool(listing.tools))
 
 
 async def mcp_tool(ctx: ActionContext, action: Action) -> Done:
@@ -48,7 +53,21 @@ async def mcp_tool(ctx: ActionContext, action: Action) -> Done:
             f"MCP server {server!r} is not offered in this run (its servers: {picked}).",
             data=[data],
         )
-    result = await mcp.call(name, raw or "{}", files_dir=ctx.workspace / FILES)
+    on_output = ctx.on_output
+    progress = None
+    if on_output is not None:
+        out = on_output
+
+        async def progress(line: str) -> None:  # the running card shows it live
+            out("stdout", line.encode())
+
+    result = await mcp.call(
+        name,
+        raw or "{}",
+        files_dir=ctx.workspace / FILES,
+        workspace=ctx.workspace,
+        on_progress=progress,
+    )
     data["parts"] = result.parts
     return Done(result.status, result.content, data=[data])
 
@@ -88,5 +107,6 @@ ACTION = ActionDef(
     running=lambda a: f"Calling {a.params.get('name', '')} {a.params.get('arguments', '')[:500]}",
     describe=lambda a: f"mcp_tool {a.params.get('name', '')} {a.params.get('arguments', '')[:120]}",
     show=show,
+    streams_output=True,  # a long call's progress notifications, as live output
     order=70,
 )
