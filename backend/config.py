@@ -216,3 +216,11 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
     # seconds before a server that failed to start is tried again (doubling, at most 60)
     mcp_restart_backoff: float = Field(default=1.0, ge=0)
+
+    # -- metrics and traces (backend/observe, docs/api.md "Operating it") ----------------
+    metrics: bool = True  # GET /metrics (and a worker's METRICS_PORT listener); 0 turns off
+    # a bearer token /metrics asks for; unset: only loopback clients are answered
+    metrics_token: str | None = None
+    # `planact worker`: its own /metrics listener (0: none)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
