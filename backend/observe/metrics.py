@@ -6,10 +6,17 @@ store_collector.py) are the whole deployment's, the same on every target."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 
 from backend.observe.labels import ACTION_STATUSES, DECISIONS, RUN_STATUSES, bounded
 
+disable_created_metrics()  # no `_created` series: half the text, nothing an alert uses
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 # seconds: from a quick local model to a slow reasoning one

@@ -4,12 +4,14 @@ families come from the model client (real HTTP to the fake model)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
@@ -213,3 +215,33 @@ async def test_a_failed_model_call_is_counted_with_its_outcome(
     finally:
         await llm.aclose()
     assert (REGISTRY.get_sample_value("planact_model_calls_total", labels) or 0) - before == 1
+
+
+def test_a_workers_listener_answers_metrics_protected_and_nothing_else(tmp_path: Path) -> None:
+    from backend.observe.endpoint import Exposition, start_listener
+    from backend.store.repo import Store
+
+    store = Store(f"sqlite:///{tmp_path}/w.db")
+    store.migrate()
+    open_one = start_listener(Exposition(store.engine, None, "q"), "127.0.0.1", 0)
+    token_one = start_listener(Exposition(store.engine, "tok", "q"), "127.0.0.1", 0)
+    assert open_one is not None and token_one is not None
+    try:
+        base = f"http://127.0.0.1:{open_one.port}"
+        got = httpx.get(f"{base}/metrics", timeout=10)
+        assert got.status_code == 200 and "planact_runs_active 0.0" in got.text
+        assert httpx.get(f"{base}/other", timeout=10).status_code == 404
+        foreign = httpx.get(f"{base}/metrics", headers={"Host": "evil.example"}, timeout=10)
+        assert foreign.status_code == 403
+        guarded = f"http://127.0.0.1:{token_one.port}/metrics"
+        assert httpx.get(guarded, timeout=10).status_code == 401
+        right = httpx.get(guarded, headers={"Authorization": "Bearer tok"}, timeout=10)
+        assert right.status_code == 200 and "planact_runs_total" in right.text
+        # a port in use: no listener, the worker goes on (a warning says why)
+        assert (
+            start_listener(Exposition(store.engine, None, "q"), "127.0.0.1", open_one.port) is None
+        )
+    finally:
+        open_one.close()
+        token_one.close()
+        asyncio.run(store.close())
