@@ -16,7 +16,8 @@ from prometheus_client import (
 
 from backend.observe.labels import ACTION_STATUSES, DECISIONS, RUN_STATUSES, bounded
 
-disable_created_metrics()  # no `_created` series: half the text, nothing an alert uses
+# no `_created` series: half the text, and nothing an alert uses
+disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 # seconds: from a quick local model to a slow reasoning one
