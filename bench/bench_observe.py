@@ -3,9 +3,10 @@
   uv run python bench/bench_observe.py [--runs N] [--stored N] [--postgres URL]
 
 1. server CPU per streamed agent run (plan, a task that writes a file, each model reply
-   streamed in 400 chunks) through a real `planact serve`: metrics and traces on (spans
-   exported over OTLP/HTTP to a receiver in this process, /metrics scraped every second) vs
-   both off (METRICS=0, no OTLP endpoint); rounds interleaved, the median of each;
+   streamed in 400 chunks) through three real `planact serve`: both off (METRICS=0, no
+   OTLP endpoint), metrics on, metrics and traces on (spans exported over OTLP/HTTP to a
+   receiver in this process); rounds interleaved, the median of each; and the server's CPU
+   for one /metrics scrape (Prometheus scrapes every 15 s by default);
 2. GET /metrics with N runs stored (default 1,000; some running, some waiting): the time of
    one scrape over HTTP (median of 50), SQLite, and PostgreSQL with --postgres (a database
    it may wipe).
@@ -20,7 +21,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -46,55 +46,57 @@ def cpu_per_run(proc: Proc, url: str, runs: int) -> float:
     return (proc.cpu() - start) / runs * 1000
 
 
-class Scraper:
-    """GET /metrics every second while the runs go (as Prometheus would, more often)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.stop = threading.Event()
-        self.count = 0
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self) -> None:
-        while not self.stop.wait(1.0):
-            assert httpx.get(f"{self.url}/metrics", timeout=10).status_code == 200
-            self.count += 1
+def cpu_per_scrape(proc: Proc, url: str, scrapes: int = 50) -> float:
+    """Milliseconds of the server's CPU per GET /metrics."""
+    with httpx.Client(base_url=url, timeout=30) as client:
+        client.get("/metrics")
+        start = proc.cpu()
+        for _ in range(scrapes):
+            assert client.get("/metrics").status_code == 200
+    return (proc.cpu() - start) / scrapes * 1000
 
 
 def overhead(tmp: Path, fake: Fake, procs: list[Proc], runs: int, rounds: int) -> None:
     fake.auto(SHAPE)
     with OtlpReceiver() as receiver:
-        off, off_url = planact(tmp, fake, "off", METRICS="0")
-        procs.append(off)
-        on, on_url = planact(
-            tmp,
-            fake,
-            "on",
-            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
-            OTEL_BSP_SCHEDULE_DELAY="200",
-        )
-        procs.append(on)
-        for url in (off_url, on_url):  # warm-up: imports, first connections
-            assert one_run(url, GOAL, "/api/agent/run") == "completed"
-        scraper = Scraper(on_url)
-        figures: dict[str, list[float]] = {"off": [], "on": []}
+        servers: dict[str, tuple[Proc, str]] = {}
+        for name, env in (
+            ("off", {"METRICS": "0"}),
+            ("metrics", {}),
+            (
+                "traces",
+                # the SDK's default batching (a batch every 5 s)
+                {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint},
+            ),
+        ):
+            proc, url = planact(tmp, fake, f"cpu-{name}", **env)
+            procs.append(proc)
+            servers[name] = (proc, url)
+            assert one_run(url, GOAL, "/api/agent/run") == "completed"  # warm-up
+        figures: dict[str, list[float]] = {name: [] for name in servers}
         for _ in range(rounds):
-            figures["off"].append(cpu_per_run(off, off_url, runs))
-            figures["on"].append(cpu_per_run(on, on_url, runs))
-        scraper.stop.set()
+            for name, (proc, url) in servers.items():
+                figures[name].append(cpu_per_run(proc, url, runs))
+        scrape = cpu_per_scrape(*servers["traces"])
+        time.sleep(6)  # the last batch of spans (5 s)
         spans = len(receiver.all())
     base = statistics.median(figures["off"])
     rows: list[tuple[str, ...]] = [("server", "CPU per run (median of rounds)", "ratio")]
-    for name, label in (("off", "metrics and traces off"), ("on", "metrics and traces on")):
+    labels = {
+        "off": "metrics and traces off (METRICS=0)",
+        "metrics": "metrics on (/metrics not scraped)",
+        "traces": "metrics and traces on (OTLP export)",
+    }
+    for name, label in labels.items():
         value = statistics.median(figures[name])
         rows.append((label, f"{value:.1f} ms", f"{value / base:.3f}x"))
+    rows.append(("one /metrics scrape (server CPU)", f"{scrape:.1f} ms", ""))
     print_table(
-        f"1. server CPU per streamed agent run, {rounds} rounds of {runs} runs "
-        f"({spans} spans received, {scraper.count} scrapes)",
+        f"1. server CPU per streamed agent run, {rounds} interleaved rounds of {runs} runs "
+        f"({spans} spans received)",
         rows,
     )
-    for name in ("off", "on"):
+    for name in servers:
         print(f"   {name}: rounds {', '.join(f'{v:.1f}' for v in figures[name])} ms")
 
 
