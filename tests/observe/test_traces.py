@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -203,6 +204,9 @@ def test_a_run_resumed_on_another_process_after_kill9_continues_its_trace(
             )
 
         second = wait_for(resumed_part, what="the resumed run's spans")
+        scrape = httpx.get(f"{b.url}/metrics", timeout=30).text  # b went on with it once
+        assert "planact_resumes_total 1.0" in scrape.splitlines()
+        assert 'planact_runs_total{status="completed"} 1.0' in scrape.splitlines()
     finally:
         for name in list(fake.model.holds):
             fake.release(name)
