@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -120,8 +121,6 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         )
         if refused is not None:
             status, message = refused
-            import json
-
             reason = "401 Unauthorized" if status == 401 else "403 Forbidden"
             start_response(reason, [("Content-Type", "application/json")])
             return [json.dumps(_error(status, message)).encode()]
