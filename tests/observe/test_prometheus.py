@@ -137,10 +137,14 @@ def test_prometheus_scrapes_a_server_and_a_worker_and_counts_the_run(
     prometheus = Prometheus(
         binary, folder, {"planact-api": f"127.0.0.1:{server.port}", "planact-worker": worker_target}
     )
+
+    def both_up() -> bool:
+        return prometheus.scalar("sum(up)") == 2
+
     try:
         wait_for(prometheus.ready, timeout=PROCESS_DEADLINE, what="prometheus to be ready")
         try:
-            wait_for(lambda: prometheus.scalar("sum(up)") == 2, timeout=60, what="targets up")
+            wait_for(both_up, timeout=PROCESS_DEADLINE, what="targets up")
         except AssertionError:
             raise AssertionError(prometheus.targets()) from None
         fake_model.script(
