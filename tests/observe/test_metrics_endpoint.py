@@ -134,7 +134,7 @@ def test_a_run_is_counted_by_status_model_stage_tokens_and_action_without_its_te
         with c.stream("POST", "/api/agent/run", json={"goal": marker}) as resp:
             assert resp.status_code == 200
             _, end = collect(resp.iter_lines())
-        assert end["status"] == "completed"
+        assert end is not None and end["status"] == "completed"
         text = c.get("/metrics").text
     after = samples(text)
 

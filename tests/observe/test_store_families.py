@@ -35,6 +35,12 @@ def counted(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
+def approvals() -> float:
+    """Every approval counted so far, whatever the decision."""
+    family = next(f for f in REGISTRY.collect() if f.name == "planact_approvals")
+    return sum(s.value for s in family.samples if s.name == "planact_approvals_total")
+
+
 async def a_run(store: Store, owner: str | None = "serve-test-1") -> str:
     cid = await store.create_conversation("1", "t")
     return await store.start_run("1", cid, "goal", "agent", "local", owner)
@@ -79,21 +85,11 @@ async def test_approvals_are_counted_by_decision_once_and_questions_not(store: S
     timeout = {"uuid": asked.uuid, "decision": "reject", "reason": "late", "by": "timeout"}
     assert await answer(store, rid, asked, "approval", timeout)
     question = await park(store, rid, "ask_user")
-    total = sum(
-        s.value
-        for s in REGISTRY.collect()
-        for s in s.samples
-        if s.name == "planact_approvals_total"
-    )
+    total = approvals()
     assert await answer(store, rid, question, "ask_user", {"decision": "answer", "answer": "x"})
     assert counted("planact_approvals_total", decision="approve_all") - before["approve_all"] == 1
     assert counted("planact_approvals_total", decision="timeout") - before["timeout"] == 1
-    after = sum(
-        s.value
-        for s in REGISTRY.collect()
-        for s in s.samples
-        if s.name == "planact_approvals_total"
-    )
+    after = approvals()
     assert after == total  # an answered question is no approval
 
 
