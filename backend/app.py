@@ -29,8 +29,11 @@ from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
 from backend.llm.dispatch import DispatchLLM
 from backend.llm.factory import make_llm
+from backend.observe import endpoint as observe_endpoint
+from backend.observe.http import TracingMiddleware
+from backend.observe.tracing import flush_tracing, setup_tracing
 from backend.runs import RunManager
-from backend.runs.executor import QueueExecutor, require_postgres
+from backend.runs.executor import QUEUE, QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
@@ -71,6 +74,7 @@ def create_app(
     if settings.executor == "queue":
         require_postgres(settings.database_url)  # a clear start-up error (QueueConfigError)
     store = Store(settings.database_url)
+    traced = setup_tracing()  # metrics and traces: only with OTEL_EXPORTER_OTLP_*ENDPOINT
     own_llm: DispatchLLM | None = None  # made here: prewarmed at start, closed at shutdown
     if llm is None:
         llm = own_llm = make_llm(settings)
@@ -106,6 +110,7 @@ def create_app(
             if own_llm is not None:
                 await own_llm.aclose()
             await store.close()
+            flush_tracing()  # metrics and traces: the spans of this server's last requests
 
     routes: list[Route | Mount] = [
         Route("/api/health", health, methods=["GET"]),
@@ -118,6 +123,8 @@ def create_app(
         *mcp.routes,
         *waits.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+        # metrics and traces (backend/observe): GET /metrics unless METRICS=0
+        *([metrics_route(settings, store)] if settings.metrics else []),
         Mount("/lemonai", app=create_lemonai_app(Services(settings, manager, store))),
     ]
     dist = Path(settings.frontend_dist)
@@ -140,6 +147,8 @@ def create_app(
         bound_host=settings.host,
     )
     app.add_middleware(BrowserHeadersMiddleware)  # CSP, X-Frame-Options on every answer
+    if traced:  # metrics and traces: a span per request, outermost (traces on only)
+        app.add_middleware(TracingMiddleware)
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager
@@ -155,6 +164,13 @@ def create_app(
         and (name != "local" or local_offered)
     ]
     return app
+
+
+def metrics_route(settings: Settings, store: Store) -> Route:
+    """GET /metrics (metrics and traces, backend/observe)."""
+    return observe_endpoint.route(
+        observe_endpoint.Exposition(store.engine, settings.metrics_token, QUEUE)
+    )
 
 
 async def _probe_runtimes(app: Starlette, manager: RunManager) -> None:

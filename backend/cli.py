@@ -229,6 +229,9 @@ async def run_cmd(
     except McpConfigError as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
+    from backend.observe.tracing import flush_tracing, setup_tracing
+
+    setup_tracing()  # metrics and traces: only with an OTLP endpoint set
     llm = make_llm(settings)
     await prewarm(llm)
     store = Store(settings.database_url)
@@ -281,6 +284,7 @@ async def run_cmd(
     await tools.aclose()
     await llm.aclose()
     await store.close()
+    flush_tracing()
     return 0 if status == "completed" else 1
 
 

@@ -232,3 +232,11 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value
+
+    # -- metrics and traces (backend/observe, docs/api.md "Operating it") ----------------
+    metrics: bool = True  # GET /metrics (and a worker's METRICS_PORT listener); 0 turns off
+    # a bearer token /metrics asks for; unset: only loopback clients are answered
+    metrics_token: str | None = None
+    # `planact worker`: its own /metrics listener (0: none)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=9464, ge=0, le=65535)

@@ -19,6 +19,7 @@ from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
+from backend.observe.runtrace import RunTrace
 from backend.store.base import RunNotOwned
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class RunContext:
     replay_skip: int = 0  # messages the replayed reply had already published
     # resumed after a wait: the answer (backend/waits) the parked action goes on with
     answer: dict[str, Any] | None = None
+    # the run's trace when traces are on (backend/observe): stages and tasks from messages
+    trace: RunTrace | None = None
 
     def __post_init__(self) -> None:
         self.live = Live(self.delta_listener, wanted=self._wants_deltas, publish=self.publish_delta)
@@ -93,6 +96,8 @@ class RunContext:
             self.replay_skip -= 1
             msg.conversation_id, msg.run_id = self.state.conversation_id, self.run_id
             return msg
+        if self.trace is not None:
+            self._traced(msg)
         # to other processes too, whose notification of the message is sent when stored
         self.live.flush(msg.uuid)
         cancelled = await _drain_deltas(self.live)
@@ -117,6 +122,13 @@ class RunContext:
         )
         self.control.lost = self.control.stop_requested = True
         return RunStopped(self.run_id)
+
+    def _traced(self, msg: Message) -> None:
+        """The run's stage and task spans follow its checkpoint stage and task messages."""
+        assert self.trace is not None
+        self.trace.stage(self.state.stage)
+        if msg.meta.action_type == MessageKind.TASK:
+            self.trace.task(str(msg.meta.task_id), msg.status, msg.content)
 
     def _track(self, msg: Message) -> None:
         state = self.state
@@ -204,6 +216,8 @@ class RunContext:
         state.budget.check(self.deps.settings)
         state.in_flight, state.reply = stage, None
         await self.save_checkpoint()
+        if self.trace is not None:
+            self.trace.stage(state.stage)
         model = state.specialist.model if (specialist and state.specialist) else None
         if state.model:  # a model the person picked wins, with no silent fallback
             model = state.model

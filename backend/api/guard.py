@@ -26,7 +26,7 @@ WILDCARD_BINDS = {"", "0.0.0.0", "::", "[::]"}
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # answered whatever the Host (container and load-balancer probes); it reveals nothing
-HOST_EXEMPT_PATHS = {"/api/health"}
+HOST_EXEMPT_PATHS = {"/api/health", "/metrics"}  # /metrics checks its own (observe)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,23 @@ allows it (backend/llm/providers.py), to litellm otherwise."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from collections.abc import Iterable
 from typing import Any, Literal
 
-from backend.llm.base import Completion, DeltaCallback
+from backend.llm.base import (
+    Completion,
+    DeltaCallback,
+    LLMConfigError,
+    LLMDeadlineError,
+    LLMTimeoutError,
+)
 from backend.llm.litellm_client import LiteLLM, import_litellm
 from backend.llm.openai_compat import OpenAICompatLLM, missing_model_error
+from backend.observe.calls import ModelCall
+from backend.observe.labels import ModelLabels
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +38,7 @@ class DispatchLLM:
         max_timeout_retries: int = 1,
         retry_base_delay: float = 1.0,
         stream: bool = True,
+        known_models: Iterable[str | None] = (),
     ) -> None:
         common: dict[str, Any] = {
             "api_key": api_key,
@@ -43,6 +54,8 @@ class DispatchLLM:
         self.mode = client
         self.lean = OpenAICompatLLM(model, **common)
         self.litellm = LiteLLM(model, **common)
+        # the model label of the metrics: the configured models by name, others "other"
+        self.labels = ModelLabels([model, *known_models])
 
     @property
     def default_model(self) -> str | None:
@@ -67,7 +80,23 @@ class DispatchLLM:
         if not use:
             raise missing_model_error()
         client = self.lean if self.path(use) == "lean" else self.litellm
-        return await client.complete(stage=stage, messages=messages, model=use, on_delta=on_delta)
+        call = ModelCall(self.labels, stage, use, messages)  # metrics, and a span if traced
+        try:
+            got = await client.complete(
+                stage=stage, messages=messages, model=use, on_delta=call.deltas(on_delta)
+            )
+        except BaseException as exc:
+            call.failed(_outcome(exc), exc)
+            raise
+        call.done(
+            model=got.model or use,
+            input_tokens=got.prompt_tokens,
+            output_tokens=got.completion_tokens,
+            cost=got.cost,
+            finish_reason=got.finish_reason,
+            text=got.text,
+        )
+        return got
 
     def prewarm(self) -> threading.Thread | None:
         """Import litellm in a background thread when the default model needs it, so that
@@ -81,6 +110,16 @@ class DispatchLLM:
 
     async def aclose(self) -> None:
         await self.lean.aclose()
+
+
+def _outcome(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    if isinstance(exc, LLMTimeoutError | LLMDeadlineError):
+        return "timeout"
+    if isinstance(exc, LLMConfigError):
+        return "config_error"
+    return "error"
 
 
 def _import_litellm() -> None:

@@ -21,4 +21,5 @@ def make_llm(settings: Settings) -> DispatchLLM:
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
         stream=settings.llm_stream,
+        known_models=settings.model_choices(),  # the bounded model label of the metrics
     )

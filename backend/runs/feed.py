@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.messages.message import Message
+from backend.observe import metrics
 from backend.runs.catchup import OutputCursor
 from backend.runs.notify import Notifier
 from backend.store.repo import Store
@@ -65,6 +66,7 @@ async def run_feed(
     caught_up = False
     cursor = OutputCursor()
     asked = False  # for the output so far of a command running when we reached the tip
+    metrics.OPEN_STREAMS.inc()  # a reader of the run's events (SSE, the LemonAI client)
     try:
         last = after
         while True:
@@ -117,6 +119,7 @@ async def run_feed(
                 await notifier.request_catch_up(run_id, event)
             await bus.wait(run_id, event, poll)
     finally:
+        metrics.OPEN_STREAMS.dec()
         bus.unsubscribe(run_id, event)
 
 

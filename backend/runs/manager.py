@@ -32,6 +32,7 @@ from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
+from backend.runs.observed import observed_run
 from backend.runs.sandboxes import Runtimes
 from backend.runs.takeover import last_stored, take_over
 from backend.runs.waiting import uncancellable, wait_ended
@@ -377,8 +378,8 @@ class RunManager:
         current = asyncio.current_task()
         if run_id not in self._tasks and current is not None:
             self._tasks[run_id] = current
-        try:
-            return await self._drive(ctx)
+        try:  # with its metrics and, if traced, under the run's trace
+            return await observed_run(self.store, run, ctx, self._drive(ctx))
         finally:
             self._tasks.pop(run_id, None)
 

@@ -11,6 +11,8 @@ from typing import Any
 from backend.config import Settings
 from backend.llm.dispatch import DispatchLLM
 from backend.llm.factory import make_llm
+from backend.observe.endpoint import Listener
+from backend.observe.tracing import flush_tracing, setup_tracing
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +49,14 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from backend.store.repo import Store
 
     require_postgres(settings.database_url)
+    setup_tracing("planact-worker")  # metrics and traces: only with an OTLP endpoint set
     llm = make_llm(settings)
     await prewarm(llm)
     store = Store(settings.database_url)
     await asyncio.to_thread(store.migrate)
     await ensure_schema(settings.database_url)
     manager = RunManager.for_process(settings, store, llm, kind="worker")
+    listener = _metrics_listener(settings, store)
     app = build_app(settings.database_url, manager.execute)
     await app.open_async()
 
@@ -104,5 +108,19 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
         await manager.shutdown()
         await llm.aclose()
         await app.close_async()
+        if listener is not None:
+            listener.close()
         await store.close()
+        flush_tracing()
     return 0
+
+
+def _metrics_listener(settings: Settings, store: Any) -> Listener | None:
+    """The worker's GET /metrics on METRICS_HOST:METRICS_PORT (None: METRICS=0 or port 0)."""
+    from backend.observe.endpoint import Exposition, start_listener
+    from backend.runs.executor import QUEUE
+
+    if not settings.metrics or not settings.metrics_port:
+        return None
+    exposition = Exposition(store.engine, settings.metrics_token, QUEUE)
+    return start_listener(exposition, settings.metrics_host, settings.metrics_port)

@@ -75,6 +75,9 @@ class RunStore(Protocol):
         """End a run that is still running (and, with ``owner``, still owned by it).
         Returns False when it had already ended: an ended run never changes again."""
 
+    async def set_run_trace(self, run_id: str, trace_context: str) -> None:
+        """Store the run's trace context (backend/observe)."""
+
     async def save_checkpoint(
         self, run_id: str, checkpoint: str, transcript: str | None = None, owner: str | None = None
     ) -> None:

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from backend.observe import metrics
 from backend.store.base import (
     ACTIVE,
     CONVERSATIONS,
@@ -113,6 +114,7 @@ class SqlRuns(StoreBase):
                 "checkpoint": run.checkpoint,
                 "start_files": run.start_files,
                 "transcript": run.transcript,
+                "trace_context": run.trace_context,
             }
 
         return await self._run(fn)
@@ -154,7 +156,18 @@ class SqlRuns(StoreBase):
             self._notify(c, MESSAGE_CHANNEL, run_id)
             return True
 
-        return await self._core(fn)
+        ended = await self._core(fn)
+        if ended:  # once per run, by the process whose write ended it
+            metrics.run_ended(status)
+        return ended
+
+    async def set_run_trace(self, run_id: str, trace_context: str) -> None:
+        """Store the run's trace context (its first execution, traces on)."""
+
+        def fn(c: Connection) -> None:
+            c.execute(update(RUNS).where(RUNS.c.id == run_id).values(trace_context=trace_context))
+
+        await self._core(fn)
 
     async def running_tasks(self, run_id: str) -> list[dict[str, Any]]:
         def fn(c: Connection) -> list[dict[str, Any]]:

@@ -93,6 +93,9 @@ class Run(Base):
     wait_kind: Mapped[str | None] = mapped_column(String(16), default=None)
     wait_until: Mapped[datetime | None] = mapped_column(default=None)
     wait_answer: Mapped[str | None] = mapped_column(Text, default=None)
+    # the run's trace (OpenTelemetry, backend/observe): "<trace id>-<root span id>" in hex,
+    # so a run resumed by another process continues the same trace
+    trace_context: Mapped[str | None] = mapped_column(String(64), default=None)
 
 
 class Instance(Base):

@@ -9,12 +9,14 @@ recovers it, no worker claims it, until the answer (or a stop, or the timeout) t
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, select, update
 
 from backend.messages.message import Message
+from backend.observe import metrics
 from backend.store.base import ACTIVE, INSTANCES, MESSAGES, RUNS
 from backend.store.messages import SqlMessages, message_of
 from backend.store.parked import CLEARED, WAITING, conversation_status
@@ -87,7 +89,13 @@ class SqlWaits(SqlMessages):
             partner.conversation_id, partner.run_id = cid, run_id
             return self._insert(c, partner)
 
-        return await self._core(fn)
+        stored = await self._core(fn)
+        if stored is not None and kind == "approval":  # decided once, by this write
+            decided = json.loads(answer)
+            metrics.approval_decided(
+                "timeout" if decided.get("by") == "timeout" else str(decided.get("decision"))
+            )
+        return stored
 
     async def take_parked(self, run_id: str, owner: str, expected: str | None = None) -> bool:
         """Take a parked run (owned by ``expected``; None: by nobody) to end it here (a

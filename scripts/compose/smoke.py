@@ -11,6 +11,9 @@
       the conversation, its messages and its files are still there (after a restart).
   smoke.py wait  --url URL [--timeout S]
       waits until GET /api/health answers {"status": "ok"}; prints the seconds it took.
+  smoke.py prometheus --url PROMETHEUS_URL [--timeout S]
+      waits until Prometheus scrapes both API replicas and both workers and its query API
+      counts the completed run (planact_runs_total).
 
 Exit status 0 when every check passed; each check prints one line on stderr.
 """
@@ -22,6 +25,7 @@ import json
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -223,6 +227,35 @@ def cmd_scaled(args: argparse.Namespace) -> None:
     ok(f"a worker ({owner}) ran the goal; both API replicas serve it")
 
 
+def prometheus_value(url: str, promql: str) -> float | None:
+    query = urllib.parse.urlencode({"query": promql})
+    body = get_json(f"{url}/api/v1/query?{query}")
+    result = body.get("data", {}).get("result", [])
+    return float(result[0]["value"][1]) if result else None
+
+
+def cmd_prometheus(args: argparse.Namespace) -> None:
+    """Prometheus scrapes the replicas and the workers, and counts the run."""
+    started = time.monotonic()
+    wanted = {
+        'count(up{job="planact-api"} == 1)': 2.0,
+        'count(up{job="planact-worker"} == 1)': 2.0,
+        'sum(planact_runs_total{status="completed"})': 1.0,
+    }
+    last: dict[str, float | None] = {}
+    while time.monotonic() - started < args.timeout:
+        try:
+            last = {q: prometheus_value(args.url, q) for q in wanted}
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            last = {"error": None}
+            print(f"  ...  {exc}", file=sys.stderr, flush=True)
+        if all((last.get(q) or 0) >= n for q, n in wanted.items()):
+            ok(f"Prometheus scrapes 2 API replicas and 2 workers and counts the run: {last}")
+            return
+        time.sleep(1)
+    fail(f"Prometheus did not count the run within {args.timeout:.0f}s (last: {last})")
+
+
 def cmd_wait(args: argparse.Namespace) -> None:
     started = time.monotonic()
     last = ""
@@ -243,7 +276,7 @@ def cmd_wait(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("run", "check", "wait", "scaled"):
+    for name in ("run", "check", "wait", "scaled", "prometheus"):
         p = sub.add_parser(name)
         p.add_argument("--url", required=True)
         p.add_argument("--token")
@@ -258,7 +291,14 @@ def main() -> None:
             p.add_argument("--url2", required=True)
     args = parser.parse_args()
     args.url = args.url.rstrip("/")
-    {"run": cmd_run, "check": cmd_check, "wait": cmd_wait, "scaled": cmd_scaled}[args.cmd](args)
+    commands = {
+        "run": cmd_run,
+        "check": cmd_check,
+        "wait": cmd_wait,
+        "scaled": cmd_scaled,
+        "prometheus": cmd_prometheus,
+    }
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":

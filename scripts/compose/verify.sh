@@ -10,8 +10,8 @@
 #   4. `docker compose down` (volumes kept) + `up -d`: the conversation and files are still there;
 #   5. `docker compose down -v`.
 # Passes: "sqlite" (default), "postgres" (profile postgres) and "scaled" (profile scaled:
-# PostgreSQL, two API replicas, two workers, EXECUTOR=queue; the goal must be run by a
-# worker and be readable on both replicas). VERIFY_PASSES="sqlite" skips the others.
+# PostgreSQL, two API replicas, two workers, EXECUTOR=queue, Prometheus; the goal must be
+# run by a worker and be readable on both replicas, and Prometheus must count it). VERIFY_PASSES="sqlite" skips the others.
 # Uses its own project name (planact-verify), env file (the variables of the calling shell
 # do not leak in) and port: a developer's .env and stack are left alone. Caveat, until the
 # docker runtime labels sandboxes with the host path of their workspace root: two
@@ -96,6 +96,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); pri
 fake_port=$(free_port)
 app_port=$(free_port)
 app_port_2=$(free_port)
+prometheus_port=$(free_port)
 # listens on all interfaces: containers reach the host through their network's gateway
 .venv/bin/python tests/fakellm.py --host 0.0.0.0 --port "$fake_port" >"$tmp/fakellm.log" 2>&1 &
 fake_pid=$!
@@ -124,6 +125,8 @@ ${VERIFY_RUNTIME:+RUNTIME=$VERIFY_RUNTIME}
 SANDBOX_IDLE_TIMEOUT=600
 PLANACT_PORT=127.0.0.1:$app_port
 PLANACT_PORT_2=127.0.0.1:$app_port_2
+PROMETHEUS_PORT=127.0.0.1:$prometheus_port
+METRICS_TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 PLANACT_IMAGE=${VERIFY_IMAGE:-planact:latest}
 SANDBOX_IMAGE=planact-sandbox:verify
 BASE_IMAGE=$BASE_IMAGE
@@ -243,6 +246,9 @@ EOF
     n=$(compose "${profile[@]}" ps -q worker | wc -l)
     [ "$n" = 2 ] || die "expected 2 worker containers, found $n"
     say "  ok   2 worker containers"
+    # Prometheus scraped the replicas and the workers: its query API counts the run
+    python3 scripts/compose/smoke.py prometheus --url "http://127.0.0.1:$prometheus_port" \
+      --timeout "$wait_s" || die "Prometheus does not count the run"
   fi
 
   say "down (volumes kept) and up again"
@@ -277,7 +283,7 @@ for pass in $passes; do
   run_pass "$pass"
 done
 
-for img in planact:latest planact-sandbox:verify planact-postgres:15; do
+for img in planact:latest planact-sandbox:verify planact-postgres:15 planact-prometheus:local; do
   docker image inspect "$img" >/dev/null 2>&1 || continue
   figure "image $img: $(docker image inspect -f '{{.Size}}' "$img" | awk '{printf "%.0f MB", $1/1e6}')"
 done

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from backend.actions import model
 from backend.actions.model import Action, ActionSpec
+from backend.observe.calls import ActionRun
 
 if TYPE_CHECKING:
     from backend.runtime.base import ActionResult, OutputCallback, Runtime
@@ -201,4 +202,11 @@ async def execute(ctx: ActionContext, action: Action) -> Done:
     defn = _DEFS.get(action.type)
     if defn is None:
         return Done("failure", f"Unknown action {action.type!r}.")
-    return await defn.handler(ctx, action)
+    seen = ActionRun(defn.name)  # its metrics, and its span when traced
+    try:
+        done = await defn.handler(ctx, action)
+    except BaseException as exc:
+        seen.ended("error", exc)
+        raise
+    seen.ended(done.status)
+    return done
