@@ -216,3 +216,8 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
     # seconds before a server that failed to start is tried again (doubling, at most 60)
     mcp_restart_backoff: float = Field(default=1.0, ge=0)
+
+    # -- runtimes a run may pick (backend/api/runtimes.py, docs/api.md) -------------------
+    # comma-separated, RUNTIME among them, e.g. RUNTIMES=docker,local; empty: every runtime,
+    # but never an unsandboxed one beside a sandboxed RUNTIME
+    runtimes: str = ""
