@@ -6,8 +6,9 @@ the same action always gives the same bytes, whatever its text holds). An answer
 the digest it was shown (a mismatch is refused, nothing changes), and the resumed run checks
 the action it is about to run against the digest of the approval before running it.
 
-Its cost is one hash over the action's text: well under a millisecond for the largest reply
-a model may send (MAX_REPLY_CHARS, 1 MB), next to a person's answer."""
+Its cost is one canonical JSON and one hash of the action's text, when asking and before
+running: measured here 3 µs for a short command, 4 ms for a 40,000-line file and 8 ms for
+the largest reply a model may send (MAX_REPLY_CHARS, 1 MB), next to a person's answer."""
 
 from __future__ import annotations
 
