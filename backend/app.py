@@ -19,6 +19,7 @@ from starlette.types import Scope
 
 from backend.agent.specialists import Specialist
 from backend.api import agent, conversations, files, mcp, retry, uploads, waits
+from backend.api import runtimes as runtimes_api
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
@@ -153,16 +154,14 @@ def create_app(
     app.state.store = store
     app.state.manager = manager
     app.state.mcp = mcp_servers
-    # offered at once: the configured one and those that need nothing outside the server;
-    # the others once the probe at start-up found them working (_probe_runtimes). A shared
-    # server without a sandbox for the local runtime does not offer it (docs/security.md)
-    local_offered = getattr(manager.runtime("local"), "offered", True)
-    app.state.runtimes_available = [
-        name
-        for name in runtime_registry.names()
-        if (name == settings.runtime or runtime_registry.get(name).always_available)
-        and (name != "local" or local_offered)
-    ]
+    # runtimes: those a run may pick (backend/api/runtimes.py: RUNTIMES, never an
+    # unsandboxed one beside a sandboxed default); offered at once: the configured one and
+    # those that need nothing outside the server; the others once the probe at start-up
+    # found them working (_probe_runtimes)
+    app.state.runtimes_allowed = runtimes_api.allowed(settings, manager)
+    app.state.runtimes_available = runtimes_api.offered_at_start(
+        settings, app.state.runtimes_allowed
+    )
     return app
 
 
@@ -178,6 +177,8 @@ async def _probe_runtimes(app: Starlette, manager: RunManager) -> None:
     it started and says it is available; in registry order."""
     for name in runtime_registry.names():
         if runtime_registry.get(name).always_available:
+            continue
+        if name not in app.state.runtimes_allowed:  # runtimes: not offered here
             continue
         try:
             # constructing one may import its SDK (docker's): off the event loop

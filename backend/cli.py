@@ -21,6 +21,7 @@ from backend.agent.tool_notices import NOTICE
 from backend.agent.unusable import UNUSABLE
 from backend.cli_files import check_input_files, upload_inputs
 from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
+from backend.cli_words import person_line
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
@@ -325,6 +326,8 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
         return f"[note] {_indent(text)}"
     if kind == MessageKind.AUTO_REPLY or (kind == MessageKind.THINKING and msg.type == NARRATION):
         return f"[{kind}] {_indent(text)}"  # the model's words to the person: whole
+    if (said := person_line(msg)) is not None:  # the goal, approvals, answers: what happened
+        return said
     mark = {"running": "…", "success": "ok", "failure": "FAIL"}[msg.status]
     failed = msg.status == "failure"
     if msg.status != "running":  # its card: a command and its output, a diff, a file

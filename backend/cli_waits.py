@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import termios
@@ -18,9 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from backend.cli_words import show_command, size_line
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.waits import WaitError, answer_approval, answer_question
+from backend.waits.digest import digest_of
 
 if TYPE_CHECKING:
     from backend.runs.manager import RunManager
@@ -129,33 +132,73 @@ def approval_action(msg: Message) -> tuple[str, str]:
     return str(first.get("action_type", "")), str(first.get("class", ""))
 
 
+def _first(msg: Message) -> dict[str, Any]:
+    first = msg.meta.json_[0] if msg.meta.json_ else {}
+    return first if isinstance(first, dict) else {}
+
+
+def _indented(text: str) -> str:
+    return "\n".join("    " + line for line in text.split("\n"))
+
+
+def cut_note(msg: Message) -> str:
+    """What the approval left out (meta.json ``shown.note``), or "" when it shows all."""
+    shown = _first(msg).get("shown")
+    if not isinstance(shown, dict) or shown.get("whole", True):
+        return ""
+    return str(shown.get("note") or "Not all of it is shown.")
+
+
+def whole_text(msg: Message) -> str:
+    """The action's whole text (its params), for ``s`` at the prompt."""
+    params = _first(msg).get("params")
+    params = params if isinstance(params, dict) else {}
+    if isinstance(params.get("content"), str):
+        return str(params["content"])
+    return json.dumps(params, indent=2, ensure_ascii=False)
+
+
 def show_wait(msg: Message) -> str:
-    """What a person reads before answering: the command or diff, or the question."""
+    """What a person reads before answering: the command whole (its whitespace and lines
+    made visible), the diff (and what it left out), or the question."""
     body = msg.content.rstrip("\n")
-    lines = "\n".join("    " + line for line in body.split("\n"))
     if msg.meta.action_type == MessageKind.ASK_USER:
-        return f"The agent asks:\n{lines}"
+        return f"The agent asks:\n{_indented(body)}"
     action, klass = approval_action(msg)
     where = f" ({msg.meta.filepath})" if msg.meta.filepath else ""
-    return (
-        f"The agent wants to run {action or 'an action'}{where} [{klass or 'no class'}]:\n{lines}"
-    )
+    head = f"The agent wants to run {action or 'an action'}{where} [{klass or 'no class'}]"
+    params = _first(msg).get("params")
+    command = params.get("command") if isinstance(params, dict) else None
+    if action == "terminal_run" and isinstance(command, str):
+        cwd = params.get("cwd") if isinstance(params, dict) else None
+        shown = _indented(show_command(command)) + (f"\n    (in {cwd})" if cwd else "")
+        return f"{head}, {size_line(command)}:\n{shown}"
+    text = f"{head}:\n{_indented(body)}"
+    if note := cut_note(msg):
+        text += f"\nNot all shown: {note} Type s to print the whole of it."
+    return text
 
 
-def approval_prompt(klass: str) -> str:
+def approval_prompt(klass: str, more: bool = False) -> str:
     every = f'every later action of class "{klass}"' if klass else "every later such action"
-    return f"Approve? y = yes, n = no, a = yes and to {every}, or type a reason to refuse: "
+    show = "s = show it whole, " if more else ""
+    return f"Approve? y = yes, n = no, a = yes and to {every}, {show}or type a reason to refuse: "
 
 
 async def ask_approval(term: Terminal, msg: Message, say: Callable[[str], None]) -> Answer | None:
-    """y / n (then an optional reason) / a / a reason; None: end of input."""
+    """y / n (then an optional reason) / a / s (print the whole action when the approval
+    left some out) / a reason; None: end of input."""
     _, klass = approval_action(msg)
+    more = bool(cut_note(msg))
     while True:
-        line = await term.line(approval_prompt(klass))
+        line = await term.line(approval_prompt(klass, more))
         if line is None:
             return STOP
         text = line.strip()
         word = text.lower()
+        if more and word in ("s", "show"):
+            say(_indented(whole_text(msg).rstrip("\n")))
+            continue
         if word in ("y", "yes"):
             return Answer("approve")
         if word in ("a", "all"):
@@ -268,7 +311,15 @@ class Waits:
             if msg.meta.action_type == MessageKind.ASK_USER:
                 await answer_question(self.manager, msg.run_id, msg.uuid, got.answer)
             else:
-                await answer_approval(self.manager, msg.run_id, msg.uuid, got.decision, got.reason)
+                # bound to the action shown: refused if the waiting one is another
+                await answer_approval(
+                    self.manager,
+                    msg.run_id,
+                    msg.uuid,
+                    got.decision,
+                    got.reason,
+                    digest=digest_of(msg.meta.json_),
+                )
         except WaitError as exc:  # answered elsewhere first, timed out, stopped
             return f"Not taken: {exc}"
         return ""

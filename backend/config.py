@@ -240,3 +240,7 @@ class Settings(BaseSettings):
     # `planact worker`: its own /metrics listener (0: none)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9464, ge=0, le=65535)
+    # -- runtimes a run may pick (backend/api/runtimes.py, docs/api.md) -------------------
+    # comma-separated, RUNTIME among them, e.g. RUNTIMES=docker,local; empty: every runtime,
+    # but never an unsandboxed one beside a sandboxed RUNTIME
+    runtimes: str = ""

@@ -117,3 +117,48 @@ def test_only_never_runs_without_a_terminal(tty: tuple[int, int]) -> None:
     assert said.startswith("planact: APPROVAL_MODE=risky asks on the terminal")
     with os.fdopen(os.dup(tty[1])) as terminal:
         assert needs_terminal("always", stdin=terminal) == ""
+
+
+def test_a_command_is_shown_whole_with_its_size_before_it_is_approved() -> None:
+    padded = "echo safe" + " " * 400 + "; touch HIDDEN1" + "\n" * 80 + "touch HIDDEN2"
+    msg = Message.build("approval", padded, status="running")
+    params = {"command": padded, "cwd": "src"}
+    msg.meta.json_ = [{"action_type": "terminal_run", "class": "terminal", "params": params}]
+    assert show_wait(msg).split("\n") == [
+        "The agent wants to run terminal_run [terminal], 81 lines, 517 characters:",
+        "       1  $ echo safe[400 spaces]; touch HIDDEN1",
+        "    2-80    [79 empty lines]",
+        "      81    touch HIDDEN2",
+        "    (in src)",
+    ]
+
+
+def cut_approval() -> Message:
+    content = "".join(f"line {i}\n" for i in range(1, 6))
+    msg = Message.build("approval", "--- a/big.txt\n+++ b/big.txt\n@@\n+line 1\n[… cut]\n")
+    msg.status = "running"
+    note = "Cut after line 4 of the diff: 4 more lines (28 characters) are not shown here."
+    shown = {"whole": False, "note": note, "lines": 5, "chars": len(content)}
+    params = {"path": "big.txt", "content": content}
+    msg.meta.json_ = [
+        {"action_type": "write_code", "class": "edits", "params": params, "shown": shown}
+    ]
+    msg.meta.filepath = "big.txt"
+    return msg
+
+
+def test_what_an_approval_left_out_is_said_and_s_prints_it_whole(tty: tuple[int, int]) -> None:
+    msg = cut_approval()
+    assert show_wait(msg).endswith(
+        "\nNot all shown: Cut after line 4 of the diff: 4 more lines (28 characters) are not "
+        "shown here. Type s to print the whole of it."
+    )
+    term, shown = typed(tty, b"s\n", b"y\n")
+    said: list[str] = []
+    assert asyncio.run(ask_approval(term, msg, said.append)) == Answer("approve")
+    assert "s = show it whole" in shown[0]
+    assert said == ["\n".join(f"    line {i}" for i in range(1, 6))]
+    # without a cut, s is a reason like any other
+    term, shown = typed(tty, b"s\n")
+    assert asyncio.run(ask_approval(term, approval(), said.append)) == Answer("reject", "s")
+    assert "s = show" not in shown[0]

@@ -83,3 +83,32 @@ async def test_a_wait_answered_elsewhere_drops_its_prompt_and_a_late_answer_is_n
     finally:
         os.close(master)
         os.close(slave)
+
+
+async def test_the_cli_answers_for_the_action_it_showed_and_nothing_else(
+    manager: RunManager, tmp_path: Path
+) -> None:
+    screen = Screen()
+    follower = Follower(manager.store, screen.shown.append)
+    master, slave = os.openpty()
+    waits = Waits(Terminal(slave, write=screen.say), manager, screen.say, follower.catch_up)
+    follower.waits = waits
+    try:
+        _, rid = await manager.start(
+            "1", "mark it", mode="agent", approval="risky", listener=follower.message
+        )
+        msg = await asyncio.wait_for(waits.next(), 30)
+        # what the CLI would have shown, had the action been another one
+        other = msg.model_copy(deep=True)
+        other.meta.json_[0]["params"]["command"] = "echo other >> marker"
+        other.meta.json_[0]["digest"] = "sha256:" + "0" * 64
+        problem = await waits.reply(other, Answer("approve"))
+        assert problem.startswith("Not taken: This approval is for another action")
+        assert not list(tmp_path.rglob("marker"))  # nothing ran, it still waits
+        assert await waits.reply(msg, Answer("approve")) == ""
+        assert await manager.wait(rid, timeout=30) == "completed"
+        (marker,) = tmp_path.rglob("marker")
+        assert marker.read_text() == "ran\n"
+    finally:
+        os.close(master)
+        os.close(slave)

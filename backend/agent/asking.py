@@ -10,7 +10,7 @@ import difflib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import anyio
 
@@ -21,6 +21,7 @@ from backend.messages.message import Message
 from backend.runtime.confined import open_read, read_fd
 from backend.store.parked import wait_values
 from backend.waits.classes import APPROVAL, ASK_USER
+from backend.waits.digest import action_digest
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
@@ -50,14 +51,27 @@ async def park(ctx: RunContext, msg: Message, kind: str, index: int) -> NoReturn
 async def ask_approval(
     ctx: RunContext, task_id: str, action: Action, action_class: str, index: int
 ) -> NoReturn:
-    content, filepath = await approval_content(ctx.state.workspace, action)
+    shown = await approval_content(ctx.state.workspace, action)
+    content = scrub(shown.content)
+    about = dict(shown.about)
+    if content != shown.content:  # a NUL or broken Unicode: stored as U+FFFD
+        about["note"] = (about["note"] + " " if about["note"] else "") + UNSHOWABLE
+        about["whole"] = False
     msg = Message.build(
         MessageKind.APPROVAL,
-        scrub(content),
+        content,
         status="running",
         task_id=task_id,
-        filepath=filepath,
-        json=[{"action_type": action.type, "class": action_class, "params": dict(action.params)}],
+        filepath=shown.filepath,
+        json=[
+            {
+                "action_type": action.type,
+                "class": action_class,
+                "params": dict(action.params),
+                "digest": action_digest(action.type, action.params),
+                "shown": about,
+            }
+        ],
         meta_content=f"{action.type} needs approval",
     )
     await park(ctx, msg, APPROVAL, index)
@@ -93,48 +107,118 @@ def rejection(answer: dict[str, Any]) -> str:
     return f"rejected by the person: {reason}"
 
 
-async def approval_content(workspace: Path, action: Action) -> tuple[str, str]:
-    """What a person approves: the command, or for a file edit a unified diff against the
-    file on disk (a new file: all added). Returns (content, filepath)."""
+NOT_AS_APPROVED = (
+    "Not run: this action is not the one the person approved (its digest differs from the "
+    "approval's)."
+)
+
+
+def approved_as_shown(action: Action, answer: dict[str, Any]) -> bool:
+    """Whether the action about to run is byte for byte the one approved: the digest of the
+    approval (kept in the answer) is the action's (an answer stored without one: yes)."""
+    approved = answer.get("digest")
+    return not approved or approved == action_digest(action.type, action.params)
+
+
+class Shown(NamedTuple):
+    """What a person is shown of an action: ``content`` (the message's), ``filepath``, and
+    ``about`` (meta.json's ``shown``): ``whole`` (nothing left out), ``note`` (what was left
+    out, how much and where, in words; "" when whole), ``lines`` and ``chars`` of the
+    action's text (the command, the new file content)."""
+
+    content: str
+    filepath: str
+    about: dict[str, Any]
+
+
+async def approval_content(workspace: Path, action: Action) -> Shown:
+    """What a person approves: the whole command, or for a file edit a unified diff against
+    the file on disk (a new file: all added), cut at a line past CONTENT_CAP characters with
+    a note saying what was left out (the whole new content is in the approval's params)."""
     p = action.params
     if action.type == "terminal_run":
+        command = p.get("command", "")
         cwd = p.get("cwd")
-        return (p.get("command", "") + (f"\n(in {cwd})" if cwd else "")), ""
+        return Shown(command + (f"\n(in {cwd})" if cwd else ""), "", _about(command, ""))
     if action.type in ("write_code", "edit_file"):
         path = p.get("path", "")
-        before = await anyio.to_thread.run_sync(_read, workspace, path)
+        before, too_big = await anyio.to_thread.run_sync(_read, workspace, path)
         if action.type == "write_code":
             after = p.get("content", "")
-        elif p.get("old_str", "") and p.get("old_str", "") in before:
+        elif p.get("old_str", "") and p.get("old_str", "") in before and not too_big:
             after = before.replace(p.get("old_str", ""), p.get("new_str", ""), 1)
-        else:  # the edit will fail as it stands: show what it asks for
+        else:  # the edit will fail as it stands (or the file is too big to compare)
             before, after = p.get("old_str", ""), p.get("new_str", "")
+        lead = ""
+        if too_big:
+            lead = f"[the file on disk is over {DIFF_READ_CAP:,} bytes: not compared with it; " + (
+                "it is replaced whole by the content below]\n"
+                if action.type == "write_code"
+                else "shown: the text replaced and its replacement]\n"
+            )
+            if action.type == "write_code":
+                before = ""
         diff = difflib.unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
             fromfile=f"a/{path}",
             tofile=f"b/{path}",
         )
-        return "".join(_eol(line) for line in diff)[:CONTENT_CAP] or "(no change)", path
+        text = lead + "".join(_eol(line) for line in diff)
+        content, cut = _cut(text, "of the diff", "the whole new content is in this approval")
+        notes = [n for n in (lead.strip("[]\n"), cut) if n]
+        about = _about(after, " ".join(notes))
+        return Shown(content or "(no change)", path, about)
     lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in p.items()]
-    return f"{action.type}\n" + "\n".join(lines)[:CONTENT_CAP], ""
+    text = f"{action.type}\n" + "\n".join(lines)
+    content, cut = _cut(text, "", "the whole action is in this approval")
+    return Shown(content, "", _about(text, cut))
+
+
+UNSHOWABLE = "Characters that cannot be stored (NUL, broken Unicode) are shown as \ufffd."
+
+
+def _about(text: str, note: str) -> dict[str, Any]:
+    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    return {"whole": not note, "note": note, "lines": lines, "chars": len(text)}
+
+
+def _cut(text: str, what: str, where_whole: str) -> tuple[str, str]:
+    """``text`` whole when it fits CONTENT_CAP, else cut at the end of the last whole line
+    that fits, with a last line saying how much was left out and where; and that note."""
+    if len(text) <= CONTENT_CAP:
+        return text, ""
+    end = text.rfind("\n", 0, CONTENT_CAP) + 1 or CONTENT_CAP  # one huge line: mid-line
+    kept, rest = text[:end], text[end:]
+    shown_lines = kept.count("\n")
+    more_lines = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
+    what = f" {what}" if what else ""
+    note = (
+        f"Cut after line {shown_lines:,}{what}: {more_lines:,} more lines "
+        f"({len(rest):,} characters) are not shown here; {where_whole} (meta.json params)."
+    )
+    return kept + f"[… {note}]\n", note
 
 
 def _eol(line: str) -> str:
     return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
 
 
-def _read(workspace: Path, path: str) -> str:
+def _read(workspace: Path, path: str) -> tuple[str, bool]:
     """The file's text as it is now ("" when it is not there, not a file, or outside the
-    workspace): opened confined, never following a symlink out of the workspace, even one
-    swapped in while it is opened."""
+    workspace), and whether it is over DIFF_READ_CAP bytes (then not compared): opened
+    confined, never following a symlink out of the workspace, even one swapped in while it
+    is opened."""
     try:
         fd, _rel = open_read(workspace, path)
     except (OSError, ValueError):  # missing, a folder, outside (PathEscapeError)
-        return ""
+        return "", False
     try:
-        return read_fd(fd, DIFF_READ_CAP).decode("utf-8", errors="replace")
+        data = read_fd(fd, DIFF_READ_CAP + 1)
     except OSError:
-        return ""
+        return "", False
     finally:
         os.close(fd)
+    if len(data) > DIFF_READ_CAP:
+        return "", True
+    return data.decode("utf-8", errors="replace"), False

@@ -12,7 +12,13 @@ from backend.actions import FormatError, extract_thinking, parse_actions, regist
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry import ActionContext, Done
 from backend.actions.values import scrub, scrub_data
-from backend.agent.asking import ask_approval, ask_question, rejection
+from backend.agent.asking import (
+    NOT_AS_APPROVED,
+    approved_as_shown,
+    ask_approval,
+    ask_question,
+    rejection,
+)
 from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
@@ -233,6 +239,13 @@ async def run_actions(
             state.approved_classes.append(action_class)
         if answer is not None and answer.get("decision") not in ("approve", "approve_all"):
             turn.outcomes.append(Outcome(label, "FAILED", rejection(answer)))
+            failed = True
+            continue
+        if answer is not None and not approved_as_shown(action, answer):  # never: guarded
+            await ctx.publish(
+                Message.build(kind, NOT_AS_APPROVED, status="failure", task_id=task["id"])
+            )
+            turn.outcomes.append(Outcome(label, "FAILED", NOT_AS_APPROVED))
             failed = True
             continue
         if defn is not None and defn.ends_task:

@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from backend.api import runtimes
 from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
 from backend.api.errors import ApiError
 from backend.api.settings import pick_model
@@ -39,17 +40,9 @@ async def start_run(request: Request) -> Response:
     if runtime is not None and runtime not in registry.names():
         raise ApiError(400, f"'runtime' must be one of {', '.join(registry.names())}.")
     if runtime is not None and runtime not in request.app.state.runtimes_available:
-        why = (
-            "several users share this server and the local runtime has no sandbox "
-            "(docs/security.md)"
-            if runtime == "local"
-            else registry.get(runtime).unavailable_note
-        )
-        raise ApiError(
-            400,
-            f"The {runtime} runtime is not available on this server"
-            + (f" ({why})." if why else "."),
-        )
+        state = request.app.state
+        why = runtimes.refusal(state.settings, manager(request), runtime, state.runtimes_allowed)
+        raise ApiError(400, why)
     model = pick_model(request.app.state.settings, body.get("model"))
     mcp_servers = pick_mcp_servers(request, body.get("mcp_servers"))
     approval = body.get("approval")

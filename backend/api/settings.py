@@ -52,6 +52,7 @@ async def get_settings(request: Request) -> Response:
         {
             "model": s.llm_model,
             "models": s.model_choices(),
+            "runtime": s.runtime,  # what a run gets when it names none; the UI starts from it
             "runtimes": request.app.state.runtimes_available,
             "auth": s.auth_enabled,
             "upload_max_mb": s.upload_max_mb,

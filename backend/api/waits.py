@@ -24,6 +24,7 @@ async def approve_route(request: Request) -> Response:
             body.get("decision"),
             body.get("reason"),
             user_id=user_id(request),
+            digest=body.get("digest"),
         )
     except WaitError as exc:
         raise ApiError(exc.status, str(exc)) from exc

@@ -6,11 +6,13 @@ store/waits.py): status ``waiting``, no owner, no process, no worker slot. These
 answer it from any process; ``host`` is that process's ``RunManager``:
 
     await answer_approval(manager, run_id, uuid, "approve" | "reject" | "approve_all",
-                          reason=None, user_id=None) -> {"decision": ...}
+                          reason=None, user_id=None, digest=None) -> {"decision": ...}
     await answer_question(manager, run_id, uuid, "the answer", user_id=None) -> {"answer": ...}
     await expire_waits(manager) -> int        # the APPROVAL_TIMEOUT sweep (lease keeper)
 
-``uuid`` is that of the `approval` / `ask_user` message (status running). ``user_id``: the
+``uuid`` is that of the `approval` / `ask_user` message (status running). ``digest``: the
+action's digest the person was shown (backend/waits/digest.py): another one is a 409, and
+the resumed run runs the action only if it still has the digest that was approved. ``user_id``: the
 run must belong to that user (the API passes the caller; the CLI passes None). Errors are
 typed (backend/waits/errors.py), nothing changed when raised: BadAnswer (400: a decision
 other than the three, a reason over 4,000 characters, an empty answer), WaitNotFound (404:
@@ -25,6 +27,7 @@ Which actions ask: backend/waits/classes.py (``asks``, the table).
 
 from backend.waits.answers import answer_approval, answer_question, expire_waits
 from backend.waits.classes import APPROVAL_MODES, DECISIONS, asks
+from backend.waits.digest import action_digest
 from backend.waits.errors import BadAnswer, WaitConflict, WaitError, WaitNotFound
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "WaitConflict",
     "WaitError",
     "WaitNotFound",
+    "action_digest",
     "answer_approval",
     "answer_question",
     "asks",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from backend.messages.message import Message
 from backend.waits.classes import APPROVAL, ASK_USER, DECISIONS
+from backend.waits.digest import digest_of
 from backend.waits.errors import BadAnswer, WaitConflict, WaitNotFound
 
 if TYPE_CHECKING:
@@ -62,16 +63,27 @@ async def answer_approval(
     reason: object = None,
     *,
     user_id: str | None = None,
+    digest: object = None,
 ) -> dict[str, str]:
     """Decide the approval ``uuid`` of ``run_id``: ``decision`` is "approve", "reject" or
     "approve_all" (every later action of the same class in this run), ``reason`` an optional
     text (<= 4,000 characters) the model reads with a rejection. ``user_id``: the run must be
-    that user's (None: any, e.g. the CLI's own run). Returns ``{"decision": …}``; raises
-    BadAnswer (400), WaitNotFound (404), WaitConflict (409): nothing changed then."""
+    that user's (None: any, e.g. the CLI's own run). ``digest``: the action's digest as the
+    person was shown it (backend/waits/digest.py); another than the waiting action's is a
+    WaitConflict. Returns ``{"decision": …}``; raises BadAnswer (400),
+    WaitNotFound (404), WaitConflict (409): nothing changed then."""
     if decision not in DECISIONS:
         raise BadAnswer(f"'decision' must be one of {', '.join(DECISIONS)}.")
     why = _text(reason, "reason", REASON_LIMIT, required=False).strip()
+    if digest is not None and not isinstance(digest, str):
+        raise BadAnswer("'digest' must be a string (the approval's meta.json digest).")
     waiting = await _waiting(host, run_id, uuid, APPROVAL, user_id)
+    shown = digest_of(waiting.meta.json_)
+    if digest is not None and digest != shown:
+        raise WaitConflict(
+            "This approval is for another action than the one you were shown (its digest is "
+            f"{shown[:80]!r}, yours {digest[:80]!r}): look at it again before deciding."
+        )
     action_class = _class_of(waiting)
     if decision == "approve":
         content, status = "Approved", "success"
@@ -79,7 +91,7 @@ async def answer_approval(
         content, status = f"Approved, with every later {action_class} action of this run", "success"
     else:
         content, status = why or "Rejected (no reason given).", "failure"
-    answer = {"uuid": uuid, "decision": str(decision), "reason": why}
+    answer = {"uuid": uuid, "decision": str(decision), "reason": why, "digest": shown}
     await _end(host, run_id, waiting, content, status, answer)
     return {"decision": str(decision)}
 

@@ -169,3 +169,25 @@ describe('the page title', () => {
     expect(pageTitle('', false, false)).toBe('planact')
   })
 })
+
+describe('a command shown whole', () => {
+  it('names runs of spaces, tabs, invisible characters and folds empty lines, leaving nothing out', async () => {
+    const { visibleRows, sizeLabel } = await import('../src/lib/waits')
+    const padded = 'echo safe' + ' '.repeat(400) + '; touch HIDDEN1' + '\n'.repeat(80) + 'touch HIDDEN2'
+    const rows = visibleRows(padded)
+    expect(rows).toHaveLength(3)
+    expect(rows[0].parts).toEqual([
+      { kind: 'text', text: 'echo safe' },
+      { kind: 'mark', text: '400 spaces', raw: ' '.repeat(400) },
+      { kind: 'text', text: '; touch HIDDEN1' },
+    ])
+    expect(rows[1]).toEqual({ n: 2, blank: 79, parts: [] })
+    expect(rows[2]).toEqual({ n: 81, blank: 0, parts: [{ kind: 'text', text: 'touch HIDDEN2' }] })
+    expect(sizeLabel(padded)).toBe('81 lines · 517 characters')
+    const odd = visibleRows('a\tb\u200bc  d \r')[0].parts.map((p) => p.text)
+    expect(odd).toEqual(['a', '1 tab', 'b', 'U+200B', 'c  d', '1 space', 'CR'])
+    const ended = visibleRows('ls\n\n')
+    expect(ended.map((r) => r.parts.map((p) => p.text))).toEqual([['ls'], ['newline at end']])
+    expect(sizeLabel('ls\n')).toBe('1 line · 3 characters')
+  })
+})

@@ -51,9 +51,13 @@ def test_a_command_runs_only_after_its_approval_and_exactly_once(
     rid, cid = ids["run_id"], ids["conversation_id"]
     asked = pending(server, cid)
     assert asked["content"] == MARKER_COMMAND
-    assert asked["meta"]["json"] == [
-        {"action_type": "terminal_run", "class": "terminal", "params": {"command": MARKER_COMMAND}}
-    ]
+    (item,) = asked["meta"]["json"]
+    assert {k: item[k] for k in ("action_type", "class", "params")} == {
+        "action_type": "terminal_run",
+        "class": "terminal",
+        "params": {"command": MARKER_COMMAND},
+    }
+    assert item["digest"].startswith("sha256:")  # what runs is what was shown (its own test)
     # waiting: nothing ran, the run and the conversation say so
     assert markers(tmp_path, cid) == []
     (row,) = conversation(server, cid)["runs"]

@@ -43,7 +43,7 @@ def test_run_completes_and_exits_0(tmp_path: Path, fake_model: FakeModelServer) 
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("[question ok] write a python script")
+    assert lines[0].startswith("[goal] write a python script")
     assert any(line.startswith("[plan] Write and run") for line in lines)
     assert any(line.startswith("[terminal_run ok]") for line in lines)
     assert "[files] hello.py, out.txt" in proc.stdout

@@ -72,7 +72,7 @@ def test_an_approved_command_runs_once_after_the_person_says_yes(
     assert term.wait() == 0, term.output
     assert marker(tmp_path) == "ran\n"
     assert term.count("Approve?") == 1
-    assert "[approval ok] Approved" in term.output
+    assert "[approval] you approved it" in term.output
     assert "completed" in term.output.splitlines()[-1]
 
 
@@ -85,13 +85,16 @@ def test_with_progress_sent_to_a_file_the_question_is_asked_on_the_terminal(
     )
     progress = tmp_path / "progress.txt"
     term = terminal("mark it", "--approval", "risky", stdout=progress)
-    at = term.expect("The agent wants to run terminal_run [terminal]:\n    echo ran >> marker")
+    at = term.expect(
+        "The agent wants to run terminal_run [terminal], 1 line, 18 characters:\n"
+        "    $ echo ran >> marker"
+    )
     term.expect(PROMPT, after=at)
     term.type("y\n")
     assert term.wait() == 0, term.output
     assert marker(tmp_path) == "ran\n"
     printed = progress.read_text()
-    assert "[approval ok] Approved" in printed and "Approve?" not in printed
+    assert "[approval] you approved it" in printed and "Approve?" not in printed
     assert " completed; files in " in printed.splitlines()[-1]
 
 
@@ -111,7 +114,7 @@ def test_keys_typed_before_the_question_answer_nothing(
     term.type("no typing ahead\n")
     assert term.wait() == 0, term.output
     assert marker(tmp_path) is None
-    assert "[approval FAIL] no typing ahead" in term.output[at:]
+    assert "[approval] you rejected it: no typing ahead" in term.output[at:]
 
 
 @pytest.mark.parametrize("keys", [["not on this machine\n"], ["n\n", "not on this machine\n"]])
@@ -137,7 +140,7 @@ def test_a_refusal_and_its_reason_reach_the_model(
     first, second = thinking_calls(fake_model)
     assert "not on this machine" not in first
     assert "not on this machine" in second
-    assert "[approval FAIL] not on this machine" in term.output
+    assert "[approval] you rejected it: not on this machine" in term.output
 
 
 def test_approve_all_lets_later_commands_of_the_class_run_without_asking(
@@ -194,7 +197,7 @@ def test_ending_input_at_the_prompt_stops_the_run(
     assert term.hung_up  # nothing left holding the terminal: no process left running
     last = term.output.strip().splitlines()[-1]
     assert last.startswith("run ") and " stopped before it finished; files in " in last, term.output
-    assert "[approval FAIL] Stopped" in term.output
+    assert "[approval] not approved: Stopped" in term.output
     assert "[stop FAIL] The run was stopped." in term.output
     assert marker(tmp_path) is None
     assert len(thinking_calls(fake_model)) == 1
@@ -211,7 +214,7 @@ def test_a_wait_that_times_out_drops_its_prompt_and_the_run_goes_on(
     term = terminal("mark it", "--approval", "risky", APPROVAL_TIMEOUT="1", LEASE_SECONDS="2")
     at = term.expect(PROMPT)
     at = term.expect("(no longer asked: answered elsewhere, timed out or stopped)", after=at)
-    term.expect("[approval FAIL] Nobody approved it within 1 seconds", after=at)
+    term.expect("[approval] not approved: Nobody approved it within 1 seconds", after=at)
     assert term.wait() == 0, term.output
     assert marker(tmp_path) is None
     assert "Nobody approved it within 1 seconds" in thinking_calls(fake_model)[1]

@@ -26,9 +26,12 @@ export function sendDecision(
   uuid: string,
   decision: Decision,
   reason = '',
+  digest = '',
 ): Promise<{ decision: Decision }> {
-  const body: { decision: Decision; reason?: string } = { decision }
+  const body: { decision: Decision; reason?: string; digest?: string } = { decision }
   if (decision === 'reject' && reason.trim()) body.reason = reason.trim()
+  // the action as shown: the server refuses (409) if the waiting action is another one
+  if (digest) body.digest = digest
   return post(`${runPath(runId)}/approvals/${encodeURIComponent(uuid)}`, body)
 }
 

@@ -52,6 +52,8 @@ export type Mode = 'auto' | 'agent' | 'chat'
 export interface ServerSettings {
   model: string | null
   models: string[]
+  /** runtimes: the one a run gets when it names none (RUNTIME); the composer starts from it */
+  runtime?: string
   runtimes: string[]
   auth: boolean
   upload_max_mb?: number

@@ -30,6 +30,31 @@ export interface ApprovalRequest {
   /** the command, the diff, or what will happen, as the server wrote it for a person */
   text: string
   view: ApprovalView
+  /** the digest of the action (the answer names it: what is approved is what runs) */
+  digest: string
+  /** what the server's text shows of the action: whole, or a note of what it left out */
+  shown: ShownInfo | null
+  /** the action's whole text, one click away when ``shown`` is not whole */
+  full: string
+}
+
+/** meta.json[0].shown of an approval (docs/api.md, "Approvals") */
+export interface ShownInfo {
+  whole: boolean
+  note: string
+  lines: number
+  chars: number
+}
+
+function shownInfo(v: unknown): ShownInfo | null {
+  const r = record(v)
+  if (typeof r.whole !== 'boolean') return null
+  return {
+    whole: r.whole,
+    note: String(r.note || ''),
+    lines: Number(r.lines) || 0,
+    chars: Number(r.chars) || 0,
+  }
 }
 
 function record(v: unknown): Record<string, unknown> {
@@ -48,15 +73,115 @@ export function approvalRequest(msg: Message): ApprovalRequest {
   const filepath = msg.meta?.filepath || String(params.path || params.filepath || '')
   let text = msg.content || ''
   let view: ApprovalView = 'text'
+  let full = typeof params.content === 'string' ? params.content : JSON.stringify(params, null, 2)
   if (actionType === 'terminal_run' || cls === 'terminal') {
     view = 'command'
-    if (!text.trim() && typeof params.command === 'string') text = params.command
+    // the command exactly as it will run (the content adds "(in cwd)")
+    if (typeof params.command === 'string') text = params.command
+    full = text
   } else if (EDIT_ACTIONS.has(actionType) || cls === 'edits') {
     view = 'diff'
   } else if (!text.trim() && Object.keys(params).length) {
     text = JSON.stringify(params, null, 2)
   }
-  return { actionType, cls, params, filepath, text, view }
+  const digest = String(first.digest || '')
+  return { actionType, cls, params, filepath, text, view, digest, shown: shownInfo(first.shown), full }
+}
+
+/** One row of a command shown with its whitespace made visible. */
+export interface VisibleRow {
+  /** the line's number (1-based); for a run of empty lines, the first */
+  n: number
+  /** a run of empty lines folded into one row: how many (0: an ordinary line) */
+  blank: number
+  parts: VisiblePart[]
+}
+
+export interface VisiblePart {
+  /** text: as written; mark: whitespace or an invisible character, named */
+  kind: 'text' | 'mark'
+  text: string
+  /** the characters the mark stands for (copying gives them back) */
+  raw?: string
+}
+
+// characters that show as nothing (or as another) in a terminal font: named, never hidden
+const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00a0\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]/
+const SPACE_RUN = 3 // this many spaces in a row (or any at a line's end) are counted aloud
+export const BLANK_RUN = 3 // this many empty lines in a row are folded into one row
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`
+}
+
+function markOf(ch: string, count: number): string {
+  if (ch === ' ') return plural(count, 'space')
+  if (ch === '\t') return plural(count, 'tab')
+  if (ch === '\r') return count === 1 ? 'CR' : `${count}× CR`
+  const code = `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`
+  return count === 1 ? code : `${count}× ${code}`
+}
+
+function visibleParts(line: string): VisiblePart[] {
+  const parts: VisiblePart[] = []
+  let text = ''
+  let i = 0
+  while (i < line.length) {
+    const ch = line[i]
+    const odd = ch === '\t' || ch === '\r' || INVISIBLE.test(ch)
+    if (ch !== ' ' && !odd) {
+      text += ch
+      i++
+      continue
+    }
+    let j = i
+    while (j < line.length && line[j] === ch) j++
+    const count = j - i
+    const atEnd = /^\s*$/.test(line.slice(j)) // trailing: only whitespace after it
+    if (ch === ' ' && count < SPACE_RUN && !atEnd) {
+      text += line.slice(i, j)
+    } else {
+      if (text) parts.push({ kind: 'text', text })
+      text = ''
+      parts.push({ kind: 'mark', text: markOf(ch, count), raw: line.slice(i, j) })
+    }
+    i = j
+  }
+  if (text) parts.push({ kind: 'text', text })
+  return parts
+}
+
+/** A command as rows a person can read whole: every line numbered, runs of spaces, tabs,
+ *  trailing whitespace and invisible characters named ("400 spaces", "U+200B"), runs of
+ *  empty lines folded into one row that says how many. Nothing is left out. */
+export function visibleRows(text: string): VisibleRow[] {
+  const lines = text.split('\n')
+  const finalNewline = lines.length > 1 && lines[lines.length - 1] === ''
+  if (finalNewline) lines.pop() // said aloud on the last line instead
+  const rows: VisibleRow[] = []
+  for (let i = 0; i < lines.length; ) {
+    if (lines[i] === '') {
+      let j = i
+      while (j < lines.length && lines[j] === '') j++
+      if (j - i >= BLANK_RUN) {
+        rows.push({ n: i + 1, blank: j - i, parts: [] })
+        i = j
+        continue
+      }
+    }
+    rows.push({ n: i + 1, blank: 0, parts: visibleParts(lines[i]) })
+    i++
+  }
+  const last = rows[rows.length - 1]
+  if (finalNewline && last) last.parts.push({ kind: 'mark', text: 'newline at end', raw: '\n' })
+  return rows
+}
+
+/** "81 lines · 517 characters" */
+export function sizeLabel(text: string): string {
+  // counted as the server counts them (meta.json shown.lines): a final newline ends a line
+  const lines = (text.match(/\n/g)?.length ?? 0) + (text && !text.endsWith('\n') ? 1 : 0)
+  return `${plural(lines, 'line')} · ${plural(text.length, 'character')}`
 }
 
 const CLASS_LABELS: Record<string, [string, string]> = {

@@ -134,6 +134,11 @@ export const useApp = defineStore('app', () => {
 
   /** the runtimes this server offers (GET /api/settings), in its order */
   const runtimes = computed(() => settings.value?.runtimes ?? [])
+  /** the runtime a run gets when it names none (RUNTIME): the composer starts from it */
+  const defaultRuntime = computed(() => {
+    const named = settings.value?.runtime
+    return named && runtimes.value.includes(named) ? named : (runtimes.value[0] ?? '')
+  })
   const models = computed(() => settings.value?.models ?? [])
   /** no model configured: the first-run screen explains .env */
   const needsSetup = computed(() => settings.value !== null && !settings.value.model)
@@ -425,7 +430,8 @@ export const useApp = defineStore('app', () => {
     const body: RunBody = { goal: text, mode }
     if (currentId.value) body.conversation_id = currentId.value
     draftId.value = null // a goal was sent: no longer a draft
-    if (runtime && showRuntime.value) body.runtime = runtime
+    // the runtime shown is the one sent, even when it is the only one offered
+    if (runtime && runtimes.value.includes(runtime)) body.runtime = runtime
     if (model.value && models.value.length > 1) body.model = model.value
     if (approval) body.approval = approval
     attachments.value = attachments.value.filter((a) => a.state === 'uploading')
@@ -579,6 +585,7 @@ export const useApp = defineStore('app', () => {
     loading,
     preview,
     runtimes,
+    defaultRuntime,
     showRuntime,
     running,
     usage,

@@ -77,8 +77,9 @@ export const useWaits = defineStore('waits', () => {
     }
   }
 
-  function decide(runId: string, uuid: string, decision: Decision, reason = '') {
-    return sendDecision(runId, uuid, decision, reason)
+  /** ``digest``: the digest of the action the person was shown (the approval's meta.json) */
+  function decide(runId: string, uuid: string, decision: Decision, reason = '', digest = '') {
+    return sendDecision(runId, uuid, decision, reason, digest)
   }
 
   function answer(runId: string, uuid: string, text: string) {
