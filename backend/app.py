@@ -19,16 +19,20 @@ from starlette.types import Scope
 
 from backend.agent.specialists import Specialist
 from backend.api import agent, conversations, files, mcp, retry, uploads, waits
+from backend.api import docs as docs_api  # the OpenAPI document and its page
+from backend.api import ready as ready_api
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
 from backend.api.guard import GuardMiddleware
 from backend.api.headers import BrowserHeadersMiddleware
+from backend.api.models import Health
 from backend.config import Settings
 from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
 from backend.llm.dispatch import DispatchLLM
 from backend.llm.factory import make_llm
+from backend.openapi import Reply, operation, undocumented
 from backend.runs import RunManager
 from backend.runs.executor import QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
@@ -52,10 +56,17 @@ class SPAFiles(StaticFiles):
             return await super().get_response("index.html", scope)
 
 
+@operation(
+    "Liveness",
+    tag="operating",
+    public=True,
+    replies=(Reply(200, "The process answers.", Health),),
+)
 async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok", "runtimes": request.app.state.runtimes_available})
 
 
+@undocumented
 async def api_not_found(request: Request) -> Response:
     return error_response(404, f"No route {request.url.path}.")
 
@@ -117,6 +128,8 @@ def create_app(
         *retry.routes,
         *mcp.routes,
         *waits.routes,
+        *docs_api.routes,
+        *ready_api.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Mount("/lemonai", app=create_lemonai_app(Services(settings, manager, store))),
     ]
