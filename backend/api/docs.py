@@ -94,7 +94,7 @@ async def openapi_json(request: Request) -> Response:
     "The API's documentation page",
     tag="operating",
     public=True,
-    replies=(Reply(200, "Swagger UI.", media_type="text/html", schema={"type": "string"}),),
+    replies=(Reply(200, "Swagger UI.", media_type="text/html"),),
 )
 async def docs_page(_request: Request) -> Response:
     return Response(PAGE, media_type="text/html")
@@ -104,9 +104,7 @@ async def docs_page(_request: Request) -> Response:
     "The documentation page's script",
     tag="operating",
     public=True,
-    replies=(
-        Reply(200, "Starts Swagger UI.", media_type="text/javascript", schema={"type": "string"}),
-    ),
+    replies=(Reply(200, "Starts Swagger UI.", media_type="text/javascript"),),
 )
 async def docs_init(_request: Request) -> Response:
     return Response(INIT, media_type="text/javascript")

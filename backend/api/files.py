@@ -70,9 +70,8 @@ async def list_files(request: Request) -> Response:
     replies=(
         Reply(
             200,
-            "The file, `Content-Disposition: attachment`.",
-            media_type="application/octet-stream",
-            schema={"type": "string", "format": "binary"},
+            "The file, `Content-Disposition: attachment`, typed by its name.",
+            media_type="*/*",
         ),
     ),
     errors=(404,),
@@ -134,7 +133,6 @@ async def _stream(fd: int, size: int) -> AsyncIterator[bytes]:
             200,
             "The whole workspace, streamed.",
             media_type="application/zip",
-            schema={"type": "string", "format": "binary"},
         ),
     ),
     errors=(404, 413),

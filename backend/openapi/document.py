@@ -175,15 +175,16 @@ def _reply(reply: Reply, schemas: _Schemas) -> dict[str, Any]:
         out["content"] = {reply.media_type: {"schema": schemas.of(reply.body, "serialization")}}
     elif reply.schema is not None:
         out["content"] = {reply.media_type: {"schema": reply.schema}}
+    else:  # bytes of that type, no JSON schema describes them (OpenAPI 3.1: no schema)
+        out["content"] = {reply.media_type: {}}
     return out
 
 
 def _events(events: dict[str, type[BaseModel]], schemas: _Schemas) -> dict[str, Any]:
-    """An event stream: text, described event by event (``x-events``: each event's name
-    and the schema of its ``data``, one JSON document a line)."""
+    """An event stream described event by event (``x-events``: each event's name and the
+    schema of its ``data``, one JSON document on one line); the stream itself is text."""
     names = ", ".join(f"`{name}` ({model.__name__})" for name, model in events.items())
     return {
-        "type": "string",
         "description": f"Server-sent events: {names}; `: ping` comment lines keep it open.",
         "x-events": {name: schemas.of(model, "serialization") for name, model in events.items()},
     }

@@ -31,8 +31,8 @@ class Param:
 @dataclass(frozen=True)
 class Reply:
     """One answer: its status, what it means, and its body — a type pydantic can describe
-    (a model, ``list[Model]``), a raw schema, or nothing; ``events`` for an event stream
-    (event name → the model of its ``data``)."""
+    (a model, ``list[Model]``), a raw schema, or neither (bytes of ``media_type``: a file);
+    ``events`` for an event stream (event name → the model of its ``data``)."""
 
     status: int
     description: str
