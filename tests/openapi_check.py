@@ -7,6 +7,7 @@ content type or a JSON body the document does not allow. A stream's events are c
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -41,13 +42,27 @@ class _Response:
 
 
 class ResponseCheck:
-    """Validates each answer against ``document``; ``checked`` records (method, path,
-    status) of each one it checked."""
+    """Validates each answer against ``document``; ``checked`` records (method, path
+    template, status) of each one it checked."""
 
     def __init__(self, document: dict[str, Any]) -> None:
         self.document = document
         self.openapi = OpenAPI.from_dict(document)
         self.checked: list[tuple[str, str, int]] = []
+        self._templates = [
+            (re.compile("^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(t)) + "$"), t)
+            for t in document["paths"]
+        ]
+
+    def template(self, path: str) -> str:
+        """The document's path template that ``path`` is an instance of (a file path of
+        several segments included)."""
+        for pattern, template in self._templates:
+            if pattern.match(path):
+                return template
+        if path.startswith("/api/files/"):
+            return "/api/files/{cid}/{path}"
+        return path
 
     def __call__(self, response: httpx.Response) -> None:
         if not response.request.url.path.startswith("/api/"):
@@ -65,7 +80,8 @@ class ResponseCheck:
             if response.status_code in (404, 405) and ctype.startswith(JSON):
                 return
             raise
-        found = (response.request.method, response.request.url.path, response.status_code)
+        path = self.template(response.request.url.path)
+        found = (response.request.method, path, response.status_code)
         self.checked.append(found)
 
     def install(self, client: httpx.Client) -> httpx.Client:

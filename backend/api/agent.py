@@ -8,7 +8,7 @@ from starlette.routing import Route
 
 from backend.api.common import ident, is_id, manager, read_model, seq_param, store, user_id
 from backend.api.errors import ApiError
-from backend.api.models import STREAM_EVENTS, RunStarted, RunStopping, StartRunBody
+from backend.api.models import SEQ, STREAM_EVENTS, RunStarted, RunStopping, StartRunBody
 from backend.api.settings import pick_model
 from backend.api.sse import sse_events, sse_response
 from backend.openapi import Param, Reply, operation
@@ -145,8 +145,10 @@ async def begin_run(
     "Follow a run's stream",
     tag="runs",
     params=(
-        Param("after", description="Replay after this seq (or the Last-Event-ID header)."),
-        Param("Last-Event-ID", "header", "Replay after this seq (SSE reconnection)."),
+        Param(
+            "after", description="Replay after this seq (or the Last-Event-ID header).", schema=SEQ
+        ),
+        Param("Last-Event-ID", "header", "Replay after this seq (SSE reconnection).", schema=SEQ),
     ),
     replies=(STREAM,),
     errors=(404,),

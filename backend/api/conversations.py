@@ -9,6 +9,7 @@ from starlette.routing import Route
 from backend.api.common import conversation_or_404, manager, read_model, seq_param, store, user_id
 from backend.api.errors import ApiError
 from backend.api.models import (
+    SEQ,
     ConversationDetail,
     ConversationSummary,
     Deleted,
@@ -69,7 +70,7 @@ async def get_conversation(request: Request) -> Response:
 @operation(
     "A conversation's messages",
     tag="conversations",
-    params=(Param("after", description="Only messages after this seq."),),
+    params=(Param("after", description="Only messages after this seq.", schema=SEQ),),
     replies=(Reply(200, "In seq order, the same JSON as the stream.", list[Message]),),
     errors=(404,),
 )

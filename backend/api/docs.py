@@ -14,13 +14,14 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from backend.api.errors import ApiError
-from backend.api.models import ErrorBody
+from backend.api.models import ID_PATTERN, ErrorBody
 from backend.openapi import ApiInfo, Reply, build_document, operation
 
 ASSETS = Path(swagger_ui.__file__).parent / "static"
 # the files the page loads (nothing else of the package is served)
 SERVED = {"swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png", "favicon-16x16.png"}
 
+ID = {"type": "string", "pattern": ID_PATTERN}
 ERROR_TEXT = {
     400: "Bad JSON or a bad field (also a Host not in ALLOWED_HOSTS).",
     401: "Missing or wrong token.",
@@ -74,6 +75,7 @@ def openapi_document(request: Request) -> dict[str, Any]:
             description="A self-hosted agent service. The contract in words: docs/api.md.",
             error_model=ErrorBody,
             error_text=ERROR_TEXT,
+            path_params={name: ID for name in ("cid", "run_id", "uuid")},
         )
         cached = build_document(request.app.routes, info)
         request.app.state.openapi = cached
@@ -114,7 +116,7 @@ async def docs_init(_request: Request) -> Response:
     "The documentation page's assets",
     tag="operating",
     public=True,
-    replies=(Reply(200, "A Swagger UI file.", media_type="*/*", schema={"type": "string"}),),
+    replies=(Reply(200, "A Swagger UI file.", media_type="*/*"),),
     errors=(404,),
 )
 async def docs_asset(request: Request) -> Response:

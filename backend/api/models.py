@@ -9,6 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backend.messages.message import Message
 
+# ids are uuid4 hex; the API answers 404 for anything that cannot be one (backend/api/common)
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# a message seq in a query parameter or header (seq_param in backend/api/common)
+SEQ = {"type": "string", "pattern": r"^\s*[0-9]{1,18}\s*$"}
 RunStatus = Literal["running", "waiting", "completed", "failed", "stopped"]
 ApprovalMode = Literal["never", "risky", "always"]
 
@@ -25,11 +29,15 @@ class Body(BaseModel):
 
 class StartRunBody(Body):
     goal: str | None = Field(
-        None, description="What to do; required (or `question`); at most 100,000 characters."
+        None,
+        description="What to do; required (or `question`); over 100,000 characters is 413.",
+        json_schema_extra={"minLength": 1, "pattern": r"\S"},
     )
     question: str | None = Field(None, description="An alias of `goal`.")
     conversation_id: str | None = Field(
-        None, description="Continue this conversation; absent: a new one."
+        None,
+        description="Continue this conversation; absent: a new one.",
+        json_schema_extra={"pattern": ID_PATTERN},
     )
     mode: Literal["auto", "agent", "chat"] = "auto"
     runtime: str | None = Field(
@@ -47,7 +55,10 @@ class NewConversationBody(Body):
 
 
 class RenameBody(Body):
-    title: str = Field(description="A non-empty title: at most 200 characters.")
+    title: str = Field(
+        description="A non-empty title: at most 200 characters, no control characters.",
+        json_schema_extra={"pattern": r"\S", "maxLength": 200},
+    )
 
 
 class ModelChoiceBody(Body):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -29,6 +29,8 @@ class ApiInfo:
     description: str
     error_model: type[BaseModel]
     error_text: dict[int, str]
+    # the schema of a path parameter by its name, where a route describes none itself
+    path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Schemas:
@@ -103,7 +105,7 @@ def _operation(
     }
     if op.description:
         out["description"] = op.description
-    params = _parameters(route, op)
+    params = _parameters(route, op, info)
     if params:
         out["parameters"] = params
     if op.body is not None or op.body_schema is not None:
@@ -133,7 +135,7 @@ def _operation(
     return out
 
 
-def _parameters(route: Route, op: Operation) -> list[dict[str, Any]]:
+def _parameters(route: Route, op: Operation, info: ApiInfo) -> list[dict[str, Any]]:
     declared = {(p.name, p.where): p for p in op.params}
     out: list[dict[str, Any]] = []
     for name in route.param_convertors:
@@ -144,7 +146,7 @@ def _parameters(route: Route, op: Operation) -> list[dict[str, Any]]:
                 "in": "path",
                 "required": True,
                 "description": p.description if p else "",
-                "schema": p.schema if p else {"type": "string"},
+                "schema": p.schema if p else info.path_params.get(name, {"type": "string"}),
             }
         )
     for p in declared.values():
