@@ -26,6 +26,7 @@ from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
 from backend.api.guard import GuardMiddleware
 from backend.api.headers import BrowserHeadersMiddleware
+from backend.api.logcontext import LogContextMiddleware
 from backend.api.models import Health
 from backend.config import Settings
 from backend.lemonai import Services, create_lemonai_app
@@ -144,6 +145,7 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
     )
+    app.add_middleware(LogContextMiddleware)  # log lines name the user, run, conversation
     app.add_middleware(AuthMiddleware, tokens=settings.user_tokens())
     # added last: runs first (a foreign Host or origin is refused before anything else)
     app.add_middleware(
