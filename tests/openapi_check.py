@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import jsonschema
@@ -18,12 +19,13 @@ from openapi_core.templating.paths.exceptions import OperationNotFound, PathNotF
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
 JSON = "application/json"
+FILES = "/api/files/"
 
 
 class _Request:
     def __init__(self, request: httpx.Request) -> None:
         self.host_url = f"{request.url.scheme}://{request.url.netloc.decode()}"
-        self.path = request.url.path
+        self.path = _one_segment_file_path(request.url.path)
         self.method = request.method.lower()
         self.parameters = RequestParameters(
             query=ImmutableMultiDict(request.url.params.multi_items()),
@@ -31,6 +33,15 @@ class _Request:
         )
         self.content_type = request.headers.get("content-type", "")
         self.body: bytes | None = None
+
+
+def _one_segment_file_path(path: str) -> str:
+    """``/api/files/{cid}/{path}``: a file's path is one parameter, slashes and all (an
+    OpenAPI path parameter matches one segment, so its slashes are given escaped)."""
+    if not path.startswith(FILES):
+        return path
+    cid, _, rest = path[len(FILES) :].partition("/")
+    return f"{FILES}{cid}/{quote(rest, safe='')}"
 
 
 class _Response:

@@ -66,7 +66,7 @@ async def list_files(request: Request) -> Response:
 @operation(
     "Download one file",
     tag="files",
-    params=(Param("path", "path", "The file's path in the workspace."),),
+    params=(Param("path", "path", "The file's path in the workspace (slashes and all)."),),
     replies=(
         Reply(
             200,
