@@ -77,7 +77,7 @@ def openapi_document(request: Request) -> dict[str, Any]:
             error_text=ERROR_TEXT,
             path_params={name: ID for name in ("cid", "run_id", "uuid")},
         )
-        cached = build_document(request.app.routes, info)
+        cached = build_document(request.app.routes, info, strict=False)
         request.app.state.openapi = cached
     return cached
 
