@@ -26,7 +26,19 @@ STREAM = Reply(
     events=STREAM_EVENTS,
     headers=RUN_HEADERS,
 )
-STARTED = Reply(202, "Started (with `Accept: application/json`).", RunStarted, headers=RUN_HEADERS)
+RUN_ID = {"run_id": "$response.body#/run_id"}
+STARTED = Reply(
+    202,
+    "Started (with `Accept: application/json`).",
+    RunStarted,
+    headers=RUN_HEADERS,
+    links={
+        "Events": ("run_events_route_get", RUN_ID),
+        "Stop": ("stop_run_post", RUN_ID),
+        "Retry": ("retry_run_post", RUN_ID),
+        "Conversation": ("get_conversation_get", {"cid": "$response.body#/conversation_id"}),
+    },
+)
 
 
 @operation(

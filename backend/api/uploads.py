@@ -46,7 +46,23 @@ def clean_title(raw: Any) -> str:
     body=NewConversationBody,
     body_required=False,
     replies=(
-        Reply(201, "Created (files can be uploaded before the first goal).", ConversationCreated),
+        Reply(
+            201,
+            "Created (files can be uploaded before the first goal).",
+            ConversationCreated,
+            links={
+                name: (target, {"cid": "$response.body#/conversation_id"})
+                for name, target in (
+                    ("Conversation", "get_conversation_get"),
+                    ("Rename", "rename_conversation_patch"),
+                    ("Messages", "conversation_messages_get"),
+                    ("Upload", "upload_files_post"),
+                    ("Files", "list_files_get"),
+                    ("Zip", "download_zip_get"),
+                    ("Delete", "delete_conversation_delete"),
+                )
+            },
+        ),
     ),
     errors=(413, 415),
 )

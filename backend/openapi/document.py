@@ -184,6 +184,11 @@ def _reply(reply: Reply, schemas: _Schemas) -> dict[str, Any]:
             name: {"description": text, "schema": {"type": "string"}}
             for name, text in reply.headers.items()
         }
+    if reply.links:
+        out["links"] = {
+            name: {"operationId": target, "parameters": params}
+            for name, (target, params) in reply.links.items()
+        }
     if reply.events is not None:
         out["content"] = {reply.media_type: {"schema": _events(reply.events, schemas)}}
     elif reply.body is not None:

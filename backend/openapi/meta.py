@@ -41,6 +41,9 @@ class Reply:
     schema: dict[str, Any] | None = None
     events: dict[str, type[BaseModel]] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # OpenAPI links: name -> (operationId, {parameter: runtime expression}), e.g.
+    # ("get_conversation_get", {"cid": "$response.body#/conversation_id"})
+    links: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,19 @@ def test_every_api_route_is_in_the_document_with_its_answers(
             for name in route.param_convertors:
                 assert {"name": name, "in": "path"}.items() <= _param(entry, name).items()
     assert walked >= 20
+    # every link names an operation of the document, with parameters it has
+    ids = {e["operationId"]: e for item in document["paths"].values() for e in item.values()}
+    links = [
+        link
+        for item in document["paths"].values()
+        for e in item.values()
+        for r in e["responses"].values()
+        for link in r.get("links", {}).values()
+    ]
+    assert len(links) >= 10
+    for link in links:
+        target = ids[link["operationId"]]
+        assert set(link["parameters"]) <= {p["name"] for p in target["parameters"]}
 
 
 def _param(entry: dict[str, Any], name: str) -> dict[str, Any]:
