@@ -64,7 +64,8 @@ class SPAFiles(StaticFiles):
     replies=(Reply(200, "The process answers.", Health),),
 )
 async def health(request: Request) -> Response:
-    return JSONResponse({"status": "ok", "runtimes": request.app.state.runtimes_available})
+    alive = Health(status="ok", runtimes=request.app.state.runtimes_available)
+    return JSONResponse(alive.model_dump())
 
 
 @undocumented
