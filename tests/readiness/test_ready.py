@@ -13,11 +13,13 @@ from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
 from backend.app import create_app
+from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.local import LocalRuntime
 from backend.store.db import head_revision
 from tests.conftest import make_settings
 from tests.pg import postgres_url, wipe
 from tests.readiness.forwarder import Forwarder
-from tests.runtime.conftest import require_docker
+from tests.runtime.conftest import require_bwrap, require_docker
 
 
 @pytest.fixture
@@ -111,3 +113,40 @@ def test_ready_needs_no_token(tmp_path: Path) -> None:
     with TestClient(create_app(settings)) as client:
         assert _ready(client)[0] == 200
         assert client.get("/api/settings").status_code == 401
+
+
+def _local_app(tmp_path: Path, sandbox: Bubblewrap | None) -> Any:
+    local = LocalRuntime(sandbox=sandbox)
+    return create_app(make_settings(tmp_path), runtimes={"local": local})
+
+
+def test_ready_runs_a_command_under_bubblewrap_when_the_local_runtime_has_it(
+    tmp_path: Path,
+) -> None:
+    with TestClient(_local_app(tmp_path, require_bwrap())) as client:
+        status, body = _ready(client)
+        assert status == 200
+        assert body["checks"]["runtime"]["detail"] == "local: bubblewrap runs a sandboxed command"
+
+
+def test_ready_is_503_when_bubblewrap_stopped_working(tmp_path: Path) -> None:
+    # the system binary is the boundary: one that refuses, as bwrap does without user
+    # namespaces
+    broken = tmp_path / "bwrap"
+    broken.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
+    broken.chmod(0o755)
+    with TestClient(_local_app(tmp_path, Bubblewrap(str(broken)))) as client:
+        status, body = _ready(client)
+        assert status == 503 and body["checks"]["runtime"]["ok"] is False
+        assert body["reasons"] == [
+            "local: bubblewrap does not work: bwrap: No permissions to creating new namespace"
+        ]
+
+
+def test_ready_needs_nothing_of_an_unsandboxed_local_runtime(tmp_path: Path) -> None:
+    with TestClient(_local_app(tmp_path, None)) as client:
+        status, body = _ready(client)
+        assert status == 200
+        assert body["checks"]["runtime"]["detail"] == "local, unsandboxed: nothing to check"
