@@ -108,11 +108,15 @@ def test_ready_is_200_with_a_docker_engine_that_answers(tmp_path: Path) -> None:
         assert body["checks"]["runtime"] == {"ok": True, "detail": "docker: available"}
 
 
-def test_ready_needs_no_token(tmp_path: Path) -> None:
+def test_ready_needs_no_token_and_answers_a_probe_by_address(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, auth_token="t0ken")
     with TestClient(create_app(settings)) as client:
         assert _ready(client)[0] == 200
         assert client.get("/api/settings").status_code == 401
+        # a Kubernetes probe names the pod's address as Host, which no ALLOWED_HOSTS lists
+        probe = {"Host": "10.1.2.3:8000"}
+        assert client.get("/api/ready", headers=probe).status_code == 200
+        assert client.get("/api/openapi.json", headers=probe).status_code == 400
 
 
 def _local_app(tmp_path: Path, sandbox: Bubblewrap | None) -> Any:
