@@ -65,7 +65,7 @@ class Server(Process):
         self.preexec_fn = preexec_fn
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = workdir / f"server-{self.port}.log"
-        self._check: ResponseCheck | None = None
+        self._response_check: ResponseCheck | None = None
 
     @property
     def url(self) -> str:
@@ -98,14 +98,20 @@ class Server(Process):
         """A client whose every answer is checked against the server's OpenAPI document
         (tests/openapi_check.py)."""
         client = httpx.Client(base_url=self.url, timeout=60, **kwargs)
-        return self.response_check().install(client)
+        hooks = client.event_hooks
+        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), self._check_answer]}
+        return client
+
+    def _check_answer(self, response: httpx.Response) -> None:
+        # the document is fetched at the first answer (the server is up then)
+        self.response_check()(response)
 
     def response_check(self) -> ResponseCheck:
-        if self._check is None:
+        if self._response_check is None:
             found = httpx.get(f"{self.url}/api/openapi.json", timeout=60)
             assert found.status_code == 200, found.text
-            self._check = ResponseCheck(found.json())
-        return self._check
+            self._response_check = ResponseCheck(found.json())
+        return self._response_check
 
     def run(self, body: dict[str, Any], **kwargs: Any) -> tuple[list[dict[str, Any]], Any, Any]:
         """POST a goal and read its whole stream."""
