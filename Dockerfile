@@ -91,7 +91,7 @@ ENV PATH=/app/.venv/bin:$PATH \
     PORT=8000
 
 EXPOSE 8000
-HEALTHCHECK --interval=5s --timeout=4s --start-period=60s --retries=3 \
-  CMD ["python3", "-c", "import os, urllib.request as r; r.urlopen('http://127.0.0.1:%s/api/health' % os.environ.get('PORT', '8000'), timeout=3)"]
+HEALTHCHECK --interval=5s --timeout=15s --start-period=60s --retries=3 \
+  CMD ["python3", "-c", "import os, urllib.request as r; r.urlopen('http://127.0.0.1:%s/api/ready' % os.environ.get('PORT', '8000'), timeout=12)"]
 ENTRYPOINT ["python3", "/usr/local/lib/planact/entrypoint.py"]
 CMD ["planact", "serve"]

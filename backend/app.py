@@ -19,12 +19,16 @@ from starlette.types import Scope
 
 from backend.agent.specialists import Specialist
 from backend.api import agent, conversations, files, mcp, retry, uploads, waits
+from backend.api import docs as docs_api  # the OpenAPI document and its page
+from backend.api import ready as ready_api
 from backend.api import runtimes as runtimes_api
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
 from backend.api.guard import GuardMiddleware
 from backend.api.headers import BrowserHeadersMiddleware
+from backend.api.logcontext import LogContextMiddleware
+from backend.api.models import Health
 from backend.config import Settings
 from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
@@ -33,6 +37,7 @@ from backend.llm.factory import make_llm
 from backend.observe import endpoint as observe_endpoint
 from backend.observe.http import TracingMiddleware
 from backend.observe.tracing import flush_tracing, setup_tracing
+from backend.openapi import Reply, operation, undocumented
 from backend.runs import RunManager
 from backend.runs.executor import QUEUE, QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
@@ -56,10 +61,18 @@ class SPAFiles(StaticFiles):
             return await super().get_response("index.html", scope)
 
 
+@operation(
+    "Liveness",
+    tag="operating",
+    public=True,
+    replies=(Reply(200, "The process answers.", Health),),
+)
 async def health(request: Request) -> Response:
-    return JSONResponse({"status": "ok", "runtimes": request.app.state.runtimes_available})
+    alive = Health(status="ok", runtimes=request.app.state.runtimes_available)
+    return JSONResponse(alive.model_dump())
 
 
+@undocumented
 async def api_not_found(request: Request) -> Response:
     return error_response(404, f"No route {request.url.path}.")
 
@@ -123,6 +136,8 @@ def create_app(
         *retry.routes,
         *mcp.routes,
         *waits.routes,
+        *docs_api.routes,
+        *ready_api.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         # metrics and traces (backend/observe): GET /metrics unless METRICS=0
         *([metrics_route(settings, store)] if settings.metrics else []),
@@ -139,6 +154,7 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
     )
+    app.add_middleware(LogContextMiddleware)  # log lines name the user, run, conversation
     app.add_middleware(AuthMiddleware, tokens=settings.user_tokens())
     # added last: runs first (a foreign Host or origin is refused before anything else)
     app.add_middleware(

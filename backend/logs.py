@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import re
 from typing import Any
+
+from backend.logctx import JsonFormatter
 
 # libraries whose INFO lines repeat what we log ourselves (litellm logs each call several
 # times, Alembic each migration step, httpx each request)
@@ -75,12 +78,25 @@ class QuietReads(logging.Filter):
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
+FORMATS = ("text", "json")
+
+
+def log_format() -> str:
+    """LOG_FORMAT: ``text`` (default) or ``json`` (one JSON object a line, backend/logctx)."""
+    value = os.environ.get("LOG_FORMAT", "").strip().lower()
+    return value if value in FORMATS else "text"
+
+
 def uvicorn_log_config() -> dict[str, Any]:
     """uvicorn's own logging set-up (its access and error lines), every handler redacting,
-    successful reads logged at DEBUG."""
+    successful reads logged at DEBUG; JSON lines with LOG_FORMAT=json."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
+    if log_format() == "json":
+        config["formatters"] = {
+            name: {"()": JsonFormatter} for name in config.get("formatters", {})
+        }
     filters = config.setdefault("filters", {})
     filters["redact_query_secrets"] = {"()": RedactQuerySecrets}
     filters["quiet_reads"] = {"()": QuietReads}
@@ -104,6 +120,13 @@ def configure_logging(level_name: str | None, *, quiet: bool = False) -> int:
     for handler in root.handlers:
         if not any(isinstance(f, RedactQuerySecrets) for f in handler.filters):
             handler.addFilter(RedactQuerySecrets())
+        if log_format() == "json":
+            handler.setFormatter(JsonFormatter())
+    raw = os.environ.get("LOG_FORMAT", "").strip()
+    if raw and raw.lower() not in FORMATS:
+        logging.getLogger(__name__).warning(
+            "LOG_FORMAT=%r is neither text nor json: writing text", raw[:40]
+        )
     lib_level = logging.DEBUG if level <= logging.DEBUG else logging.WARNING
     for lib in NOISY:
         logging.getLogger(lib).setLevel(lib_level)

@@ -7,47 +7,74 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from backend.api import runtimes
-from backend.api.common import ident, is_id, manager, read_json, seq_param, store, user_id
+from backend.api.common import ident, is_id, manager, read_model, seq_param, store, user_id
 from backend.api.errors import ApiError
+from backend.api.models import SEQ, STREAM_EVENTS, RunStarted, RunStopping, StartRunBody
 from backend.api.settings import pick_model
 from backend.api.sse import sse_events, sse_response
+from backend.openapi import Param, Reply, operation
 from backend.runs import ShuttingDown
 from backend.runs.feed import run_feed
 from backend.runtime import registry
 from backend.store.repo import ConflictError, NotFoundError
-from backend.waits.classes import APPROVAL_MODES
 
 GOAL_LIMIT = 100_000
-MODES = ("auto", "agent", "chat")
+RUN_HEADERS = {"X-Conversation-Id": "The run's conversation.", "X-Run-Id": "The run."}
+STREAM = Reply(
+    200,
+    "The run's stream (CONTRACT: `message`, `delta` and one `end` event).",
+    media_type="text/event-stream",
+    events=STREAM_EVENTS,
+    headers=RUN_HEADERS,
+)
+RUN_ID = {"run_id": "$response.body#/run_id"}
+STARTED = Reply(
+    202,
+    "Started (with `Accept: application/json`).",
+    RunStarted,
+    headers=RUN_HEADERS,
+    links={
+        "Events": ("run_events_route_get", RUN_ID),
+        "Stop": ("stop_run_post", RUN_ID),
+        "Retry": ("retry_run_post", RUN_ID),
+        "Conversation": ("get_conversation_get", {"cid": "$response.body#/conversation_id"}),
+    },
+)
 
 
+@operation(
+    "Start a run",
+    tag="runs",
+    body=StartRunBody,
+    replies=(STREAM, STARTED),
+    errors=(404, 409, 413, 415, 503),
+    description="Answers the run's event stream, or 202 at once with "
+    "`Accept: application/json`. 413: a goal over 100,000 characters or a body over 1 MB; "
+    "503: the server is shutting down.",
+)
 async def start_run(request: Request) -> Response:
-    body = await read_json(request)
-    goal = body.get("goal", body.get("question"))
-    if not isinstance(goal, str) or not goal.strip():
+    body = await read_model(request, StartRunBody)
+    goal = body.goal if body.goal is not None else body.question
+    if goal is None or not goal.strip():
         raise ApiError(400, "'goal' is required: a non-empty string.")
     if len(goal) > GOAL_LIMIT:
         raise ApiError(413, f"'goal' is longer than {GOAL_LIMIT} characters.")
-    cid = body.get("conversation_id")
-    if cid is not None and (not isinstance(cid, str) or not cid):
+    cid = body.conversation_id
+    if cid is not None and not cid:
         raise ApiError(400, "'conversation_id' must be a string.")
     if cid is not None and not is_id(cid):
         raise ApiError(404, f"No conversation {cid[:80]!r}.")
-    mode = body.get("mode", "auto")
-    if mode not in MODES:
-        raise ApiError(400, f"'mode' must be one of {', '.join(MODES)}.")
-    runtime = body.get("runtime")
+    mode = body.mode
+    runtime = body.runtime
     if runtime is not None and runtime not in registry.names():
         raise ApiError(400, f"'runtime' must be one of {', '.join(registry.names())}.")
     if runtime is not None and runtime not in request.app.state.runtimes_available:
         state = request.app.state
         why = runtimes.refusal(state.settings, manager(request), runtime, state.runtimes_allowed)
         raise ApiError(400, why)
-    model = pick_model(request.app.state.settings, body.get("model"))
-    mcp_servers = pick_mcp_servers(request, body.get("mcp_servers"))
-    approval = body.get("approval")
-    if approval is not None and approval not in APPROVAL_MODES:
-        raise ApiError(400, f"'approval' must be one of {', '.join(APPROVAL_MODES)}.")
+    model = pick_model(request.app.state.settings, body.model)
+    mcp_servers = pick_mcp_servers(request, body.mcp_servers)
+    approval = body.approval
     return await begin_run(
         request,
         goal,
@@ -113,11 +140,26 @@ async def begin_run(
         ) from exc
     headers = {"X-Conversation-Id": cid, "X-Run-Id": rid}
     if "application/json" in request.headers.get("accept", ""):
-        return JSONResponse({"conversation_id": cid, "run_id": rid}, 202, headers=headers)
+        started = RunStarted(conversation_id=cid, run_id=rid)
+        return JSONResponse(started.model_dump(), 202, headers=headers)
     feed = run_feed(store(request), runs.notifier, cid, rid)
     return sse_response(sse_events(feed), headers, send_timeout(request))
 
 
+@operation(
+    "Follow a run's stream",
+    tag="runs",
+    params=(
+        Param(
+            "after", description="Replay after this seq (or the Last-Event-ID header).", schema=SEQ
+        ),
+        Param("Last-Event-ID", "header", "Replay after this seq (SSE reconnection).", schema=SEQ),
+    ),
+    replies=(STREAM,),
+    errors=(404,),
+    description="Replays the run's messages from the start (or after a seq), then follows "
+    "it live until it ends. 400: a seq that is not a non-negative integer.",
+)
 async def run_events_route(request: Request) -> Response:
     rid = ident(request, "run_id", "run")
     # checked before the stream starts: a bad value is a JSON 400, never a broken stream
@@ -139,13 +181,20 @@ def send_timeout(request: Request) -> float:
     return float(request.app.state.settings.http_write_timeout) + 10.0
 
 
+@operation(
+    "Stop a run",
+    tag="runs",
+    replies=(Reply(202, "Stopping: the stream ends with status `stopped`.", RunStopping),),
+    errors=(404,),
+)
 async def stop_run(request: Request) -> Response:
     rid = ident(request, "run_id", "run")
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
     stopping = await manager(request).stop(rid)  # recorded in the store; any process
-    return JSONResponse({"run_id": rid, "status": "stopping" if stopping else run["status"]}, 202)
+    answer = RunStopping(run_id=rid, status="stopping" if stopping else run["status"])
+    return JSONResponse(answer.model_dump(), 202)
 
 
 routes = [

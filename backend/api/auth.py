@@ -12,6 +12,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from backend.api.errors import error_response
 
 OPEN_PATHS = {"/api/health"}
+# operating it: readiness, the OpenAPI document and its page need no token
+OPEN_PATHS |= {"/api/ready", "/api/openapi.json", "/api/docs", "/api/docs/init.js"}
+OPEN_PREFIXES = ("/api/docs/assets/",)
 QUERY_TOKEN_METHODS = {"GET", "HEAD"}
 DEFAULT_USER = "1"
 
@@ -31,7 +34,7 @@ class AuthMiddleware:
             state["user_id"] = DEFAULT_USER
             await self.app(scope, receive, send)
             return
-        if not path.startswith("/api/") or path in OPEN_PATHS:
+        if not path.startswith("/api/") or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         user = self._user(scope)

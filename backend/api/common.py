@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from backend.api.errors import ApiError
@@ -21,6 +22,9 @@ MAX_DIGITS = 40  # digits of one JSON number
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SEQ = re.compile(r"[0-9]{1,18}")
 MAX_SEQ = 2**31 - 1  # the seq column is a 32-bit INTEGER: no message is after this
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class _BadJSON(ValueError):
@@ -78,6 +82,33 @@ async def read_json(request: Request) -> dict[str, Any]:
         raise ApiError(400, "Body must be a JSON object.")
     _check_values(data)
     return data
+
+
+async def read_model(request: Request, model: type[M], *, optional: bool = False) -> M:
+    """The JSON body validated with the route's body model (the one its OpenAPI entry
+    declares): a field of the wrong type or value is a 400 naming the field. ``optional``:
+    a request without a body at all reads as ``{}``."""
+    if optional and _no_body(request):
+        data: dict[str, Any] = {}
+    else:
+        data = await read_json(request)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(400, validation_message(exc)) from exc
+
+
+def _no_body(request: Request) -> bool:
+    declared = request.headers.get("content-length")
+    return declared == "0" or (declared is None and "transfer-encoding" not in request.headers)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first problem pydantic found, in plain words, naming the field."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).rstrip(".")
+    return f"'{where}': {message}." if where else f"{message}."
 
 
 def _parse_int(text: str) -> int:

@@ -6,14 +6,30 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backend.api.common import conversation_or_404, manager, read_json, seq_param, store, user_id
+from backend.api.common import conversation_or_404, manager, read_model, seq_param, store, user_id
 from backend.api.errors import ApiError
+from backend.api.models import (
+    SEQ,
+    ConversationDetail,
+    ConversationSummary,
+    Deleted,
+    RenameBody,
+)
 from backend.api.uploads import clean_title
+from backend.messages.message import Message
+from backend.openapi import Param, Reply, operation
 from backend.store.repo import ConflictError
 
 QUERY_LIMIT = 500
 
 
+@operation(
+    "List conversations",
+    tag="conversations",
+    params=(Param("q", description="Keep those whose title or a goal contains it."),),
+    replies=(Reply(200, "Newest first.", list[ConversationSummary]),),
+    description="400: `q` longer than 500 characters or with a NUL.",
+)
 async def list_conversations(request: Request) -> Response:
     q = request.query_params.get("q", "")
     if len(q) > QUERY_LIMIT:
@@ -23,12 +39,17 @@ async def list_conversations(request: Request) -> Response:
     return JSONResponse(await store(request).list_conversations(user_id(request), q))
 
 
+@operation(
+    "Rename a conversation",
+    tag="conversations",
+    body=RenameBody,
+    replies=(Reply(200, "The renamed conversation.", ConversationDetail),),
+    errors=(404, 413, 415),
+)
 async def rename_conversation(request: Request) -> Response:
     cid = request.path_params["cid"]
-    body = await read_json(request)
-    if "title" not in body:
-        raise ApiError(400, "'title' is required.")
-    title = clean_title(body["title"])
+    body = await read_model(request, RenameBody)
+    title = clean_title(body.title)
     if not title:
         raise ApiError(400, "'title' may not be empty.")
     if not await store(request).rename_conversation(user_id(request), cid, title):
@@ -36,10 +57,23 @@ async def rename_conversation(request: Request) -> Response:
     return JSONResponse(await conversation_or_404(request, cid))
 
 
+@operation(
+    "One conversation",
+    tag="conversations",
+    replies=(Reply(200, "With its status, token totals and runs.", ConversationDetail),),
+    errors=(404,),
+)
 async def get_conversation(request: Request) -> Response:
     return JSONResponse(await conversation_or_404(request, request.path_params["cid"]))
 
 
+@operation(
+    "A conversation's messages",
+    tag="conversations",
+    params=(Param("after", description="Only messages after this seq.", schema=SEQ),),
+    replies=(Reply(200, "In seq order, the same JSON as the stream.", list[Message]),),
+    errors=(404,),
+)
 async def conversation_messages(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
@@ -48,6 +82,13 @@ async def conversation_messages(request: Request) -> Response:
     return JSONResponse([m.to_dict() for m in msgs])
 
 
+@operation(
+    "Delete a conversation",
+    tag="conversations",
+    replies=(Reply(200, "Deleted, with its messages and workspace.", Deleted),),
+    errors=(404, 409),
+    description="409: its run did not stop in time (nothing was deleted).",
+)
 async def delete_conversation(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
@@ -59,7 +100,7 @@ async def delete_conversation(request: Request) -> Response:
         ) from exc
     if not deleted:
         raise ApiError(404, f"No conversation {cid!r}.")
-    return JSONResponse({"deleted": cid})
+    return JSONResponse(Deleted(deleted=cid).model_dump())
 
 
 routes = [

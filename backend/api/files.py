@@ -26,7 +26,9 @@ from starlette.routing import Route
 from backend.api.common import conversation_or_404, manager, user_id
 from backend.api.errors import ApiError
 from backend.api.headers import DOWNLOAD_HEADERS, download_media_type
+from backend.api.models import FileEntry
 from backend.api.names import attachment_header, zip_name
+from backend.openapi import Param, Reply, operation
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 from backend.workspace import file_entry, scan
@@ -47,6 +49,12 @@ class AnyPathConvertor(Convertor[str]):
 register_url_convertor("anypath", AnyPathConvertor())
 
 
+@operation(
+    "A conversation's files",
+    tag="files",
+    replies=(Reply(200, "Every file in the workspace.", list[FileEntry]),),
+    errors=(404,),
+)
 async def list_files(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
@@ -55,6 +63,20 @@ async def list_files(request: Request) -> Response:
     return JSONResponse([file_entry(cid, p, size) for p, (size, _m) in sorted(files.items())])
 
 
+@operation(
+    "Download one file",
+    tag="files",
+    params=(Param("path", "path", "The file's path in the workspace (slashes and all)."),),
+    replies=(
+        Reply(
+            200,
+            "The file, `Content-Disposition: attachment`, typed by its name.",
+            media_type="*/*",
+        ),
+    ),
+    errors=(404,),
+    description="A path outside the workspace is 404.",
+)
 async def download(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
@@ -103,6 +125,19 @@ async def _stream(fd: int, size: int) -> AsyncIterator[bytes]:
         os.close(fd)
 
 
+@operation(
+    "Download the workspace as a zip",
+    tag="files",
+    replies=(
+        Reply(
+            200,
+            "The whole workspace, streamed.",
+            media_type="application/zip",
+        ),
+    ),
+    errors=(404, 413),
+    description="413: the workspace is over WORKSPACE_MAX_MB (before any byte is sent).",
+)
 async def download_zip(request: Request) -> Response:
     cid = request.path_params["cid"]
     conv = await conversation_or_404(request, cid)

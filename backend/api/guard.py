@@ -27,6 +27,9 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # answered whatever the Host (container and load-balancer probes); it reveals nothing
 HOST_EXEMPT_PATHS = {"/api/health", "/metrics"}  # /metrics checks its own (observe)
+# readiness too (a Kubernetes probe's Host is the pod's address): it tells whether the
+# database and the runtime work, never anything of a user
+HOST_EXEMPT_PATHS |= {"/api/ready"}
 
 
 @dataclass(frozen=True)

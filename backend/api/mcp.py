@@ -10,9 +10,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from backend.api.models import McpServerState
+from backend.openapi import Reply, operation
 from backend.tools.mcp import McpManager
 
 
+@operation(
+    "MCP servers",
+    tag="tools",
+    replies=(Reply(200, "Each configured server's state and tools.", list[McpServerState]),),
+)
 async def list_servers(request: Request) -> Response:
     manager: McpManager = request.app.state.mcp
     await manager.refresh()

@@ -7,18 +7,30 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backend.api.agent import begin_run
-from backend.api.common import ident, store, user_id
+from backend.api.agent import STARTED, STREAM, begin_run
+from backend.api.common import ident, read_model, store, user_id
 from backend.api.errors import ApiError
-from backend.api.settings import optional_json, pick_model
+from backend.api.models import ModelChoiceBody
+from backend.api.settings import pick_model
+from backend.openapi import operation
 
 RETRYABLE = ("failed", "stopped")
 
 
+@operation(
+    "Retry a failed or stopped run",
+    tag="runs",
+    body=ModelChoiceBody,
+    body_required=False,
+    replies=(STREAM, STARTED),
+    errors=(404, 409, 413, 415, 503),
+    description="Runs the goal again in the same conversation; answers like POST "
+    "/api/agent/run. 409: the run is not failed or stopped, or another run is active.",
+)
 async def retry_run(request: Request) -> Response:
     rid = ident(request, "run_id", "run")
-    body = await optional_json(request)
-    model = pick_model(request.app.state.settings, body.get("model"))
+    body = await read_model(request, ModelChoiceBody, optional=True)
+    model = pick_model(request.app.state.settings, body.model)
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")

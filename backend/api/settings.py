@@ -11,10 +11,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backend.api.common import manager, read_json
+from backend.api.common import manager, read_model
 from backend.api.errors import ApiError
+from backend.api.models import ModelCheck, ModelChoiceBody, ServerSettings
 from backend.config import Settings
 from backend.llm.base import LLMError
+from backend.openapi import Reply, operation
 from backend.waits.classes import APPROVAL_MODES
 
 CHECK_TIMEOUT = 20.0
@@ -46,36 +48,42 @@ def pick_model(settings: Settings, raw: Any) -> str | None:
     return raw
 
 
+@operation(
+    "What the UI needs to know",
+    tag="settings",
+    replies=(Reply(200, "Models, runtimes, limits and approval modes offered.", ServerSettings),),
+)
 async def get_settings(request: Request) -> Response:
     s = _settings(request)
-    return JSONResponse(
-        {
-            "model": s.llm_model,
-            "models": s.model_choices(),
-            "runtime": s.runtime,  # what a run gets when it names none; the UI starts from it
-            "runtimes": request.app.state.runtimes_available,
-            "auth": s.auth_enabled,
-            "upload_max_mb": s.upload_max_mb,
-            "workspace_max_mb": s.workspace_max_mb,
-            "approval": s.approval_mode,
-            "approval_modes": list(APPROVAL_MODES),
-        }
+    answer = ServerSettings(
+        model=s.llm_model,
+        models=s.model_choices(),
+        runtime=s.runtime,  # what a run gets when it names none; the UI starts from it
+        runtimes=request.app.state.runtimes_available,
+        auth=s.auth_enabled,
+        upload_max_mb=s.upload_max_mb,
+        workspace_max_mb=s.workspace_max_mb,
+        approval=s.approval_mode,
+        approval_modes=list(APPROVAL_MODES),
     )
+    return JSONResponse(answer.model_dump())
 
 
-async def optional_json(request: Request) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
-    if declared == "0" or (declared is None and "transfer-encoding" not in request.headers):
-        return {}
-    return await read_json(request)
-
-
+@operation(
+    "Check the model",
+    tag="settings",
+    body=ModelChoiceBody,
+    body_required=False,
+    replies=(Reply(200, "One tiny model call: whether it worked, and why not.", ModelCheck),),
+    errors=(413, 415),
+)
 async def check_model(request: Request) -> Response:
-    body = await optional_json(request)
+    body = await read_model(request, ModelChoiceBody, optional=True)
     s = _settings(request)
-    model = pick_model(s, body.get("model")) or s.llm_model
+    model = pick_model(s, body.model) or s.llm_model
     if not model:
-        return JSONResponse({"ok": False, "model": None, "latency_ms": 0, "error": NO_MODEL})
+        answer = ModelCheck(ok=False, model=None, latency_ms=0, error=NO_MODEL)
+        return JSONResponse(answer.model_dump())
     llm = manager(request).llm
     started = time.monotonic()
     error: str | None = None
@@ -93,10 +101,8 @@ async def check_model(request: Request) -> Response:
     except Exception as exc:  # a provider error litellm did not classify
         error = f"The call failed: {type(exc).__name__}: {exc}"
     latency = round((time.monotonic() - started) * 1000)
-    out: dict[str, Any] = {"ok": error is None, "model": model, "latency_ms": latency}
-    if error is not None:
-        out["error"] = error
-    return JSONResponse(out)
+    answer = ModelCheck(ok=error is None, model=model, latency_ms=latency, error=error)
+    return JSONResponse(answer.model_dump(exclude_none=True))
 
 
 routes = [

@@ -14,8 +14,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from backend.api import names
-from backend.api.common import conversation_or_404, manager, read_json, store, user_id
+from backend.api.common import conversation_or_404, manager, read_model, store, user_id
 from backend.api.errors import ApiError
+from backend.api.models import ConversationCreated, FileEntry, NewConversationBody
+from backend.openapi import Reply, operation
 from backend.uploads import (
     MB,
     UploadError,
@@ -38,11 +40,38 @@ def clean_title(raw: Any) -> str:
         raise ApiError(400, str(exc)) from exc
 
 
+@operation(
+    "Create an empty conversation",
+    tag="conversations",
+    body=NewConversationBody,
+    body_required=False,
+    replies=(
+        Reply(
+            201,
+            "Created (files can be uploaded before the first goal).",
+            ConversationCreated,
+            links={
+                name: (target, {"cid": "$response.body#/conversation_id"})
+                for name, target in (
+                    ("Conversation", "get_conversation_get"),
+                    ("Rename", "rename_conversation_patch"),
+                    ("Messages", "conversation_messages_get"),
+                    ("Upload", "upload_files_post"),
+                    ("Files", "list_files_get"),
+                    ("Zip", "download_zip_get"),
+                    ("Delete", "delete_conversation_delete"),
+                )
+            },
+        ),
+    ),
+    errors=(413, 415),
+)
 async def create_conversation(request: Request) -> Response:
-    body = await read_json(request)
-    title = clean_title(body.get("title", ""))
+    body = await read_model(request, NewConversationBody)
+    title = clean_title(body.title)
     cid = await store(request).create_conversation(user_id(request), title)
-    return JSONResponse({"conversation_id": cid, "title": title}, 201)
+    created = ConversationCreated(conversation_id=cid, title=title)
+    return JSONResponse(created.model_dump(), 201)
 
 
 def _limits(request: Request) -> UploadLimits:
@@ -100,6 +129,29 @@ async def upload_form(
             spooled.close()
 
 
+UPLOAD_FORM = {
+    "type": "object",
+    "properties": {
+        "file": {
+            "type": "array",
+            "items": {"type": "string", "format": "binary"},
+            "description": "One or more files.",
+        },
+        "dir": {"type": "string", "description": "A folder inside the workspace."},
+    },
+    "required": ["file"],
+}
+
+
+@operation(
+    "Upload input files",
+    tag="files",
+    body_media_type="multipart/form-data",
+    body_schema=UPLOAD_FORM,
+    replies=(Reply(201, "The files written.", list[FileEntry]),),
+    errors=(404, 409, 413, 415),
+    description="413: over UPLOAD_MAX_MB or WORKSPACE_MAX_MB; 409: a run is active.",
+)
 async def upload_files(request: Request) -> Response:
     cid = request.path_params["cid"]
     conv = await conversation_or_404(request, cid)

@@ -25,6 +25,7 @@ from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
+from backend.logctx import bind as log_context
 from backend.messages.bus import Bus
 from backend.runs import parking
 from backend.runs.begin import build_context
@@ -378,10 +379,12 @@ class RunManager:
         current = asyncio.current_task()
         if run_id not in self._tasks and current is not None:
             self._tasks[run_id] = current
+        logged = log_context(run_id=run_id, conversation_id=cid, user=user_id)
         try:  # with its metrics and, if traced, under the run's trace
             return await observed_run(self.store, run, ctx, self._drive(ctx))
         finally:
             self._tasks.pop(run_id, None)
+            logged.reset()
 
     def answer_owner(self) -> str | None:
         """Who goes on with a run answered here (backend/waits): this process, or a worker."""

@@ -12,6 +12,7 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run, write
+from tests.openapi_check import ResponseCheck
 from tests.sse_client import collect
 
 
@@ -19,6 +20,8 @@ from tests.sse_client import collect
 def client_for(settings: Settings, llm: ScriptedLLM) -> Iterator[TestClient]:
     app = create_app(settings, llm=llm)
     with TestClient(app) as client:
+        # every answer checked against the app's OpenAPI document (tests/openapi_check.py)
+        ResponseCheck(client.get("/api/openapi.json").json()).install(client)
         yield client
 
 

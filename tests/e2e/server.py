@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from tests.openapi_check import ResponseCheck
 from tests.sse_client import collect
 
 PLANACT = str(Path(sys.executable).with_name("planact"))
@@ -64,6 +65,7 @@ class Server(Process):
         self.preexec_fn = preexec_fn
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = workdir / f"server-{self.port}.log"
+        self._response_check: ResponseCheck | None = None
 
     @property
     def url(self) -> str:
@@ -93,7 +95,23 @@ class Server(Process):
         raise RuntimeError(f"server not healthy in {timeout}s: {self.log.read_text()[-3000:]}")
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+        """A client whose every answer is checked against the server's OpenAPI document
+        (tests/openapi_check.py)."""
+        client = httpx.Client(base_url=self.url, timeout=60, **kwargs)
+        hooks = client.event_hooks
+        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), self._check_answer]}
+        return client
+
+    def _check_answer(self, response: httpx.Response) -> None:
+        # the document is fetched at the first answer (the server is up then)
+        self.response_check()(response)
+
+    def response_check(self) -> ResponseCheck:
+        if self._response_check is None:
+            found = httpx.get(f"{self.url}/api/openapi.json", timeout=60)
+            assert found.status_code == 200, found.text
+            self._response_check = ResponseCheck(found.json())
+        return self._response_check
 
     def run(self, body: dict[str, Any], **kwargs: Any) -> tuple[list[dict[str, Any]], Any, Any]:
         """POST a goal and read its whole stream."""
