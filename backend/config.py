@@ -216,3 +216,7 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
     # seconds before a server that failed to start is tried again (doubling, at most 60)
     mcp_restart_backoff: float = Field(default=1.0, ge=0)
+
+    # -- downloads: the workspace zip (backend/api/archive.py, docs/api.md) ---------------
+    # zips made at once by one server process; one more is refused at once (429)
+    zip_max_concurrent: int = Field(default=2, ge=1)

@@ -96,3 +96,54 @@ def test_download_keeps_bytes_and_names(client: TestClient) -> None:
     assert got.headers["content-disposition"] == 'attachment; filename="blob.bin"'
     assert client.get(f"/api/files/{cid}/inside-link").content == data
     assert client.get(f"/api/files/{cid}/src").status_code == 404
+
+
+def test_the_zip_round_trips_every_byte_nested_folders_and_modes(client: TestClient) -> None:
+    cid, workspace = new_workspace(client)
+    blobs = {
+        "top.txt": b"top\n",
+        "a/b/c/deep.bin": os.urandom(300_000),  # several chunks, incompressible
+        "a/zeros.bin": bytes(2_000_000),  # compresses a thousandfold
+        "a/b/empty.txt": b"",
+        "script.sh": b"#!/bin/sh\necho hi\n",
+    }
+    for rel, data in blobs.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_bytes(data)
+    (workspace / "script.sh").chmod(0o755)
+    (workspace / "empty-dir").mkdir()  # no file in it: not in the zip (as the list)
+    got = client.get(f"/api/conversations/{cid}/files.zip")
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "application/zip"
+    assert got.headers["content-disposition"] == 'attachment; filename="files.zip"'
+    archive = zipfile.ZipFile(io.BytesIO(got.content))
+    assert archive.testzip() is None
+    assert sorted(archive.namelist()) == sorted(blobs)
+    for rel, data in blobs.items():
+        assert archive.read(rel) == data, rel
+    assert archive.getinfo("script.sh").external_attr >> 16 & 0o777 == 0o755
+
+
+def test_a_sparse_file_over_the_budget_is_413_before_any_zipping(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`truncate -s 2G` costs no disk but counts its full size: the zip ran through all of
+    it (in a thread no client could stop) and answered 200."""
+    small = settings.model_copy(update={"workspace_max_mb": 1024})
+    with TestClient(create_app(small, llm=ScriptedLLM([]))) as c:
+        cid, workspace = new_workspace(c)
+        (workspace / "note.txt").write_text("kept")
+        with open(workspace / "s.bin", "wb") as f:
+            f.truncate(2 << 30)
+        assert os.stat(workspace / "s.bin").st_blocks == 0  # sparse indeed
+        got = c.get(f"/api/conversations/{cid}/files.zip")
+        assert got.status_code == 413
+        assert got.headers["content-type"] == "application/json"
+        assert "content-disposition" not in got.headers
+        error = got.json()["error"]
+        assert error["code"] == "too_large"
+        assert "2,048 MB" in error["message"] and "WORKSPACE_MAX_MB" in error["message"]
+        # under the budget again, the same workspace zips
+        os.unlink(workspace / "s.bin")
+        archive = zipfile.ZipFile(io.BytesIO(c.get(f"/api/conversations/{cid}/files.zip").content))
+        assert archive.read("note.txt") == b"kept"
