@@ -22,7 +22,7 @@ def test_serve_logs_one_line_per_run_start_and_end_and_no_library_noise(
 ) -> None:
     env = server_env(tmp_path, fake_model.base_url, RUNTIME="local")
     del env["LOG_LEVEL"]  # the default a person gets
-    server = Server(tmp_path, env).start()
+    server = Server(tmp_path, env, migrated=False).start()  # its first start migrates
     try:
         fake_model.script({"stage": "auto_reply", "content": "Hello."})
         _, end, headers = server.run({"goal": "say hello", "mode": "chat"})
@@ -48,7 +48,7 @@ def test_debug_log_level_brings_library_lines_back(
 ) -> None:
     # the litellm path (LLM_CLIENT=litellm): its own lines come back with DEBUG
     env = server_env(tmp_path, fake_model.base_url, LOG_LEVEL="DEBUG", LLM_CLIENT="litellm")
-    server = Server(tmp_path, env).start()
+    server = Server(tmp_path, env, migrated=False).start()  # Alembic's lines: it migrates
     try:
         fake_model.script({"stage": "auto_reply", "content": "Hello."})
         server.run({"goal": "say hello", "mode": "chat"})
