@@ -137,6 +137,11 @@ async def download_zip(request: Request) -> Response:
         **DOWNLOAD_HEADERS,
         "Cache-Control": "no-store",
     }
+    if request.method == "HEAD":  # the answer's head only: nothing is zipped for it
+        slots.give()
+        head = Response(media_type="application/zip", headers=headers)
+        del head.headers["content-length"]  # a GET streams: its length is not known
+        return head
     return archive.ZipResponse(archive.WorkspaceZip(workspace, files, budget), slots, headers)
 
 

@@ -122,6 +122,10 @@ def test_the_zip_round_trips_every_byte_nested_folders_and_modes(client: TestCli
     for rel, data in blobs.items():
         assert archive.read(rel) == data, rel
     assert archive.getinfo("script.sh").external_attr >> 16 & 0o777 == 0o755
+    head = client.head(f"/api/conversations/{cid}/files.zip")  # nothing zipped for it
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-type"] == "application/zip"
+    assert "content-length" not in head.headers
 
 
 def test_a_sparse_file_over_the_budget_is_413_before_any_zipping(
