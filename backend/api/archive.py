@@ -36,7 +36,10 @@ log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
 LEVEL = 6  # zlib's default: level 9 costs far more CPU for a few per cent
-OLDEST = 315532800  # 1980-01-01, the earliest time a zip entry can hold
+# the times a zip entry can hold: from 1980-01-01 (MS-DOS dates) to 2038-01-19 (the
+# extended timestamp is a signed 32-bit count of seconds); a file's time is moved inside
+OLDEST = 315532800
+NEWEST = 2**31 - 1
 RETRY_AFTER_S = 5
 
 
@@ -111,7 +114,7 @@ class WorkspaceZip:
                 self._close(fd)
                 continue
             self.left -= size
-            modified = datetime.fromtimestamp(max(st.st_mtime, OLDEST))
+            modified = datetime.fromtimestamp(min(max(st.st_mtime, OLDEST), NEWEST))
             mode = stat.S_IFREG | stat.S_IMODE(st.st_mode)
             yield rel, modified, mode, ZIP_AUTO(size, level=LEVEL), self._read(fd, size)
 

@@ -111,6 +111,8 @@ def test_the_zip_round_trips_every_byte_nested_folders_and_modes(client: TestCli
         (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
         (workspace / rel).write_bytes(data)
     (workspace / "script.sh").chmod(0o755)
+    os.utime(workspace / "top.txt", (7258118400, 7258118400))  # 2200: past what a zip holds
+    os.utime(workspace / "a/zeros.bin", (0, 0))  # 1970: before it
     (workspace / "empty-dir").mkdir()  # no file in it: not in the zip (as the list)
     got = client.get(f"/api/conversations/{cid}/files.zip")
     assert got.status_code == 200
@@ -122,6 +124,8 @@ def test_the_zip_round_trips_every_byte_nested_folders_and_modes(client: TestCli
     for rel, data in blobs.items():
         assert archive.read(rel) == data, rel
     assert archive.getinfo("script.sh").external_attr >> 16 & 0o777 == 0o755
+    assert archive.getinfo("top.txt").date_time[0] == 2038
+    assert archive.getinfo("a/zeros.bin").date_time[0] == 1980
     head = client.head(f"/api/conversations/{cid}/files.zip")  # nothing zipped for it
     assert head.status_code == 200 and head.content == b""
     assert head.headers["content-type"] == "application/zip"
