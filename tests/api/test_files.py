@@ -155,3 +155,31 @@ def test_a_sparse_file_over_the_budget_is_413_before_any_zipping(
         os.unlink(workspace / "s.bin")
         archive = zipfile.ZipFile(io.BytesIO(c.get(f"/api/conversations/{cid}/files.zip").content))
         assert archive.read("note.txt") == b"kept"
+
+
+def test_files_grown_past_the_budget_or_gone_since_counted_are_left_out(tmp_path: Path) -> None:
+    from backend.api.archive import WorkspaceZip, plan
+
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_bytes(name[0].encode() * 100)
+    files = plan(tmp_path, 300)
+    (tmp_path / "a.txt").write_bytes(b"a" * 250)  # grew: b no longer fits the budget
+    (tmp_path / "c.txt").unlink()  # gone
+    job = WorkspaceZip(tmp_path, files, 300)
+    data = b"".join(iter(job.next_chunk, None))
+    job.close()
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    assert archive.namelist() == ["a.txt"] and archive.read("a.txt") == b"a" * 250
+    assert job.opened == set()
+
+
+def test_closing_a_zip_midway_closes_every_file_it_opened(tmp_path: Path) -> None:
+    from backend.api.archive import WorkspaceZip, plan
+
+    (tmp_path / "big.bin").write_bytes(os.urandom(1_000_000))
+    job = WorkspaceZip(tmp_path, plan(tmp_path, 10_000_000), 10_000_000)
+    assert job.next_chunk()
+    assert len(job.opened) == 1
+    job.close()
+    assert job.opened == set()
+    assert job.next_chunk() is None  # stopped for good
