@@ -244,3 +244,6 @@ class Settings(BaseSettings):
     # comma-separated, RUNTIME among them, e.g. RUNTIMES=docker,local; empty: every runtime,
     # but never an unsandboxed one beside a sandboxed RUNTIME
     runtimes: str = ""
+    # -- downloads: the workspace zip (backend/api/archive.py, docs/api.md) ---------------
+    # zips made at once by one server process; one more is refused at once (429)
+    zip_max_concurrent: int = Field(default=2, ge=1)

@@ -8,6 +8,7 @@ import logging
 import os
 import re
 from typing import Any
+from urllib.parse import unquote_plus
 
 from backend.logctx import JsonFormatter
 
@@ -26,18 +27,44 @@ NOISY = (
 )
 
 
-# a query parameter that carries a credential: ?access_token=, &node_token=, ?api_key= …
-QUERY_SECRET = re.compile(
-    r"([?&;](?:[a-z0-9_.-]*token|api[_-]?key|key|password|passwd|secret|signature|sig)=)"
-    r"[^&;#\s\"']*",
-    re.IGNORECASE,
+# a query parameter's name as it stands in a URL (percent-encoded or not), up to its "="
+QUERY_NAME = re.compile(r"[?&;]([^=&;#?\s\"']*)=")
+# a name that carries a credential once decoded: ?access_token=, &node_token=, ?api_key= …
+SECRET_NAME = re.compile(
+    r".*(?:token|api[_-]?key|key|password|passwd|secret|signature|sig)", re.IGNORECASE | re.DOTALL
 )
+# where a value ends: the next parameter (a query splits on "&" only, so ";" stays inside
+# the value the server reads) or the end of the URL
+VALUE_END = re.compile(r"[&#\s]")
 REDACTED = "[redacted]"
 
 
+def decoded_name(name: str) -> str:
+    """``name`` percent- and plus-decoded until it no longer changes (a server decodes it
+    once, ``access%5Ftoken`` is ``access_token``; decoding more only redacts more)."""
+    for _ in range(8):
+        plain = unquote_plus(name)
+        if plain == name:
+            break
+        name = plain
+    return name
+
+
 def redact(text: str) -> str:
-    """``text`` with the value of every credential query parameter replaced."""
-    return QUERY_SECRET.sub(r"\1" + REDACTED, text) if "=" in text else text
+    """``text`` with the value of every credential query parameter replaced; the name is
+    judged decoded, so any spelling the server decodes to a credential is redacted."""
+    if "=" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    for match in QUERY_NAME.finditer(text):
+        if match.start() < pos or not SECRET_NAME.fullmatch(decoded_name(match.group(1))):
+            continue
+        end = VALUE_END.search(text, match.end())
+        out += [text[pos : match.end()], REDACTED]
+        pos = end.start() if end else len(text)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _redact_arg(value: Any) -> Any:

@@ -17,7 +17,8 @@ for _var in ("LLM_MODEL", "LLM_API_KEY", "LLM_BASE_URL", "OPENAI_API_KEY", "AUTH
 
 from backend.config import Settings  # noqa: E402
 from tests.fakellm import FakeModelServer  # noqa: E402
-from tests.pg import postgres_url, wipe  # noqa: E402
+from tests.migrated import place_migrated  # noqa: E402
+from tests.pg import postgres_url, reset  # noqa: E402
 from tests.skipsummary import pytest_terminal_summary  # noqa: E402, F401
 
 
@@ -33,6 +34,8 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         "allowed_hosts": "testserver",
     }
     values.update(overrides)
+    if "database_url" not in overrides:
+        place_migrated(tmp_path / "planact.db")  # a copy, not the migrations again
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
 
@@ -60,10 +63,12 @@ def fake_model(fake_model_server: FakeModelServer) -> Iterator[FakeModelServer]:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database of each kind: SQLite in the test's folder, or the wiped
-    PostgreSQL test database (TEST_POSTGRES_URL)."""
+    """A fresh, migrated database of each kind: a copy of the migrated SQLite file in the
+    test's folder (tests/migrated.py), or the PostgreSQL test database (TEST_POSTGRES_URL)
+    emptied to its freshly migrated state (tests/pg.py reset)."""
     if request.param == "sqlite":
+        place_migrated(tmp_path / "db.sqlite")
         return f"sqlite:///{tmp_path}/db.sqlite"
     url = postgres_url()
-    wipe(url)
+    reset(url)
     return url

@@ -1,30 +1,27 @@
 """Files of a conversation's workspace: list, one (attachment), all (zip).
 
-Downloads and the zip read every file through :mod:`backend.runtime.confined`: opened
-beneath the workspace's descriptor without following a symlink out, then streamed from that
-descriptor (a path swapped meanwhile cannot serve a file from elsewhere).
+Downloads and the zip (:mod:`backend.api.archive`) read every file through
+:mod:`backend.runtime.confined`: opened beneath the workspace's descriptor without following a
+symlink out, then streamed from that descriptor (a path swapped meanwhile cannot serve a file
+from elsewhere).
 """
 
 from __future__ import annotations
 
 import mimetypes
 import os
-import stat
-import tempfile
-import time
-import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-from starlette.background import BackgroundTask
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from backend.api import archive
 from backend.api.common import conversation_or_404, manager, user_id
-from backend.api.errors import ApiError
+from backend.api.errors import ApiError, error_response
 from backend.api.headers import DOWNLOAD_HEADERS, download_media_type
 from backend.api.models import FileEntry
 from backend.api.names import attachment_header, zip_name
@@ -135,50 +132,62 @@ async def _stream(fd: int, size: int) -> AsyncIterator[bytes]:
             media_type="application/zip",
         ),
     ),
-    errors=(404, 413),
-    description="413: the workspace is over WORKSPACE_MAX_MB (before any byte is sent).",
+    errors=(404, 413, 429),
+    description="413: the workspace is over WORKSPACE_MAX_MB, counted by apparent size "
+    "(before any byte is sent). 429: ZIP_MAX_CONCURRENT zips are already being made "
+    "(with Retry-After).",
 )
 async def download_zip(request: Request) -> Response:
+    """The workspace as a zip, streamed (backend/api/archive.py): 413 over WORKSPACE_MAX_MB
+    counted by apparent size, 429 when ZIP_MAX_CONCURRENT zips are already running."""
     cid = request.path_params["cid"]
     conv = await conversation_or_404(request, cid)
     workspace = manager(request).workspace(user_id(request), cid)
-    tmp = await anyio.to_thread.run_sync(_zip_workspace, workspace)
-    name = zip_name(conv.get("title") or "", cid)  # named after the title
-    return FileResponse(
-        tmp,
-        media_type="application/zip",
-        background=BackgroundTask(os.unlink, tmp),
-        headers={"Content-Disposition": attachment_header(name), **DOWNLOAD_HEADERS},
-    )
-
-
-def _zip_workspace(workspace: Path) -> str:
-    fd, tmp = tempfile.mkstemp(suffix=".zip", prefix="planact-")
-    os.close(fd)
+    settings = request.app.state.settings
+    slots = _zip_slots(request, settings.zip_max_concurrent)
+    if not slots.take():
+        response = error_response(
+            429,
+            f"{slots.limit} zips are being made already (ZIP_MAX_CONCURRENT): try again "
+            "in a few seconds.",
+            code="busy",
+        )
+        response.headers["Retry-After"] = str(archive.RETRY_AFTER_S)
+        return response
     try:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-            for rel in sorted(scan(workspace)):
-                _add(zf, workspace, rel)
+        budget = int(settings.workspace_max_mb * archive.MB)
+        files = await anyio.to_thread.run_sync(archive.plan, workspace, budget)
+    except archive.TooLarge as exc:
+        slots.give()
+        raise ApiError(
+            413,
+            f"The workspace holds {exc.total / archive.MB:,.0f} MB (files counted at their "
+            f"full size), over the {settings.workspace_max_mb:g} MB a zip may hold "
+            "(WORKSPACE_MAX_MB): download the files one by one.",
+        ) from exc
     except BaseException:
-        os.unlink(tmp)
+        slots.give()
         raise
-    return tmp
+    name = zip_name(conv.get("title") or "", cid)  # named after the title
+    headers = {
+        "Content-Disposition": attachment_header(name),
+        **DOWNLOAD_HEADERS,
+        "Cache-Control": "no-store",
+    }
+    if request.method == "HEAD":  # the answer's head only: nothing is zipped for it
+        slots.give()
+        head = Response(media_type="application/zip", headers=headers)
+        del head.headers["content-length"]  # a GET streams: its length is not known
+        return head
+    return archive.ZipResponse(archive.WorkspaceZip(workspace, files, budget), slots, headers)
 
 
-def _add(zf: zipfile.ZipFile, workspace: Path, rel: str) -> None:
-    try:
-        fd, _name = confined.open_read(workspace, rel)
-    except (PathEscapeError, OSError):
-        return  # gone or swapped since the scan: left out
-    with open(fd, "rb", closefd=True) as src:
-        st = os.fstat(src.fileno())
-        info = zipfile.ZipInfo(rel, time.localtime(max(st.st_mtime, 315532800))[:6])
-        info.compress_type = zipfile.ZIP_DEFLATED
-        info.external_attr = (stat.S_IFREG | stat.S_IMODE(st.st_mode)) << 16
-        info.file_size = st.st_size
-        with zf.open(info, "w", force_zip64=st.st_size > 1 << 30) as dst:
-            while chunk := src.read(confined.CHUNK):
-                dst.write(chunk)
+def _zip_slots(request: Request, limit: int) -> archive.ZipSlots:
+    """This app's zip slots, made on first use."""
+    slots: archive.ZipSlots | None = getattr(request.app.state, "zip_slots", None)
+    if slots is None:
+        slots = request.app.state.zip_slots = archive.ZipSlots(limit)
+    return slots
 
 
 routes = [

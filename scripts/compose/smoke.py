@@ -9,6 +9,9 @@
       prints the conversation id on stdout.
   smoke.py check --url URL --token T --conversation ID
       the conversation, its messages and its files are still there (after a restart).
+  smoke.py scaled --url URL --url2 URL2 --token T --conversation ID
+      a worker ran the conversation's run and both API replicas serve it; each replica is
+      asked once its own /api/health answers ok.
   smoke.py wait  --url URL [--timeout S]
       waits until GET /api/health answers {"status": "ok"}; prints the seconds it took.
   smoke.py prometheus --url PROMETHEUS_URL [--timeout S]
@@ -86,8 +89,8 @@ def get(url: str, token: str | None = None, timeout: float = 30) -> bytes:
         return resp.read()
 
 
-def get_json(url: str, token: str | None = None) -> Any:
-    return json.loads(get(url, token))
+def get_json(url: str, token: str | None = None, timeout: float = 30) -> Any:
+    return json.loads(get(url, token, timeout))
 
 
 def post_json(url: str, body: Any, token: str | None = None) -> Any:
@@ -215,10 +218,17 @@ def cmd_check(args: argparse.Namespace) -> None:
 
 
 def cmd_scaled(args: argparse.Namespace) -> None:
-    """A worker ran the conversation's run; the second API replica serves the same."""
+    """A worker ran the conversation's run; the second API replica serves the same. Each
+    replica is asked only once its own /api/health answers ok (the second one may still be
+    starting when the first has served the run)."""
     cid = args.conversation
-    one = get_json(f"{args.url}/api/conversations/{cid}", args.token)
-    two = get_json(f"{args.url2.rstrip('/')}/api/conversations/{cid}", args.token)
+    url2 = args.url2.rstrip("/")
+    answers = []
+    for url in (args.url, url2):
+        secs, _health = wait_health(url, args.timeout)
+        ok(f"{url}/api/health answered ok (waited {secs:.1f}s)")
+        answers.append(get_json(f"{url}/api/conversations/{cid}", args.token))
+    one, two = answers
     owner = one["runs"][-1].get("owner") or ""
     if not owner.startswith("worker-"):
         fail(f"the run's owner is {owner!r}, not a worker")
@@ -256,21 +266,29 @@ def cmd_prometheus(args: argparse.Namespace) -> None:
     fail(f"Prometheus did not count the run within {args.timeout:.0f}s (last: {last})")
 
 
-def cmd_wait(args: argparse.Namespace) -> None:
+def wait_health(url: str, timeout: float) -> tuple[float, Any]:
+    """Wait until ``url``'s GET /api/health answers {"status": "ok"} (a refused or reset
+    connection is a server still starting): (seconds it took, the answer); fails after
+    ``timeout``."""
     started = time.monotonic()
     last = ""
-    while time.monotonic() - started < args.timeout:
+    while time.monotonic() - started < timeout:
         try:
-            health = get_json(f"{args.url}/api/health")
+            health = get_json(f"{url}/api/health", timeout=5)
             if health.get("status") == "ok":
-                print(f"{time.monotonic() - started:.1f}")
-                ok(f"/api/health: {json.dumps(health)}")
-                return
+                return time.monotonic() - started, health
             last = json.dumps(health)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             last = str(exc)
         time.sleep(0.2)
-    fail(f"/api/health did not answer ok within {args.timeout:.0f}s (last: {last})")
+    fail(f"{url}/api/health did not answer ok within {timeout:.0f}s (last: {last})")
+    raise AssertionError("unreachable")
+
+
+def cmd_wait(args: argparse.Namespace) -> None:
+    secs, health = wait_health(args.url, args.timeout)
+    print(f"{secs:.1f}")
+    ok(f"/api/health: {json.dumps(health)}")
 
 
 def main() -> None:

@@ -242,7 +242,7 @@ EOF
   if [ "$pass" = scaled ]; then
     # a worker ran it, and the other API replica serves the same conversation
     python3 scripts/compose/smoke.py scaled --url "$url" --url2 "http://127.0.0.1:$app_port_2" \
-      --token "$token" --conversation "$cid" || die "the scaled check failed"
+      --token "$token" --conversation "$cid" --timeout "$wait_s" || die "the scaled check failed"
     n=$(compose "${profile[@]}" ps -q worker | wc -l)
     [ "$n" = 2 ] || die "expected 2 worker containers, found $n"
     say "  ok   2 worker containers"

@@ -297,10 +297,10 @@ def test_nul_characters_never_reach_the_store(tmp_path: Path, database: str) -> 
     with U+FFFD; a NUL in a command or path is a format error for the model."""
     overrides: dict[str, Any] = {}
     if database == "postgresql":
-        from tests.pg import postgres_url, wipe
+        from tests.pg import postgres_url, reset
 
         url = postgres_url()
-        wipe(url)
+        reset(url)
         overrides["database_url"] = url
     settings = make_settings(tmp_path, **overrides)
     llm = ScriptedLLM(

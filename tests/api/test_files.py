@@ -96,3 +96,90 @@ def test_download_keeps_bytes_and_names(client: TestClient) -> None:
     assert got.headers["content-disposition"] == 'attachment; filename="blob.bin"'
     assert client.get(f"/api/files/{cid}/inside-link").content == data
     assert client.get(f"/api/files/{cid}/src").status_code == 404
+
+
+def test_the_zip_round_trips_every_byte_nested_folders_and_modes(client: TestClient) -> None:
+    cid, workspace = new_workspace(client)
+    blobs = {
+        "top.txt": b"top\n",
+        "a/b/c/deep.bin": os.urandom(300_000),  # several chunks, incompressible
+        "a/zeros.bin": bytes(2_000_000),  # compresses a thousandfold
+        "a/b/empty.txt": b"",
+        "script.sh": b"#!/bin/sh\necho hi\n",
+    }
+    for rel, data in blobs.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_bytes(data)
+    (workspace / "script.sh").chmod(0o755)
+    os.utime(workspace / "top.txt", (7258118400, 7258118400))  # 2200: past what a zip holds
+    os.utime(workspace / "a/zeros.bin", (0, 0))  # 1970: before it
+    (workspace / "empty-dir").mkdir()  # no file in it: not in the zip (as the list)
+    got = client.get(f"/api/conversations/{cid}/files.zip")
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "application/zip"
+    assert got.headers["content-disposition"] == 'attachment; filename="files.zip"'
+    archive = zipfile.ZipFile(io.BytesIO(got.content))
+    assert archive.testzip() is None
+    assert sorted(archive.namelist()) == sorted(blobs)
+    for rel, data in blobs.items():
+        assert archive.read(rel) == data, rel
+    assert archive.getinfo("script.sh").external_attr >> 16 & 0o777 == 0o755
+    assert archive.getinfo("top.txt").date_time[0] == 2038
+    assert archive.getinfo("a/zeros.bin").date_time[0] == 1980
+    head = client.head(f"/api/conversations/{cid}/files.zip")  # nothing zipped for it
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-type"] == "application/zip"
+    assert "content-length" not in head.headers
+
+
+def test_a_sparse_file_over_the_budget_is_413_before_any_zipping(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`truncate -s 2G` costs no disk but counts its full size: the zip ran through all of
+    it (in a thread no client could stop) and answered 200."""
+    small = settings.model_copy(update={"workspace_max_mb": 1024})
+    with TestClient(create_app(small, llm=ScriptedLLM([]))) as c:
+        cid, workspace = new_workspace(c)
+        (workspace / "note.txt").write_text("kept")
+        with open(workspace / "s.bin", "wb") as f:
+            f.truncate(2 << 30)
+        assert os.stat(workspace / "s.bin").st_blocks == 0  # sparse indeed
+        got = c.get(f"/api/conversations/{cid}/files.zip")
+        assert got.status_code == 413
+        assert got.headers["content-type"] == "application/json"
+        assert "content-disposition" not in got.headers
+        error = got.json()["error"]
+        assert error["code"] == "too_large"
+        assert "2,048 MB" in error["message"] and "WORKSPACE_MAX_MB" in error["message"]
+        # under the budget again, the same workspace zips
+        os.unlink(workspace / "s.bin")
+        archive = zipfile.ZipFile(io.BytesIO(c.get(f"/api/conversations/{cid}/files.zip").content))
+        assert archive.read("note.txt") == b"kept"
+
+
+def test_files_grown_past_the_budget_or_gone_since_counted_are_left_out(tmp_path: Path) -> None:
+    from backend.api.archive import WorkspaceZip, plan
+
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_bytes(name[0].encode() * 100)
+    files = plan(tmp_path, 300)
+    (tmp_path / "a.txt").write_bytes(b"a" * 250)  # grew: b no longer fits the budget
+    (tmp_path / "c.txt").unlink()  # gone
+    job = WorkspaceZip(tmp_path, files, 300)
+    data = b"".join(iter(job.next_chunk, None))
+    job.close()
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    assert archive.namelist() == ["a.txt"] and archive.read("a.txt") == b"a" * 250
+    assert job.opened == set()
+
+
+def test_closing_a_zip_midway_closes_every_file_it_opened(tmp_path: Path) -> None:
+    from backend.api.archive import WorkspaceZip, plan
+
+    (tmp_path / "big.bin").write_bytes(os.urandom(1_000_000))
+    job = WorkspaceZip(tmp_path, plan(tmp_path, 10_000_000), 10_000_000)
+    assert job.next_chunk()
+    assert len(job.opened) == 1
+    job.close()
+    assert job.opened == set()
+    assert job.next_chunk() is None  # stopped for good

@@ -15,10 +15,12 @@ from typing import Any
 
 import httpx
 
+from tests.migrated import place_migrated
 from tests.openapi_check import ResponseCheck
 from tests.sse_client import collect
 
 PLANACT = str(Path(sys.executable).with_name("planact"))
+SQLITE = "sqlite:///"
 # a safety net, never a wait: how long a planact process may take to start and answer (or
 # exit) on a loaded machine; every wait on one is for its event (health, its exit)
 PROCESS_DEADLINE = 240.0
@@ -58,9 +60,14 @@ class Server(Process):
         env: dict[str, str],
         port: int | None = None,
         preexec_fn: Callable[[], None] | None = None,
+        migrated: bool = True,
     ) -> None:
+        """``migrated``: a SQLite ``DATABASE_URL`` whose file is missing starts from a copy
+        of the migrated database (tests/migrated.py) rather than migrating; False keeps the
+        first start's migrations (a test of what they log)."""
         self.workdir = workdir
         self.env = env
+        self.migrated = migrated
         self.port = port or free_port()
         self.preexec_fn = preexec_fn
         self.proc: subprocess.Popen[bytes] | None = None
@@ -73,6 +80,9 @@ class Server(Process):
 
     def start(self, timeout: float = PROCESS_DEADLINE) -> Server:
         env = {**os.environ, **self.env}
+        database = self.env.get("DATABASE_URL", "")
+        if self.migrated and database.startswith(SQLITE):
+            place_migrated(Path(database.removeprefix(SQLITE)))
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [PLANACT, "serve", "--port", str(self.port)],

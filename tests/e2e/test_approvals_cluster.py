@@ -18,7 +18,7 @@ from tests.e2e.cluster import Worker, follow, messages, open_running, start_json
 from tests.e2e.server import Server, server_env
 from tests.e2e.waiting import MARKER_COMMAND, conversation, decide, finals, markers, pending
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ LEASE = 4.0
 
 def _env(tmp: Path, fake: FakeModelServer, **extra: str) -> dict[str, str]:
     url = postgres_url()
-    wipe(url)
+    reset(url)
     return server_env(tmp, fake.base_url, DATABASE_URL=url, LEASE_SECONDS=str(LEASE), **extra)
 
 

@@ -195,10 +195,10 @@ def test_deltas_reach_a_reader_on_another_process(
     """PostgreSQL, two `planact serve`: the run executes on A, the reader follows it on B;
     the command's output reaches B while the command runs (LISTEN/NOTIFY)."""
     from tests.e2e.server import server_env
-    from tests.pg import postgres_url, wipe
+    from tests.pg import postgres_url, reset
 
     url = postgres_url()
-    wipe(url)
+    reset(url)
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Print")},
         {"stage": "thinking", "content": run(WAIT_FOR_GO) + finish("printed")},

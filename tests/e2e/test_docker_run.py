@@ -13,7 +13,7 @@ from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.cluster import Worker
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.runtime.conftest import require_docker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
@@ -85,7 +85,7 @@ def test_deleting_a_conversation_removes_the_queue_workers_sandbox(
     the API server, another process, removes it at once, not at the idle timeout."""
     require_docker()
     url = postgres_url()
-    wipe(url)
+    reset(url)
     env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, EXECUTOR="queue")
     env |= {"RUNTIME": "docker", "SANDBOX_IDLE_TIMEOUT": "3600"}
     # the API replica has no Docker engine: only the worker runs commands

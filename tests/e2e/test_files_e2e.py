@@ -19,7 +19,7 @@ from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.cluster import follow, start_json
 from tests.e2e.server import Server, running_server, server_env
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 
 pytestmark = pytest.mark.e2e
 
@@ -241,7 +241,7 @@ def test_concurrent_uploads_never_pass_the_workspace_budget(
     extra = {"WORKSPACE_MAX_MB": "3"}
     if processes > 1:
         url = postgres_url()
-        wipe(url)
+        reset(url)
         extra["DATABASE_URL"] = url
     env = server_env(tmp_path, fake_model.base_url, **extra)
     servers = [Server(tmp_path, env).start() for _ in range(processes)]

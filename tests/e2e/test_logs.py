@@ -25,7 +25,7 @@ def test_serve_logs_one_line_per_run_start_and_end_and_no_library_noise(
 ) -> None:
     env = server_env(tmp_path, fake_model.base_url, RUNTIME="local")
     del env["LOG_LEVEL"]  # the default a person gets
-    server = Server(tmp_path, env).start()
+    server = Server(tmp_path, env, migrated=False).start()  # its first start migrates
     try:
         fake_model.script({"stage": "auto_reply", "content": "Hello."})
         _, end, headers = server.run({"goal": "say hello", "mode": "chat"})
@@ -51,7 +51,7 @@ def test_debug_log_level_brings_library_lines_back(
 ) -> None:
     # the litellm path (LLM_CLIENT=litellm): its own lines come back with DEBUG
     env = server_env(tmp_path, fake_model.base_url, LOG_LEVEL="DEBUG", LLM_CLIENT="litellm")
-    server = Server(tmp_path, env).start()
+    server = Server(tmp_path, env, migrated=False).start()  # Alembic's lines: it migrates
     try:
         fake_model.script({"stage": "auto_reply", "content": "Hello."})
         server.run({"goal": "say hello", "mode": "chat"})
@@ -110,6 +110,34 @@ def test_query_tokens_never_reach_the_log(tmp_path: Path, fake_model: FakeModelS
     access = [line for line in log.splitlines() if "GET /api/conversations?" in line]
     assert len(access) == 1, log[-3000:]  # the successful read is a DEBUG line
     assert " 401" in access[0] and "access_token=[redacted]" in access[0]
+
+
+def test_every_token_spelling_that_authenticates_is_redacted_in_every_line(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """The server percent-decodes a query name: ``?access%5Ftoken=`` authenticates like
+    ``?access_token=``, and its access line wrote the token out in clear."""
+    good, wrong = "alice-secret-0123456789", "guessed-9876543210"
+    env = server_env(tmp_path, fake_model.base_url, AUTH_TOKEN=good, LOG_LEVEL="DEBUG")
+    server = Server(tmp_path, env).start()
+    spellings = ("access%5Ftoken", "access%5ftoken", "%61ccess_token")
+    try:
+        with server.client() as c:
+            for name in spellings:
+                assert c.get(f"/api/conversations?{name}={good}").status_code == 200
+                assert c.get(f"/api/conversations?{name}={wrong}").status_code == 401
+        wait_for(
+            lambda: server.log.read_text().count("GET /api/conversations?") >= 6,
+            what="access lines",
+        )
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert good not in log and wrong not in log, log[-3000:]
+    for name in spellings:
+        lines = [x for x in log.splitlines() if f"GET /api/conversations?{name}=" in x]
+        assert len(lines) == 2, log[-3000:]
+        assert all(f"?{name}=[redacted]" in x for x in lines), lines
 
 
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])

@@ -24,7 +24,7 @@ from tests.e2e.cluster import (
 )
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.procs import alive
 from tests.sse_client import iter_events
 
@@ -47,7 +47,7 @@ def sleeper(pidfile: Path) -> str:
 class Cluster:
     def __init__(self, tmp: Path, model_url: str) -> None:
         url = postgres_url()
-        wipe(url)
+        reset(url)
         self.tmp = tmp
         self.env = server_env(
             tmp,

@@ -15,7 +15,7 @@ import pytest
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server, server_env
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.sse_client import Event, iter_events
 
 pytestmark = pytest.mark.e2e
@@ -82,7 +82,7 @@ def test_readers_attached_mid_command_get_the_output_so_far_then_the_rest(
     tmp_path: Path, fake_model: FakeModelServer
 ) -> None:
     url = postgres_url()
-    wipe(url)
+    reset(url)
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Print")},
         {"stage": "thinking", "content": run(PRINT_THEN_WAIT) + finish("printed")},

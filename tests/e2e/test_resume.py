@@ -16,7 +16,7 @@ from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.cluster import follow, messages, open_running, start_json
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.runtime.conftest import require_docker
 
 pytestmark = pytest.mark.e2e
@@ -65,7 +65,7 @@ def check_completed_once(server: Server, tmp: Path, cid: str, rid: str) -> dict[
 @pytest.fixture
 def inline_pair(tmp_path: Path, fake_model_server: FakeModelServer) -> Iterator[list[Server]]:
     url = postgres_url()
-    wipe(url)
+    reset(url)
     env = server_env(
         tmp_path,
         fake_model_server.base_url,
@@ -123,7 +123,7 @@ def test_kill9_mid_command_in_a_docker_sandbox_goes_on_in_a_sandbox_of_the_other
     command that was running is not run again."""
     require_docker()
     url = postgres_url()
-    wipe(url)
+    reset(url)
     env = server_env(
         tmp_path,
         fake_model.base_url,

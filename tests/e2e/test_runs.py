@@ -12,7 +12,7 @@ import pytest
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.procs import alive
 from tests.shapes import MESSAGE_KEYS, META_KEYS
 from tests.sse_client import collect, iter_events
@@ -35,7 +35,7 @@ def test_two_task_run_full_order_and_shapes(
     db_env = {}
     if database == "postgresql":
         db_env["DATABASE_URL"] = postgres_url()
-        wipe(db_env["DATABASE_URL"])
+        reset(db_env["DATABASE_URL"])
     fake_model.script(
         {"stage": "route", "content": '{"task_type": "code_generation", "needs_tools": true}'},
         {"stage": "planning", "content": plan_reply("Write", "Run", prose="Two steps.")},

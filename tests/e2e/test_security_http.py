@@ -21,7 +21,7 @@ import pytest
 
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 
 pytestmark = pytest.mark.e2e
 
@@ -375,7 +375,7 @@ def check_big_seqs(server: Server, cid: str, rid: str) -> None:
 def test_bad_input_on_postgresql(tmp_path: Path, model: FakeModelServer) -> None:
     """PostgreSQL refuses what SQLite takes (NUL in text, integers past the column)."""
     url = postgres_url()
-    wipe(url)
+    reset(url)
     env = server_env(tmp_path, model.base_url, DATABASE_URL=url, LLM_STREAM="false")
     server = Server(tmp_path, env).start()
     try:

@@ -15,7 +15,7 @@ from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.cluster import Worker
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.sse_client import iter_events
 from tests.tools.search.fakesearch import FakeSearch
 from tests.tools.web.site import Site
@@ -198,7 +198,7 @@ def test_a_queue_worker_offers_only_the_mcp_servers_the_run_picked(
     tmp_path: Path, fake_model: FakeModelServer
 ) -> None:
     url = postgres_url()
-    wipe(url)
+    reset(url)
     fake_model.script(
         *one_task(
             "<mcp_tool><name>broken__anything</name><arguments>{}</arguments></mcp_tool>",

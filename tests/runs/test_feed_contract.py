@@ -21,7 +21,7 @@ from backend.runs import feed as feed_module
 from backend.runs.feed import Delta, End, FeedEvent, run_feed
 from backend.runs.notify import LocalNotifier, Notifier, PgNotifier
 from backend.store.repo import Store
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 
 
 @dataclass
@@ -40,7 +40,7 @@ async def pair(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         p = Pair(store, local, local)
     else:
         url = postgres_url()
-        wipe(url)
+        reset(url)
         store = Store(url)
         store.migrate()
         p = Pair(store, PgNotifier(url, "writer"), PgNotifier(url, "reader"))

@@ -19,7 +19,7 @@ from backend.runs.notify import psycopg_conninfo
 from backend.runtime.base import ActionResult, Runtime
 from backend.store.repo import CONTROL_CHANNEL, Store
 from tests.conftest import make_settings
-from tests.pg import postgres_url, wipe
+from tests.pg import postgres_url, reset
 from tests.runs.test_lease import close
 
 
@@ -66,7 +66,7 @@ async def two_managers(
     tmp_path: Path,
 ) -> tuple[RunManager, ForgettingRuntime, RunManager, ForgettingRuntime]:
     url = postgres_url()
-    wipe(url)
+    reset(url)
     held, own = ForgettingRuntime(), ForgettingRuntime()
     worker = await process(tmp_path, url, "worker", held)
     server = await process(tmp_path, url, "serve", own)

@@ -22,7 +22,7 @@ from backend.runs import RunManager
 from backend.store.repo import Store
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.conftest import make_settings
-from tests.pg import wipe
+from tests.pg import reset
 
 COMMAND = "echo ran >> log.txt"
 FEWEST_CALLS = 5  # planning, two turns of task One, one of task Two, the summary
@@ -226,7 +226,7 @@ async def test_a_run_whose_owner_dies_at_any_point_completes_on_another_process(
     told = resumed = crashes = 0
     for k in range(1, total + 1):
         if "postgresql" in db_url:
-            wipe(db_url)
+            reset(db_url)
         got = await one_run(tmp_path / f"k{k}", db_url, k)
         label = f"owner dies at step {k} of {total}"
         if not got["crashed"]:

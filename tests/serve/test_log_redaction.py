@@ -40,3 +40,21 @@ def test_every_uvicorn_handler_redacts() -> None:
     assert config["handlers"]
     for handler in config["handlers"].values():
         assert "redact_query_secrets" in handler["filters"]
+
+
+def test_every_spelling_a_server_decodes_to_a_credential_is_redacted() -> None:
+    """A query name is percent-decoded before it is read (``access%5Ftoken`` is
+    ``access_token`` and authenticates): the raw spelling was logged in clear."""
+    spellings = ("access%5Ftoken", "access%5ftoken", "%61ccess_token", "access%255Ftoken")
+    for name in spellings:
+        line = f"GET /api/files/c/a.txt?{name}=s3cr3t&after=4 HTTP/1.1"
+        assert redact(line) == f"GET /api/files/c/a.txt?{name}=[redacted]&after=4 HTTP/1.1"
+    assert redact("/x?api%5Fkey=a&pass%77ord=b&q=%74oken") == (
+        "/x?api%5Fkey=[redacted]&pass%77ord=[redacted]&q=%74oken"
+    )
+
+
+def test_a_value_is_redacted_up_to_the_next_ampersand_as_the_server_splits_it() -> None:
+    # the server splits a query on "&" only: "a;b" is the whole token
+    assert redact("/x?access_token=a;b&after=4") == "/x?access_token=[redacted]&after=4"
+    assert redact("/x?after=4;access_token=a") == "/x?after=4;access_token=[redacted]"
