@@ -29,6 +29,8 @@ from backend.lemonai import Services, create_lemonai_app
 from backend.llm.base import LLM
 from backend.llm.dispatch import DispatchLLM
 from backend.llm.factory import make_llm
+from backend.previews import api as previews_api
+from backend.previews.listener import PreviewListener
 from backend.runs import RunManager
 from backend.runs.executor import QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
@@ -86,6 +88,8 @@ def create_app(
         tools=Tools.from_settings(settings, mcp=mcp_servers),  # the one MCP manager
     )
 
+    preview_listener = PreviewListener(settings, store)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(store.migrate)
@@ -93,6 +97,8 @@ def create_app(
         if manager.lease.recovered:
             log.warning("took over %d interrupted run(s)", manager.lease.recovered)
         checker = asyncio.create_task(_probe_runtimes(app, manager))
+        if settings.preview_listen:  # previews: the preview origin's own listener
+            await preview_listener.start()
         if own_llm is not None:
             own_llm.prewarm()  # litellm (seconds to import) in the background, if needed
         try:
@@ -102,6 +108,7 @@ def create_app(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
             await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
+            await preview_listener.close()
             await mcp_servers.aclose()
             if own_llm is not None:
                 await own_llm.aclose()
@@ -117,6 +124,7 @@ def create_app(
         *retry.routes,
         *mcp.routes,
         *waits.routes,
+        *previews_api.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         Mount("/lemonai", app=create_lemonai_app(Services(settings, manager, store))),
     ]

@@ -216,3 +216,24 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(default=30.0, gt=0)  # seconds a server may take to start
     # seconds before a server that failed to start is tried again (doubling, at most 60)
     mcp_restart_backoff: float = Field(default=1.0, ge=0)
+
+    # -- previews of what the agent builds (backend/previews, docs/api.md "Previews") ----
+    # the preview origin (its own listener); unset: http://127.0.0.1:<PORT+1>
+    preview_url: str | None = None
+    # the port the preview listener binds when PREVIEW_URL is a proxy's address (else its port)
+    preview_listen_port: int | None = Field(default=None, ge=1, le=65535)
+    preview_listen: bool = True  # 0: no preview listener in this process (tests of the API)
+    preview_start_timeout: float = Field(default=60.0, gt=0)  # seconds until the port listens
+    preview_max_per_conversation: int = Field(default=3, ge=1)  # services at once
+    preview_idle_seconds: float = Field(default=1800.0, gt=0)  # stopped after no request
+    preview_max_seconds: float = Field(default=86400.0, gt=0)  # stopped at this age
+    preview_token_ttl: float = Field(default=86400.0, gt=0)  # seconds a preview URL works
+    preview_log_lines: int = Field(default=200, ge=1)  # last lines of a service's output kept
+    # where the services' Unix sockets are made (short: socket paths are limited to 107 bytes)
+    preview_socket_dir: Path | None = None
+
+    def preview_base(self) -> str:
+        """The preview origin, without a trailing slash."""
+        if self.preview_url:
+            return self.preview_url.rstrip("/")
+        return f"http://127.0.0.1:{self.port + 1}"
