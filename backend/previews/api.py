@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backend.api.common import conversation_or_404, manager, store
+from backend.api.common import conversation_or_404, manager
 from backend.api.errors import ApiError
 from backend.previews.host import PreviewHost, ServiceRuntime
 from backend.store.base import iso
@@ -52,7 +52,7 @@ async def list_previews(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
     host = host_of(request)
-    rows = await store(request).previews_of(cid)
+    rows = await host.rows(cid)
     return JSONResponse([await preview_out(host, r) for r in rows])
 
 
@@ -60,7 +60,7 @@ async def _named(request: Request) -> tuple[PreviewHost, dict[str, Any]]:
     cid, name = request.path_params["cid"], request.path_params["name"]
     await conversation_or_404(request, cid)
     host = host_of(request)
-    for row in await store(request).previews_of(cid):
+    for row in await host.rows(cid):
         if row["name"] == name:
             return host, row
     raise ApiError(404, f"No preview {name!r} in this conversation.")
@@ -90,7 +90,7 @@ async def restart_preview(request: Request) -> Response:
 
 
 async def _again(request: Request, row: dict[str, Any]) -> dict[str, Any]:
-    for again in await store(request).previews_of(row["conversation_id"]):
+    for again in await host_of(request).rows(row["conversation_id"]):
         if again["name"] == row["name"]:
             return again
     raise ApiError(404, f"No preview {row['name']!r} in this conversation.")

@@ -92,6 +92,15 @@ class PreviewHost:
         await self.store.update_preview(row["id"], **values)
         return {**row, **values}
 
+    async def rows(self, cid: str) -> list[dict[str, Any]]:
+        """The conversation's services as stored, those hosted here with their live state."""
+        rows = await self.store.previews_of(cid)
+        for row in rows:
+            service = self.services.get(row["id"])
+            if service is not None:
+                row["state"] = service.state
+        return rows
+
     def log_of(self, row: dict[str, Any]) -> list[str]:
         """A service's last lines of output (live when hosted here)."""
         service = self.services.get(row["id"])
@@ -131,7 +140,7 @@ class PreviewHost:
     ) -> Started:
         user_id, cid = owners_of(workspace)
         async with self._lock:
-            rows = await self.store.previews_of(cid)
+            rows = await self.rows(cid)
             live = [r for r in rows if r["state"] in LIVE and r["name"] != name]
             if len(live) >= self.settings.preview_max_per_conversation:
                 names = ", ".join(f"{r['name']} (port {r['port']})" for r in live)
@@ -195,7 +204,7 @@ class PreviewHost:
     async def existing(self, workspace: Path, port: int) -> dict[str, Any] | None:
         """The conversation's live service on ``port`` (a preview without a command)."""
         _, cid = owners_of(workspace)
-        for row in await self.store.previews_of(cid):
+        for row in await self.rows(cid):
             if row["port"] == port and row["state"] in LIVE:
                 return row
         return None
@@ -223,7 +232,7 @@ class PreviewHost:
 
     async def stop(self, cid: str, name: str) -> dict[str, Any] | None:
         """Stop a conversation's service (here, or asked of its owner); its row, or None."""
-        for row in await self.store.previews_of(cid):
+        for row in await self.rows(cid):
             if row["name"] == name:
                 await self._stop_row(row)
                 if row["id"] not in self.services and row["state"] in LIVE:
@@ -235,7 +244,7 @@ class PreviewHost:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(within):
                 while True:
-                    rows = [r for r in await self.store.previews_of(cid) if r["name"] == name]
+                    rows = [r for r in await self.rows(cid) if r["name"] == name]
                     if not rows or rows[0]["state"] not in LIVE:
                         return
                     await asyncio.sleep(0.2)  # another process's watcher acts on the row

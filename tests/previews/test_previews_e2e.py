@@ -4,6 +4,7 @@ and the test uses it over the preview URL, in each sandboxed runtime (docs/api.m
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -17,7 +18,14 @@ from websockets.sync.client import connect
 from tests.agent.scripts import write
 from tests.e2e.server import wait_for
 from tests.fakellm import FakeModelServer
-from tests.previews.conftest import PreviewServer, app_script, done, preview_tag, write_app
+from tests.previews.conftest import (
+    PreviewServer,
+    app_script,
+    done,
+    preview_tag,
+    start_preview_server,
+    write_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -47,11 +55,22 @@ def preview_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return found[-1]
 
 
-def start_app(ps: PreviewServer, fake_model: FakeModelServer, marker: str) -> tuple[str, str]:
-    """Run a goal whose model writes and previews the app; (conversation id, preview URL)."""
+REACH = (
+    'python3 -c "import socket, sys\n'
+    "try:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)\n"
+    "    print('API REACHED')\n"
+    "except OSError as exc:\n    print('API unreachable:', exc)\" {port}; "
+)
+
+
+def start_app(
+    ps: PreviewServer, fake_model: FakeModelServer, marker: str, before: str = ""
+) -> tuple[str, str]:
+    """Run a goal whose model writes and previews the app; (conversation id, preview URL).
+    ``before``: shell text the service runs first."""
     app_script(
         fake_model,
-        write_app() + preview_tag(8080, f"python3 app.py 8080 {marker}", name="app"),
+        write_app() + preview_tag(8080, f"{before}python3 app.py 8080 {marker}", name="app"),
         done(),
     )
     messages, end, headers = ps.server.run({"goal": "Build me an app and show it"})
@@ -70,7 +89,7 @@ def test_a_previewed_app_serves_its_page_api_uploads_and_websocket(
 ) -> None:
     ps = preview_server
     marker = f"pv{secrets.token_hex(6)}"
-    cid, url = start_app(ps, fake_model, marker)
+    cid, url = start_app(ps, fake_model, marker, REACH.format(port=ps.server.port))
     with httpx.Client(timeout=30) as c:
         page = c.get(url)
         assert page.status_code == 200 and "sample app" in page.text
@@ -100,6 +119,9 @@ def test_a_previewed_app_serves_its_page_api_uploads_and_websocket(
         assert listed[0]["url"] == url
         assert any("listening on 8080" in line for line in listed[0]["log"])
         assert any("request GET /api/hello?x=1" in line for line in listed[0]["log"])
+        # the service reached nothing of the host: not even the API's port
+        assert any("API unreachable" in line for line in listed[0]["log"]), listed[0]["log"]
+        assert not any("API REACHED" in line for line in listed[0]["log"])
     assert processes_with(marker)  # it outlived its action and its run
 
 
@@ -164,3 +186,46 @@ def test_the_file_listing_gives_html_pages_a_preview_url(
         assert "scripted" in script.text
         assert c.get(url.rsplit("/", 1)[0] + "/../../../etc/passwd").status_code == 404
         assert c.post(url).status_code == 405
+
+
+@pytest.mark.parametrize("runtime", ["local-bwrap"])
+def test_a_killed_owner_leaves_no_service_and_its_previews_read_stopped(
+    runtime: str, tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    marker = f"pv{secrets.token_hex(6)}"
+    servers = start_preview_server(runtime, tmp_path, fake_model, LEASE_SECONDS="2")
+    ps = next(servers)
+    try:
+        cid, url = start_app(ps, fake_model, marker)
+        assert processes_with(marker)
+        ps.server.kill9()
+        wait_for(lambda: processes_with(marker) == [], 30, "the service to die with its owner")
+    finally:
+        with contextlib.suppress(StopIteration):
+            next(servers)
+    again = start_preview_server(runtime, tmp_path, fake_model, LEASE_SECONDS="2")
+    ps2 = next(again)
+    try:
+        with ps2.server.client() as api:
+            listed = wait_for(
+                lambda: [
+                    p
+                    for p in api.get(f"/api/conversations/{cid}/previews").json()
+                    if p["state"] == "stopped"
+                ],
+                30,
+                "the dead owner's preview to read stopped",
+            )
+            assert listed[0]["name"] == "app"
+            restarted = api.post(f"/api/conversations/{cid}/previews/app/restart").json()
+            assert restarted["state"] == "ready"
+            assert processes_with(marker)
+            got = httpx.get(restarted["url"] + "api/hello", timeout=10)
+            assert got.json()["hello"] == "preview"
+            # the restart gave a new token: the old URL leads nowhere
+            old = url.split("/p/")[1]
+            assert httpx.get(f"{ps2.preview_base}/p/{old}", timeout=10).status_code == 404
+    finally:
+        with contextlib.suppress(StopIteration):
+            next(again)
+    assert processes_with(marker) == []  # the server's stop stopped it
