@@ -255,6 +255,12 @@ class PreviewHost:
             if owner == cid:
                 await self._end(row_id, "stopped")
 
+    async def wait_all(self) -> None:
+        """Return once no service runs here any more."""
+        while self.services:
+            await asyncio.wait({s.exited for s in self.services.values()})
+            await self.sweep()  # drops the exited ones
+
     async def close(self) -> None:
         if self._watcher is not None:
             self._watcher.cancel()

@@ -81,6 +81,11 @@ def start_app(
     assert entry["name"] == "app" and entry["port"] == 8080 and entry["path"] == "/"
     assert entry["url"].startswith(ps.preview_base + "/p/")
     assert entry["url"] in msg["content"]
+    # the summary lists the running preview (after the files, an entry without a filepath)
+    [summary] = [m for m in messages if m["meta"]["action_type"] == "finish_summery"]
+    assert {"preview": entry} in summary["meta"]["json"]
+    assert f"- app: {entry['url']}" in summary["content"]
+    assert any(f.get("filepath") == "app.py" for f in summary["meta"]["json"])
     return headers["x-conversation-id"], entry["url"]
 
 
