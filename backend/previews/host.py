@@ -17,7 +17,6 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from backend.previews.service import Service
+from backend.previews.sockets import remove_dir, socket_dir_beneath
 from backend.store.tables import utcnow
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class ServiceRuntime(Protocol):
 
     async def start_service(
         self, workspace: Path, command: str, port: int, socket_dir: Path
-    ) -> asyncio.subprocess.Process: ...
+    ) -> Any: ...
 
 
 @dataclass
@@ -152,15 +152,23 @@ class PreviewHost:
             same = [r for r in rows if r["name"] == name]
             for row in same:
                 await self._stop_row(row)
-            self.socket_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            socket_dir = Path(tempfile.mkdtemp(dir=self.socket_root))
+            trusted: str | None = None
+            try:
+                if hasattr(runtime, "service_socket_root"):  # a folder the sandbox sees
+                    trusted = os.path.realpath(workspace)
+                    socket_dir = socket_dir_beneath(Path(trusted))
+                else:
+                    self.socket_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    socket_dir = Path(tempfile.mkdtemp(dir=self.socket_root))
+            except OSError as exc:
+                return Started(False, f"The service could not start: {exc}")
             now = utcnow()
             try:
                 process = await runtime.start_service(workspace, command, port, socket_dir)
             except Exception as exc:
-                shutil.rmtree(socket_dir, ignore_errors=True)
+                remove_dir(socket_dir, trusted)
                 return Started(False, f"The service could not start: {exc}")
-            service = Service(process, socket_dir, self.settings.preview_log_lines)
+            service = Service(process, socket_dir, self.settings.preview_log_lines, trusted)
             service.on_output = on_output
             row = await self.store.put_preview(
                 {
@@ -216,7 +224,7 @@ class PreviewHost:
         if service is None:
             return
         await service.stop(state)
-        shutil.rmtree(service.socket_dir, ignore_errors=True)
+        remove_dir(service.socket_dir, service.trusted)
         with contextlib.suppress(Exception):
             await self.store.update_preview(
                 row_id,

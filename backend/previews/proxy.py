@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 import errno
 import mimetypes
+import os
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -27,6 +27,7 @@ from starlette.types import Message, Receive, Scope, Send
 from websockets.asyncio.client import unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from backend.previews.sockets import fd_path, open_socket
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 from backend.store.tables import utcnow
@@ -77,12 +78,13 @@ class PreviewProxy:
         self.store = store
         self.workspace_root = workspace_root
         self._rows: dict[str, tuple[float, dict[str, Any] | None]] = {}
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: dict[str, tuple[int, httpx.AsyncClient]] = {}
         self._touched: dict[str, float] = {}
 
     async def aclose(self) -> None:
-        for client in self._clients.values():
+        for fd, client in self._clients.values():
             await client.aclose()
+            os.close(fd)
         self._clients.clear()
 
     # -- finding the preview ---------------------------------------------------------------
@@ -175,16 +177,26 @@ class PreviewProxy:
         await send({"type": "http.response.body", "body": b""})
 
     # -- a service over HTTP ---------------------------------------------------------------
-    def _client(self, sock: str) -> httpx.AsyncClient:
-        client = self._clients.get(sock)
-        if client is None:
+    def _trusted(self, row: dict[str, Any]) -> str | None:
+        """The workspace, when the service's socket lies in it (docker): the sandbox can
+        write there, so the socket is reached by :mod:`backend.previews.sockets`."""
+        root = os.path.realpath(
+            workspace_path(self.workspace_root, row["user_id"], row["conversation_id"])
+        )
+        return root if str(row["socket"]).startswith(root + "/") else None
+
+    def _client(self, row: dict[str, Any]) -> httpx.AsyncClient:
+        sock = str(row["socket"])
+        held = self._clients.get(sock)
+        if held is None:
+            fd = open_socket(sock, self._trusted(row))  # held while the client is
             client = httpx.AsyncClient(
-                transport=httpx.AsyncHTTPTransport(uds=sock),
+                transport=httpx.AsyncHTTPTransport(uds=fd_path(fd)),
                 timeout=httpx.Timeout(None, connect=10.0),
                 follow_redirects=False,
             )
-            self._clients[sock] = client
-        return client
+            held = self._clients[sock] = (fd, client)
+        return held[1]
 
     async def _http(
         self,
@@ -201,11 +213,16 @@ class PreviewProxy:
         has_body = any(
             k == b"content-length" or k == b"transfer-encoding" for k, _ in scope["headers"]
         )
-        request = self._client(row["socket"]).build_request(
+        try:
+            client = self._client(row)
+        except OSError:
+            await _plain(send, 502, b"The preview's app is not reachable.")
+            return
+        request = client.build_request(
             scope["method"], url, headers=headers, content=_body(receive) if has_body else None
         )
         try:
-            response = await self._client(row["socket"]).send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.HTTPError as exc:
             await _plain(send, 502, f"The preview's app did not answer: {exc}".encode())
             return
@@ -239,8 +256,13 @@ class PreviewProxy:
             if k.decode("latin-1") not in WS_SKIP
         ]
         try:
+            fd = open_socket(str(row["socket"]), self._trusted(row))
+        except OSError:
+            await send({"type": "websocket.close", "code": 1011})
+            return
+        try:
             upstream = await unix_connect(
-                row["socket"],
+                fd_path(fd),
                 uri,
                 additional_headers=extra,
                 subprotocols=scope.get("subprotocols") or None,
@@ -251,6 +273,8 @@ class PreviewProxy:
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError):
             await send({"type": "websocket.close", "code": 1011})
             return
+        finally:
+            os.close(fd)
         async with upstream:
             await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
 
@@ -346,9 +370,4 @@ def _read(fd: int) -> bytes:
 
 
 def _close(fd: int) -> None:
-    import os
-
     os.close(fd)
-
-
-_ = datetime

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from backend.previews.sockets import fd_path, open_socket
 from backend.runtime.base import OutputCallback, hand_output
 from backend.runtime.local import _stop
 
@@ -18,9 +21,12 @@ PROBE_EVERY = 0.05  # seconds between two checks of the port while it starts
 
 
 class Service:
-    def __init__(self, process: asyncio.subprocess.Process, socket_dir: Path, keep: int) -> None:
-        self.process = process
+    def __init__(
+        self, process: Any, socket_dir: Path, keep: int, trusted: str | None = None
+    ) -> None:
+        self.process = process  # an asyncio subprocess, or one that looks like it (docker)
         self.socket_dir = socket_dir
+        self.trusted = trusted  # below it the sandbox may write: reached by sockets.py
         self.log: deque[str] = deque(maxlen=keep)
         self.state = "starting"
         self.on_output: OutputCallback | None = None  # the starting action's live output
@@ -50,7 +56,7 @@ class Service:
             self.log.append(self._partial[name].decode("utf-8", "replace"))
 
     async def _wait(self) -> int:
-        code = await self.process.wait()
+        code: int = await self.process.wait()
         with contextlib.suppress(Exception):
             await asyncio.wait(self._pumps, timeout=2)
         if self.state in ("starting", "ready"):
@@ -62,9 +68,15 @@ class Service:
     async def probe(self) -> bool:
         """Whether something accepts connections on the port inside the sandbox."""
         try:
-            reader, writer = await asyncio.open_unix_connection(str(self.socket_dir / "probe"))
+            fd = open_socket(str(self.socket_dir / "probe"), self.trusted)
         except OSError:
             return False
+        try:
+            reader, writer = await asyncio.open_unix_connection(fd_path(fd))
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
         try:
             return await reader.read(1) == b"1"
         except OSError:
@@ -91,5 +103,6 @@ class Service:
         if self.state in ("starting", "ready"):
             self.state = state
         if self.process.returncode is None:
-            await _stop(self.process)
+            own_stop = getattr(self.process, "stop", None)
+            await (own_stop() if own_stop is not None else _stop(self.process))
         await asyncio.shield(self.exited)
