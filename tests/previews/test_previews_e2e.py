@@ -15,7 +15,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from tests.agent.scripts import write
+from tests.agent.scripts import run, write
 from tests.e2e.server import wait_for
 from tests.fakellm import FakeModelServer
 from tests.previews.conftest import (
@@ -234,3 +234,25 @@ def test_a_killed_owner_leaves_no_service_and_its_previews_read_stopped(
         with contextlib.suppress(StopIteration):
             next(again)
     assert processes_with(marker) == []  # the server's stop stopped it
+
+
+def test_a_service_outlives_the_commands_run_after_it(
+    preview_server: PreviewServer, fake_model: FakeModelServer
+) -> None:
+    """The sandbox's clean-up after a command (every process of the sandbox user is killed)
+    leaves the preview's service alone."""
+    ps = preview_server
+    marker = f"pv{secrets.token_hex(6)}"
+    app_script(
+        fake_model,
+        write_app() + preview_tag(8080, f"python3 app.py 8080 {marker}", name="app"),
+        run("sleep 0.2 & echo after-the-preview"),
+        done(),
+    )
+    messages, end, headers = ps.server.run({"goal": "Build me an app, then run a command"})
+    assert end["status"] == "completed"
+    url = preview_message(messages)["meta"]["json"][0]["url"]
+    outputs = [m for m in messages if m["meta"]["action_type"] == "terminal_run"]
+    assert any("after-the-preview" in m["content"] for m in outputs)
+    assert httpx.get(url + "api/hello", timeout=10).json()["hello"] == "preview"
+    assert processes_with(marker)
