@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 
-CHUNK = 65536
+CHUNK = 262144
 
 
 def pipe(src: socket.socket, dst: socket.socket) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from backend.previews.proxy import PreviewProxy
 
@@ -21,6 +22,19 @@ if TYPE_CHECKING:
     from backend.store.repo import Store
 
 log = logging.getLogger(__name__)
+
+
+class NoDelayHttp(HttpToolsProtocol):
+    """uvicorn's HTTP protocol with TCP_NODELAY: a proxied answer goes out in several writes
+    (head, body chunks), and Nagle would hold each small one for the client's delayed ACK
+    (40 ms)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
 
 
 class _QuietServer(uvicorn.Server):
@@ -57,6 +71,7 @@ class PreviewListener:
             lifespan="off",
             log_level="warning",
             proxy_headers=False,
+            http=NoDelayHttp,
             ws="websockets-sansio",
             server_header=False,  # the app's own headers only
             date_header=False,

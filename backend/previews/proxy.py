@@ -232,10 +232,15 @@ class PreviewProxy:
                 for k, v in response.headers.raw
                 if k.lower().decode("latin-1") not in HOP_BY_HOP
             ]
+            # the head goes out with the first chunk of the body (one write: no small
+            # segment waiting for the client's delayed ACK)
+            chunks = response.aiter_raw()
+            first = await anext(chunks, b"")
             await send(
                 {"type": "http.response.start", "status": response.status_code, "headers": out}
             )
-            async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            async for chunk in chunks:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:

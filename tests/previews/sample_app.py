@@ -31,6 +31,7 @@ ws.onmessage = (e) => { document.getElementById("ws").textContent = "ws:" + e.da
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as dev servers do: no 40 ms stall between two writes
 
     def log_message(self, format: str, *args: object) -> None:
         print("request", self.command, self.path, flush=True)

@@ -249,7 +249,7 @@ def test_a_service_outlives_the_commands_run_after_it(
         run("sleep 0.2 & echo after-the-preview"),
         done(),
     )
-    messages, end, headers = ps.server.run({"goal": "Build me an app, then run a command"})
+    messages, end, _headers = ps.server.run({"goal": "Build me an app, then run a command"})
     assert end["status"] == "completed"
     url = preview_message(messages)["meta"]["json"][0]["url"]
     outputs = [m for m in messages if m["meta"]["action_type"] == "terminal_run"]
