@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
@@ -60,6 +61,12 @@ async def health(request: Request) -> Response:
 
 async def api_not_found(request: Request) -> Response:
     return error_response(404, f"No route {request.url.path}.")
+
+
+def preview_origin(settings: Settings) -> str:
+    """The origin of PREVIEW_URL (scheme://host[:port]), for the UI's frame-src."""
+    parts = urlsplit(settings.preview_base())
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def create_app(
@@ -147,7 +154,8 @@ def create_app(
         allowed_origins=settings.allowed_origins,
         bound_host=settings.host,
     )
-    app.add_middleware(BrowserHeadersMiddleware)  # CSP, X-Frame-Options on every answer
+    # CSP, X-Frame-Options on every answer (the UI may frame the preview origin)
+    app.add_middleware(BrowserHeadersMiddleware, frame_origin=preview_origin(settings))
     app.state.settings = settings
     app.state.store = store
     app.state.manager = manager

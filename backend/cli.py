@@ -146,6 +146,8 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         settings.host = host
     if port:
         settings.port = port
+    if settings.preview_listen is None:  # previews: the preview origin beside the API
+        settings.preview_listen = True
     if port_in_use(settings.host, settings.port):
         print(
             f"planact: port {settings.port} on {settings.host} is already in use: stop the "
@@ -239,7 +241,8 @@ async def run_cmd(
     from backend.previews.listener import PreviewListener
 
     previews = PreviewListener(settings, store)  # the preview origin of this run's services
-    await previews.start()
+    if settings.preview_listen is not False:
+        await previews.start()
 
     progress = Progress()
     follower = Follower(store, progress.message)

@@ -222,7 +222,8 @@ class Settings(BaseSettings):
     preview_url: str | None = None
     # the port the preview listener binds when PREVIEW_URL is a proxy's address (else its port)
     preview_listen_port: int | None = Field(default=None, ge=1, le=65535)
-    preview_listen: bool = True  # 0: no preview listener in this process (tests of the API)
+    # 0: no preview listener in this process; unset: `planact serve` and `run` start one
+    preview_listen: bool | None = None
     preview_start_timeout: float = Field(default=60.0, gt=0)  # seconds until the port listens
     preview_max_per_conversation: int = Field(default=3, ge=1)  # services at once
     preview_idle_seconds: float = Field(default=1800.0, gt=0)  # stopped after no request
