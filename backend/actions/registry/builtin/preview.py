@@ -56,7 +56,8 @@ async def preview(ctx: ActionContext, action: Action) -> Done:
             )
         entry = {**host.entry(row), "path": path}
         entry["url"] = host.url({**row, "path": path})
-        return Done("success", f"Preview {row['name']!r} is at {entry['url']}.", data=[entry])
+        content = f"Preview {row['name']!r} is at {entry['url']}."
+        return Done("success", content, url=entry["url"], data=[entry])
     started = await host.start(
         cast("ServiceRuntime", runtime),
         ctx.workspace,
@@ -66,7 +67,8 @@ async def preview(ctx: ActionContext, action: Action) -> Done:
         command=command,
         on_output=ctx.on_output,
     )
-    return Done("success" if started.ok else "failure", started.content, data=started.data)
+    url = str(started.data[0]["url"]) if started.data else ""
+    return Done("success" if started.ok else "failure", started.content, url=url, data=started.data)
 
 
 def show(content: str, data: list[dict[str, Any]]) -> str:
@@ -109,4 +111,5 @@ ACTION = ActionDef(
     shows_failure=False,
     streams_output=True,
     order=35,
+    lemonai="browser",  # LemonAI's client has no preview: its page chip, with the URL
 )
