@@ -4,6 +4,7 @@ printed by `planact run` and translated for LemonAI, with no other file touched.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,7 +127,8 @@ def test_preview_parses_in_every_dialect() -> None:
         "<parameter=command>python3 app.py 8080 && echo 'a<b'</parameter></function>"
     )
     assert parse_actions(qwen) == want
-    call = '{"name": "preview", "arguments": {"port": 8080, "command": "python3 app.py 8080 && echo \'a<b\'"}}'
+    args = {"port": 8080, "command": "python3 app.py 8080 && echo 'a<b'"}
+    call = json.dumps({"name": "preview", "arguments": args})
     assert parse_actions(call) == want
     invoke = (
         '<invoke name="preview"><parameter name="port">8080</parameter>'
