@@ -219,11 +219,12 @@ class PreviewHost:
 
     # -- stopping --------------------------------------------------------------------------
     async def _end(self, row_id: str, state: str) -> None:
-        service = self.services.pop(row_id, None)
-        self.conversations.pop(row_id, None)
+        service = self.services.get(row_id)
         if service is None:
             return
-        await service.stop(state)
+        await service.stop(state)  # listed with its live state until it is gone
+        self.services.pop(row_id, None)
+        self.conversations.pop(row_id, None)
         remove_dir(service.socket_dir, service.trusted)
         with contextlib.suppress(Exception):
             await self.store.update_preview(

@@ -99,10 +99,10 @@ class Service:
             await asyncio.wait({self.exited}, timeout=PROBE_EVERY)
 
     async def stop(self, state: str = "stopped") -> None:
-        """Stop the service and everything it started (its reaper kills the whole tree)."""
-        if self.state in ("starting", "ready"):
-            self.state = state
+        """Stop the service and everything it started (its reaper kills the whole tree);
+        its state is ``state`` once it is gone."""
         if self.process.returncode is None:
             own_stop = getattr(self.process, "stop", None)
             await (own_stop() if own_stop is not None else _stop(self.process))
         await asyncio.shield(self.exited)
+        self.state = state  # only once nothing of it is left

@@ -60,8 +60,9 @@ async def make_bench(tmp_path: Path, **overrides: Any) -> Bench:
 
 
 @pytest.fixture
-async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
-    b = await make_bench(tmp_path)
+async def bench(tmp_path: Path, db_url: str) -> AsyncIterator[Bench]:
+    """Over SQLite and PostgreSQL (TEST_POSTGRES_URL)."""
+    b = await make_bench(tmp_path, database_url=db_url)
     try:
         yield b
     finally:
@@ -179,3 +180,21 @@ async def test_a_service_whose_process_died_is_stopped_and_restart_brings_it_bac
 
 def test_the_bwrap_root_has_python3() -> None:
     assert shutil.which("python3", path="/usr/bin")
+
+
+async def test_a_service_is_stopped_at_its_maximum_age(tmp_path: Path) -> None:
+    b = await make_bench(tmp_path, preview_max_seconds=0.5)
+    marker = "old" + str(time.monotonic_ns())
+    try:
+        done = await b.preview(port="8080", command=f"python3 -m http.server 8080 # {marker}")
+        assert done.ok, done.content
+        row = (await b.rows())[0]
+        await b.store.touch_preview(row["id"], row["started_at"].replace(year=2100))  # busy
+        deadline = time.monotonic() + 30
+        while [r["state"] for r in await b.rows()] != ["stopped"]:
+            assert time.monotonic() < deadline, await b.rows()
+            await asyncio.sleep(0.05)
+        assert processes_with(marker) == []
+    finally:
+        await b.host.close()
+        await b.store.close()
