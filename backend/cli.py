@@ -240,9 +240,10 @@ async def run_cmd(
     await manager.open()
     from backend.previews.listener import PreviewListener
 
-    previews = PreviewListener(settings, store)  # the preview origin of this run's services
-    if settings.preview_listen is not False:
-        await previews.start()
+    # the preview origin of this run's services, started with the first one
+    previews = PreviewListener(settings, store)
+    if settings.preview_listen is not False and manager.tools.previews is not None:
+        manager.tools.previews.on_start = previews.start
 
     progress = Progress()
     follower = Follower(store, progress.message)

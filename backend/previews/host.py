@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -76,6 +77,8 @@ class PreviewHost:
             f"planact-pv-{os.getuid()}"
         )
         self.socket_root = Path(root)
+        # called before a service starts (`planact run` starts its preview listener then)
+        self.on_start: Callable[[], Awaitable[object]] | None = None
 
     def url(self, row: dict[str, Any]) -> str:
         return f"{self.settings.preview_base()}/p/{row['token']}{row['path']}"
@@ -139,6 +142,8 @@ class PreviewHost:
         on_output: OutputCallback | None = None,
     ) -> Started:
         user_id, cid = owners_of(workspace)
+        if self.on_start is not None:
+            await self.on_start()
         async with self._lock:
             rows = await self.rows(cid)
             live = [r for r in rows if r["state"] in LIVE and r["name"] != name]

@@ -60,9 +60,16 @@ class PreviewListener:
         self.proxy = PreviewProxy(store, Path(settings.workspace_dir).resolve())
         self.server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
 
     async def start(self) -> bool:
-        """Start listening; False (logged) when the address is taken."""
+        """Start listening (once); False (logged) when the address is taken."""
+        async with self._lock:
+            if self.server is not None:
+                return True
+            return await self._start()
+
+    async def _start(self) -> bool:
         host, port = listen_address(self.settings)
         config = uvicorn.Config(
             self.proxy,
