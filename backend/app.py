@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
@@ -38,6 +39,8 @@ from backend.observe import endpoint as observe_endpoint
 from backend.observe.http import TracingMiddleware
 from backend.observe.tracing import flush_tracing, setup_tracing
 from backend.openapi import Reply, operation, undocumented
+from backend.previews import api as previews_api
+from backend.previews.listener import PreviewListener
 from backend.runs import RunManager
 from backend.runs.executor import QUEUE, QueueExecutor, require_postgres
 from backend.runtime import registry as runtime_registry
@@ -77,6 +80,12 @@ async def api_not_found(request: Request) -> Response:
     return error_response(404, f"No route {request.url.path}.")
 
 
+def preview_origin(settings: Settings) -> str:
+    """The origin of PREVIEW_URL (scheme://host[:port]), for the UI's frame-src."""
+    parts = urlsplit(settings.preview_base())
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def create_app(
     settings: Settings,
     *,
@@ -104,6 +113,8 @@ def create_app(
         tools=Tools.from_settings(settings, mcp=mcp_servers),  # the one MCP manager
     )
 
+    preview_listener = PreviewListener(settings, store)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(store.migrate)
@@ -111,6 +122,8 @@ def create_app(
         if manager.lease.recovered:
             log.warning("took over %d interrupted run(s)", manager.lease.recovered)
         checker = asyncio.create_task(_probe_runtimes(app, manager))
+        if settings.preview_listen:  # previews: the preview origin's own listener
+            await preview_listener.start()
         if own_llm is not None:
             own_llm.prewarm()  # litellm (seconds to import) in the background, if needed
         try:
@@ -120,6 +133,7 @@ def create_app(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
             await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
+            await preview_listener.close()
             await mcp_servers.aclose()
             if own_llm is not None:
                 await own_llm.aclose()
@@ -138,6 +152,7 @@ def create_app(
         *waits.routes,
         *docs_api.routes,
         *ready_api.routes,
+        *previews_api.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         # metrics and traces (backend/observe): GET /metrics unless METRICS=0
         *([metrics_route(settings, store)] if settings.metrics else []),
@@ -163,7 +178,8 @@ def create_app(
         allowed_origins=settings.allowed_origins,
         bound_host=settings.host,
     )
-    app.add_middleware(BrowserHeadersMiddleware)  # CSP, X-Frame-Options on every answer
+    # CSP, X-Frame-Options on every answer (the UI may frame the preview origin)
+    app.add_middleware(BrowserHeadersMiddleware, frame_origin=preview_origin(settings))
     if traced:  # metrics and traces: a span per request, outermost (traces on only)
         app.add_middleware(TracingMiddleware)
     app.state.settings = settings

@@ -148,6 +148,8 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         settings.host = host
     if port:
         settings.port = port
+    if settings.preview_listen is None:  # previews: the preview origin beside the API
+        settings.preview_listen = True
     if port_in_use(settings.host, settings.port):
         print(
             f"planact: port {settings.port} on {settings.host} is already in use: stop the "
@@ -241,6 +243,12 @@ async def run_cmd(
     # left alone; the run executes here (inline) whatever EXECUTOR says
     manager = RunManager.for_process(settings, store, llm, kind="cli", tools=tools)
     await manager.open()
+    from backend.previews.listener import PreviewListener
+
+    # the preview origin of this run's services, started with the first one
+    previews = PreviewListener(settings, store)
+    if settings.preview_listen is not False and manager.tools.previews is not None:
+        manager.tools.previews.on_start = previews.start
 
     progress = Progress()
     follower = Follower(store, progress.message)
@@ -281,12 +289,31 @@ async def run_cmd(
     status = run["status"] if run else status
     ws = manager.workspace("1", cid)
     print(final_line(rid, str(status), str((run or {}).get("error") or ""), ws), flush=True)
+    await keep_previews(manager, cid)
     await manager.shutdown()
+    await previews.close()
     await tools.aclose()
     await llm.aclose()
     await store.close()
     flush_tracing()
     return 0 if status == "completed" else 1
+
+
+async def keep_previews(manager: Any, cid: str) -> None:
+    """The run's previews keep running until the person ends them (Ctrl-C), or until they
+    stop by themselves (idle, maximum age, exit)."""
+    host = manager.tools.previews
+    if host is None or not host.services:
+        return
+    rows = [r for r in await host.rows(cid) if r["state"] == "ready"]
+    for row in rows:
+        print(f"preview {row['name']}: {host.url(row)}", flush=True)
+    print("Previews keep running: press Ctrl-C to stop them.", flush=True)
+    try:
+        await host.wait_all()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if (task := asyncio.current_task()) is not None:
+            task.uncancel()
 
 
 def final_line(run_id: str, status: str, error: str, workspace: Path) -> str:

@@ -247,3 +247,24 @@ class Settings(BaseSettings):
     # -- downloads: the workspace zip (backend/api/archive.py, docs/api.md) ---------------
     # zips made at once by one server process; one more is refused at once (429)
     zip_max_concurrent: int = Field(default=2, ge=1)
+    # -- previews of what the agent builds (backend/previews, docs/api.md "Previews") ----
+    # the preview origin (its own listener); unset: http://127.0.0.1:<PORT+1>
+    preview_url: str | None = None
+    # the port the preview listener binds when PREVIEW_URL is a proxy's address (else its port)
+    preview_listen_port: int | None = Field(default=None, ge=1, le=65535)
+    # 0: no preview listener in this process; unset: `planact serve` and `run` start one
+    preview_listen: bool | None = None
+    preview_start_timeout: float = Field(default=60.0, gt=0)  # seconds until the port listens
+    preview_max_per_conversation: int = Field(default=3, ge=1)  # services at once
+    preview_idle_seconds: float = Field(default=1800.0, gt=0)  # stopped after no request
+    preview_max_seconds: float = Field(default=86400.0, gt=0)  # stopped at this age
+    preview_token_ttl: float = Field(default=86400.0, gt=0)  # seconds a preview URL works
+    preview_log_lines: int = Field(default=200, ge=1)  # last lines of a service's output kept
+    # where the services' Unix sockets are made (short: socket paths are limited to 107 bytes)
+    preview_socket_dir: Path | None = None
+
+    def preview_base(self) -> str:
+        """The preview origin, without a trailing slash."""
+        if self.preview_url:
+            return self.preview_url.rstrip("/")
+        return f"http://127.0.0.1:{self.port + 1}"

@@ -48,7 +48,30 @@ async def summarize(
         content = await _model_summary(ctx, tasks, notes, files, summary)
     if not content:
         content = _plain_summary(tasks, notes, outcome, reason)
-    await ctx.publish(Message.build(MessageKind.FINISH_SUMMERY, content, json=files, uuid=summary))
+    # previews: the conversation's running ones, after the files ({"preview": {...}} entries,
+    # which the file lists pass over: they have no filepath)
+    previews = await running_previews(ctx)
+    if previews:
+        lines = [f"- {p['name']}: {p['url']}" for p in previews]
+        content = "\n".join([content, "", "Previews (running):", *lines])
+    entries: list[dict[str, object]] = list(files)
+    entries += [{"preview": p} for p in previews]
+    await ctx.publish(
+        Message.build(MessageKind.FINISH_SUMMERY, content, json=entries, uuid=summary)
+    )
+
+
+async def running_previews(ctx: RunContext) -> list[dict[str, Any]]:
+    """The conversation's previews that run now: [{name, port, path, url}]."""
+    host = ctx.deps.tools.previews if ctx.deps.tools is not None else None
+    if host is None:
+        return []
+    try:
+        rows = await host.rows(ctx.state.conversation_id)
+    except Exception:
+        log.exception("could not list the previews for the summary")
+        return []
+    return [host.entry(r) for r in rows if r["state"] == "ready"]
 
 
 async def _model_summary(

@@ -26,6 +26,7 @@ from backend.api.headers import DOWNLOAD_HEADERS, download_media_type
 from backend.api.models import FileEntry
 from backend.api.names import attachment_header, zip_name
 from backend.openapi import Param, Reply, operation
+from backend.previews.pages import add_preview_urls
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 from backend.workspace import file_entry, scan
@@ -57,7 +58,12 @@ async def list_files(request: Request) -> Response:
     await conversation_or_404(request, cid)
     workspace = manager(request).workspace(user_id(request), cid)
     files = await anyio.to_thread.run_sync(scan, workspace)
-    return JSONResponse([file_entry(cid, p, size) for p, (size, _m) in sorted(files.items())])
+    entries = [file_entry(cid, p, size) for p, (size, _m) in sorted(files.items())]
+    # previews: HTML pages open on the preview origin
+    entries = await add_preview_urls(
+        manager(request).tools.previews, user_id(request), cid, entries
+    )
+    return JSONResponse(entries)
 
 
 @operation(

@@ -78,8 +78,10 @@ class BrowserHeadersMiddleware:
     """Adds the UI policy, ``X-Frame-Options`` and ``nosniff`` to every HTTP response that
     does not set them itself."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, frame_origin: str = "") -> None:
         self.app = app
+        # previews: the UI's App panel frames the preview origin (docs/api.md "Previews")
+        self.policy = f"{UI_POLICY}; frame-src 'self' {frame_origin}" if frame_origin else UI_POLICY
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,7 +91,7 @@ class BrowserHeadersMiddleware:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                headers.setdefault("Content-Security-Policy", UI_POLICY)
+                headers.setdefault("Content-Security-Policy", self.policy)
                 headers.setdefault("X-Frame-Options", "DENY")
                 headers.setdefault("X-Content-Type-Options", "nosniff")
             await send(message)

@@ -125,6 +125,9 @@ class FileEntry(BaseModel):
     filename: str
     url: str = Field(description="Its download URL (GET /api/files/…).")
     filesize: int
+    preview_url: str | None = Field(
+        None, description="HTML pages: where the page opens with its scripts running (previews)."
+    )
 
 
 class ConversationCreated(BaseModel):

@@ -137,7 +137,8 @@ class Translator:
         elif kind == MessageKind.AUTO_REPLY and msg.run_id in self.chat_runs:
             meta["action_type"] = "chat"
         elif kind == MessageKind.FINISH_SUMMERY:
-            meta["json"] = [self._file(f) for f in meta.get("json") or []]
+            # files only (a preview's URL is in the summary's text)
+            meta["json"] = [self._file(f) for f in meta.get("json") or [] if "preview" not in f]
         elif kind not in NOT_ACTIONS:
             self._action(msg, data)
         return data

@@ -24,6 +24,7 @@ class ActionType(StrEnum):
     WEB_FETCH = "web_fetch"
     MCP_TOOL = "mcp_tool"
     ASK_USER = "ask_user"  # the model asks the person (CONTRACT section 10)
+    PREVIEW = "preview"  # starts (or shows) a preview of what the agent built
 
 
 class MessageKind(StrEnum):
@@ -50,6 +51,7 @@ class MessageKind(StrEnum):
     SEARCH = "search"
     BROWSER = "browser"
     MCP_TOOL = "mcp_tool"
+    PREVIEW = "preview"  # a preview of the agent's app or page (docs/api.md "Previews")
     # live deltas only: the summary's text while the model writes it (stored as FINISH_SUMMERY)
     SUMMARY = "summary"
 
@@ -65,6 +67,7 @@ ACTION_KINDS: dict[ActionType, MessageKind] = {
     ActionType.WEB_FETCH: MessageKind.BROWSER,
     ActionType.MCP_TOOL: MessageKind.MCP_TOOL,
     ActionType.ASK_USER: MessageKind.ASK_USER,
+    ActionType.PREVIEW: MessageKind.PREVIEW,
 }
 
 # Actions that write a file of the workspace (their messages name it in meta.filepath).

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,12 +78,18 @@ class RunManager:
         self._own_tools = tools is None
         self.tools = tools if tools is not None else Tools.from_settings(settings)
         self.store = store
+        self.instance_id = instance_id or new_instance_id(kind)
+        if self.tools.previews is None:  # previews: the services this process hosts
+            from backend.previews.host import PreviewHost
+
+            self.tools = replace(
+                self.tools, previews=PreviewHost(settings, store, self.instance_id)
+            )
         self.notifier: Notifier = LocalNotifier(notifier) if isinstance(notifier, Bus) else notifier
         self.bus = self.notifier.bus
         self.llm = llm
         self.specialists = specialists
         self.workspace_root = Path(settings.workspace_dir).resolve()
-        self.instance_id = instance_id or new_instance_id(kind)
         self.kind = kind
         self.runtimes = Runtimes(settings, self.instance_id, runtimes)
         self.executor: Executor = executor or InlineExecutor(self.launch)
@@ -236,6 +243,8 @@ class RunManager:
             await self.notifier.close()
         if self._cleanups:  # ending abandoned runs, dropping deleted conversations' sandboxes
             await asyncio.wait(set(self._cleanups), timeout=10)
+        if self.tools.previews is not None:  # previews: no service outlives its process
+            await self.tools.previews.close()
         await self.runtimes.close()
         if self._own_tools:
             await self.tools.aclose()
@@ -527,5 +536,7 @@ class RunManager:
         workspace = self.workspace(user_id, conversation_id)
         # ours at once; other processes' (a queue worker's sandbox) on the store's "forget"
         await self.runtimes.forget(workspace)
+        if self.tools.previews is not None:  # ours now; other processes' watchers: row gone
+            await self.tools.previews.forget(conversation_id)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
         return True

@@ -86,6 +86,14 @@ class LocalRuntime(BaseRuntime):
         if self.cgroups is not None:
             self.cgroups.close()
 
+    async def start_service(
+        self, workspace: Path, command: str, port: int, socket_dir: Path
+    ) -> asyncio.subprocess.Process:
+        """A service of the sandbox (a preview's app): :mod:`backend.runtime.services`."""
+        from backend.runtime.services import spawn_local
+
+        return await spawn_local(self, workspace, command, port, socket_dir)
+
     async def _run_command(
         self,
         command: str,

@@ -27,6 +27,7 @@ from backend.store.base import (
 from backend.store.conversations import SqlConversations
 from backend.store.leases import SqlLeases
 from backend.store.messages import SqlMessages
+from backend.store.previews import SqlPreviews
 from backend.store.runs import SqlRuns
 from backend.store.usage import SqlUsage
 from backend.store.waits import WAITING, SqlWaits
@@ -45,5 +46,5 @@ __all__ = [
 ]
 
 
-class Store(SqlConversations, SqlRuns, SqlLeases, SqlWaits, SqlMessages, SqlUsage):
+class Store(SqlConversations, SqlRuns, SqlLeases, SqlWaits, SqlMessages, SqlUsage, SqlPreviews):
     """SQLite or PostgreSQL (``url``), migrated by :meth:`migrate`."""

@@ -174,3 +174,34 @@ class Usage(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# previews: the services the agent started and the workspace's static pages (backend/previews)
+class PreviewRow(Base):
+    """A preview of a conversation: a service (``kind`` "service", hosted by the process
+    ``owner``) or its workspace's static pages (``kind`` "files"). ``token`` is the only
+    credential its URL carries."""
+
+    __tablename__ = "previews"
+    __table_args__ = (UniqueConstraint("conversation_id", "kind", "name"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16), default="service")
+    name: Mapped[str] = mapped_column(String(64), default="")
+    port: Mapped[int] = mapped_column(Integer, default=0)
+    path: Mapped[str] = mapped_column(Text, default="/")
+    command: Mapped[str] = mapped_column(Text, default="")
+    runtime: Mapped[str] = mapped_column(String(32), default="")
+    state: Mapped[str] = mapped_column(String(16), default="starting")
+    owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    socket: Mapped[str] = mapped_column(Text, default="")
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    token_expires: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_request_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    log: Mapped[list[str]] = mapped_column(JSON, default=list)

@@ -4,11 +4,14 @@ that runs them, made once from its settings. ``None``: that tool is not offered 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend.tools.mcp import McpManager
 from backend.tools.search import SearchConfig, WebSearch
 from backend.tools.web import FetchConfig, WebFetch
+
+if TYPE_CHECKING:
+    from backend.previews.host import PreviewHost
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,7 @@ class Tools:
     search: WebSearch | None = None
     fetch: WebFetch | None = None
     mcp: McpManager | None = None
+    previews: PreviewHost | None = None  # the services this process hosts (backend/previews)
 
     @classmethod
     def from_settings(cls, settings: Any, mcp: McpManager | None = None) -> Tools:
@@ -35,3 +39,5 @@ class Tools:
     async def aclose(self) -> None:
         if self.mcp is not None:
             await self.mcp.aclose()
+        if self.previews is not None:
+            await self.previews.close()

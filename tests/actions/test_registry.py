@@ -4,6 +4,7 @@ printed by `planact run` and translated for LemonAI, with no other file touched.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +115,23 @@ def test_each_builtin_action_declares_its_approval_class_and_stream_kind() -> No
     assert table["web_search"] == ("web", "search")
     assert table["web_fetch"] == ("web", "browser")
     assert table["mcp_tool"] == ("mcp", "mcp_tool")
+    assert table["preview"] == ("terminal", "preview")  # a command: approved as one
+
+
+def test_preview_parses_in_every_dialect() -> None:
+    want = [Action("preview", {"port": "8080", "command": "python3 app.py 8080 && echo 'a<b'"})]
+    tag = "<preview><port>8080</port><command>python3 app.py 8080 && echo 'a<b'</command></preview>"
+    assert parse_actions(tag) == want
+    qwen = (
+        "<function=preview><parameter=port>8080</parameter>"
+        "<parameter=command>python3 app.py 8080 && echo 'a<b'</parameter></function>"
+    )
+    assert parse_actions(qwen) == want
+    args = {"port": 8080, "command": "python3 app.py 8080 && echo 'a<b'"}
+    call = json.dumps({"name": "preview", "arguments": args})
+    assert parse_actions(call) == want
+    invoke = (
+        '<invoke name="preview"><parameter name="port">8080</parameter>'
+        "<parameter name=\"command\">python3 app.py 8080 && echo 'a<b'</parameter></invoke>"
+    )
+    assert parse_actions(invoke) == want

@@ -62,7 +62,10 @@ def test_the_ui_policy_allows_only_this_origin() -> None:
 def test_every_ui_response_carries_the_policy(client: TestClient, path: str) -> None:
     r = client.get(path)
     assert r.status_code == 200
-    assert r.headers["content-security-policy"] == UI_POLICY
+    # the UI policy, and the UI's App panel may frame the preview origin (and only it)
+    assert r.headers["content-security-policy"] == (
+        f"{UI_POLICY}; frame-src 'self' http://127.0.0.1:8001"
+    )
     assert r.headers["x-frame-options"] == "DENY"
     assert r.headers["x-content-type-options"] == "nosniff"
 
@@ -85,7 +88,7 @@ def test_without_a_built_ui_the_notice_carries_it(settings: Settings) -> None:
     with TestClient(create_app(settings, llm=ScriptedLLM([]))) as c:
         r = c.get("/")
         assert "not built" in r.text
-        assert r.headers["content-security-policy"] == UI_POLICY
+        assert r.headers["content-security-policy"].startswith(UI_POLICY + "; frame-src ")
 
 
 FILES = {

@@ -39,6 +39,21 @@ def test_actions_thinking_and_aliases() -> None:
     assert skipped[0]["content"] == "Skipped: …"
 
 
+def test_a_preview_shows_as_a_page_with_its_url_and_the_summary_lists_files_only() -> None:
+    tr = Translator(path_mapper(WS))
+    url = "http://127.0.0.1:8001/p/tok/"
+    entry = {"name": "app", "port": 8080, "path": "/", "url": url}
+    tr.feed(msg("preview", "python3 app.py", status="running", uuid="p"))
+    [done] = tr.feed(
+        msg("preview", f"Preview 'app' is ready at {url}", seq=2, uuid="p", url=url, json=[entry])
+    )
+    assert done["meta"]["action_type"] == "browser"
+    assert done["meta"]["url"] == url and url in done["content"]
+    file = {"filepath": "app.py", "filename": "app.py", "url": "/api/files/c1/app.py"}
+    [summary] = tr.feed(msg("finish_summery", "Done.", seq=3, json=[file, {"preview": entry}]))
+    assert [f["relative_path"] for f in summary["meta"]["json"]] == ["app.py"]
+
+
 def test_a_failed_task_waits_for_its_reason_or_says_it_failed() -> None:
     task = {"id": "t1", "title": "T", "description": "long", "status": "failed"}
     tr = Translator(path_mapper(WS))

@@ -30,6 +30,7 @@ from backend.runtime.docker.engine import API_ERRORS, ContainerGone, Engine, sho
 from backend.runtime.docker.execs import run_with_exec, sweep
 from backend.runtime.docker.runner import RunnerGone, run_with_runner, runner_for
 from backend.runtime.docker.sandboxes import Sandboxes
+from backend.runtime.docker.services import ExecProcess, spawn_docker
 from backend.runtime.docker.tasks import shielded
 from backend.runtime.limits.budget import run_within
 
@@ -128,6 +129,17 @@ class DockerRuntime(BaseRuntime):
         The runtime starts no sandbox afterwards (a command gets a failure result).
         """
         await self.sandboxes.close()
+
+    # ---- services (a preview's app): backend/runtime/docker/services.py ------------------
+
+    def service_socket_root(self, workspace: Path) -> Path:
+        """Where a service's forwarder sockets go: a folder the container sees."""
+        return Path(os.path.realpath(workspace)) / ".preview"
+
+    async def start_service(
+        self, workspace: Path, command: str, port: int, socket_dir: Path
+    ) -> ExecProcess:
+        return await spawn_docker(self, workspace, command, port, socket_dir)
 
     # ---- BaseRuntime hooks -----------------------------------------------------------
 

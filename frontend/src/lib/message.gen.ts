@@ -28,6 +28,7 @@ export type MessageKind =
   | 'search'
   | 'browser'
   | 'mcp_tool'
+  | 'preview'
   | 'summary'
 /**
  * What the model may ask for: the action's name in its reply (CONTRACT sections 4, 11).
@@ -45,6 +46,7 @@ export type ActionType =
   | 'web_fetch'
   | 'mcp_tool'
   | 'ask_user'
+  | 'preview'
 
 export interface Message {
   role: MessageRole
@@ -100,6 +102,7 @@ export const MessageKind = {
   SEARCH: 'search',
   BROWSER: 'browser',
   MCP_TOOL: 'mcp_tool',
+  PREVIEW: 'preview',
   SUMMARY: 'summary',
 } as const
 
@@ -113,4 +116,5 @@ export const ActionType = {
   WEB_FETCH: 'web_fetch',
   MCP_TOOL: 'mcp_tool',
   ASK_USER: 'ask_user',
+  PREVIEW: 'preview',
 } as const

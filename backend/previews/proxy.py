@@ -1,0 +1,378 @@
+"""The preview origin: an ASGI app of its own (its own listener, never the API's origin).
+
+``/p/<token>/<path>`` reaches the preview the token names: a service's app through the
+forwarder's Unix socket (every method, bodies streamed both ways, WebSockets, the app's
+statuses and headers without hop-by-hop ones, ``X-Forwarded-*``), or, for a conversation's
+static pages, the workspace file at ``<path>`` with its scripts on. A request for an
+absolute path of the app (``/api/items`` from a page under ``/p/<token>/``) is routed by its
+``Referer``. An unknown, forged or expired token, another user's: 404. The origin sets no
+cookie and opens no CORS: a previewed page gets nothing of the person's API credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import mimetypes
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+from starlette.types import Message, Receive, Scope, Send
+from websockets.asyncio.client import unix_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from backend.previews.sockets import fd_path, open_socket
+from backend.runtime import confined
+from backend.runtime.paths import PathEscapeError
+from backend.store.tables import utcnow
+from backend.workspace import workspace_path
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from backend.store.repo import Store
+
+PREFIX = "/p/"
+CACHE_SECONDS = 2.0  # a token's row is looked up again after this
+TOUCH_EVERY = 5.0  # seconds between two stored "last request" times of a preview
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+    }
+)
+WS_SKIP = HOP_BY_HOP | {
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-extensions",
+    "sec-websocket-protocol",
+    "origin",
+}
+NOT_FOUND = b"Not found."
+
+
+def split_token(path: str) -> tuple[str, str] | None:
+    """('<token>', '/rest') of ``/p/<token>/rest``; None for any other path."""
+    if not path.startswith(PREFIX):
+        return None
+    token, _, rest = path[len(PREFIX) :].partition("/")
+    return (token, "/" + rest) if token else None
+
+
+class PreviewProxy:
+    def __init__(self, store: Store, workspace_root: Path) -> None:
+        self.store = store
+        self.workspace_root = workspace_root
+        self._rows: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._clients: dict[str, tuple[int, httpx.AsyncClient]] = {}
+        self._touched: dict[str, float] = {}
+
+    async def aclose(self) -> None:
+        for fd, client in self._clients.values():
+            await client.aclose()
+            os.close(fd)
+        self._clients.clear()
+
+    # -- finding the preview ---------------------------------------------------------------
+    async def _row(self, token: str) -> dict[str, Any] | None:
+        now = time.monotonic()
+        cached = self._rows.get(token)
+        if cached is not None and now - cached[0] < CACHE_SECONDS:
+            row = cached[1]
+        else:
+            row = await self.store.preview_by_token(token)
+            self._rows[token] = (now, row)
+        if row is None or row["token_expires"] < utcnow():
+            return None
+        if row["kind"] == "service" and row["state"] not in ("starting", "ready"):
+            return None
+        return row
+
+    def _target(self, scope: Scope) -> tuple[str, str] | None:
+        found = split_token(scope["path"])
+        if found is not None:
+            return found
+        for key, value in scope.get("headers", []):
+            if key == b"referer":
+                ref = split_token(urlsplit(value.decode("latin-1")).path)
+                if ref is not None:
+                    return ref[0], scope["path"]
+        return None
+
+    async def _touch(self, row: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if now - self._touched.get(row["id"], 0.0) < TOUCH_EVERY:
+            return
+        self._touched[row["id"]] = now
+        with contextlib.suppress(Exception):
+            await self.store.touch_preview(row["id"], utcnow())
+
+    # -- ASGI ------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        target = self._target(scope)
+        row = await self._row(target[0]) if target is not None else None
+        if target is None or row is None:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 4404})
+            else:
+                await _plain(send, 404, NOT_FOUND)
+            return
+        await self._touch(row)
+        rest = target[1]
+        if row["kind"] == "files":
+            await self._static(scope, send, row, rest)
+        elif scope["type"] == "websocket":
+            await self._websocket(scope, receive, send, row, rest)
+        else:
+            await self._http(scope, receive, send, row, rest, target[0])
+
+    # -- static pages of the workspace -----------------------------------------------------
+    async def _static(self, scope: Scope, send: Send, row: dict[str, Any], rest: str) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            await _plain(send, 405, b"Only GET and HEAD.")
+            return
+        root = workspace_path(self.workspace_root, row["user_id"], row["conversation_id"])
+        rel = rest.lstrip("/") or "index.html"
+        if rel.endswith("/"):
+            rel += "index.html"
+        try:
+            fd, _ = await anyio.to_thread.run_sync(confined.open_read, root, rel)
+        except IsADirectoryError:
+            await _plain(send, 404, NOT_FOUND)
+            return
+        except (OSError, PathEscapeError, ValueError) as exc:
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                await _plain(send, 404, NOT_FOUND)
+                return
+            await _plain(send, 404, NOT_FOUND)
+            return
+        kind = mimetypes.guess_type(rel)[0] or "application/octet-stream"
+        if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
+            kind += "; charset=utf-8"
+        headers = [(b"content-type", kind.encode()), (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        try:
+            if scope["method"] == "GET":
+                while data := await anyio.to_thread.run_sync(_read, fd):
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+        finally:
+            await anyio.to_thread.run_sync(_close, fd)
+        await send({"type": "http.response.body", "body": b""})
+
+    # -- a service over HTTP ---------------------------------------------------------------
+    def _trusted(self, row: dict[str, Any]) -> str | None:
+        """The workspace, when the service's socket lies in it (docker): the sandbox can
+        write there, so the socket is reached by :mod:`backend.previews.sockets`."""
+        root = os.path.realpath(
+            workspace_path(self.workspace_root, row["user_id"], row["conversation_id"])
+        )
+        return root if str(row["socket"]).startswith(root + "/") else None
+
+    def _client(self, row: dict[str, Any]) -> httpx.AsyncClient:
+        sock = str(row["socket"])
+        held = self._clients.get(sock)
+        if held is None:
+            fd = open_socket(sock, self._trusted(row))  # held while the client is
+            client = httpx.AsyncClient(
+                transport=httpx.AsyncHTTPTransport(uds=fd_path(fd)),
+                timeout=httpx.Timeout(None, connect=10.0),
+                follow_redirects=False,
+            )
+            held = self._clients[sock] = (fd, client)
+        return held[1]
+
+    async def _http(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        row: dict[str, Any],
+        rest: str,
+        token: str,
+    ) -> None:
+        headers = forwarded_headers(scope, token)
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = "http://preview" + rest + (f"?{query}" if query else "")
+        has_body = any(
+            k == b"content-length" or k == b"transfer-encoding" for k, _ in scope["headers"]
+        )
+        try:
+            client = self._client(row)
+        except OSError:
+            await _plain(send, 502, b"The preview's app is not reachable.")
+            return
+        request = client.build_request(
+            scope["method"], url, headers=headers, content=_body(receive) if has_body else None
+        )
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            await _plain(send, 502, f"The preview's app did not answer: {exc}".encode())
+            return
+        try:
+            out = [
+                (k.lower(), v)
+                for k, v in response.headers.raw
+                if k.lower().decode("latin-1") not in HOP_BY_HOP
+            ]
+            # the head goes out with the first chunk of the body (one write: no small
+            # segment waiting for the client's delayed ACK)
+            chunks = response.aiter_raw()
+            first = await anext(chunks, b"")
+            await send(
+                {"type": "http.response.start", "status": response.status_code, "headers": out}
+            )
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+    # -- a service over WebSocket ----------------------------------------------------------
+    async def _websocket(
+        self, scope: Scope, receive: Receive, send: Send, row: dict[str, Any], rest: str
+    ) -> None:
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        uri = "ws://preview" + rest + (f"?{query}" if query else "")
+        extra = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k.decode("latin-1") not in WS_SKIP
+        ]
+        try:
+            fd = open_socket(str(row["socket"]), self._trusted(row))
+        except OSError:
+            await send({"type": "websocket.close", "code": 1011})
+            return
+        try:
+            upstream = await unix_connect(
+                fd_path(fd),
+                uri,
+                additional_headers=extra,
+                subprotocols=scope.get("subprotocols") or None,
+                max_size=None,
+                compression=None,
+                open_timeout=10,
+            )
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError):
+            await send({"type": "websocket.close", "code": 1011})
+            return
+        finally:
+            os.close(fd)
+        async with upstream:
+            await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
+
+            async def to_app() -> None:
+                while True:
+                    msg = await receive()
+                    if msg["type"] == "websocket.disconnect":
+                        await upstream.close()
+                        return
+                    if msg.get("text") is not None:
+                        await upstream.send(msg["text"])
+                    elif msg.get("bytes") is not None:
+                        await upstream.send(msg["bytes"])
+
+            async def to_page() -> None:
+                try:
+                    async for data in upstream:
+                        if isinstance(data, str):
+                            await send({"type": "websocket.send", "text": data})
+                        else:
+                            await send({"type": "websocket.send", "bytes": data})
+                except ConnectionClosed:
+                    pass
+                code = upstream.close_code or 1000
+                with contextlib.suppress(Exception):
+                    await send({"type": "websocket.close", "code": code})
+
+            tasks = [asyncio.create_task(to_app()), asyncio.create_task(to_page())]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def forwarded_headers(scope: Scope, token: str) -> list[tuple[bytes, bytes]]:
+    """The request's headers for the app: hop-by-hop ones removed, X-Forwarded-* added."""
+    out: list[tuple[bytes, bytes]] = []
+    host = b""
+    for key, value in scope["headers"]:
+        if key == b"host":
+            host = value
+        if key.decode("latin-1") in HOP_BY_HOP or key.startswith(b"x-forwarded-"):
+            continue
+        out.append((key, value))
+    out.append((b"host", host or b"preview"))
+    client = scope.get("client")
+    if client:
+        out.append((b"x-forwarded-for", str(client[0]).encode()))
+    out.append((b"x-forwarded-proto", str(scope.get("scheme", "http")).encode()))
+    if host:
+        out.append((b"x-forwarded-host", host))
+    out.append((b"x-forwarded-prefix", f"{PREFIX}{token}".encode()))
+    return out
+
+
+async def _body(receive: Receive) -> AsyncIterator[bytes]:
+    while True:
+        msg: Message = await receive()
+        if msg["type"] == "http.disconnect":
+            return
+        chunk = msg.get("body", b"")
+        if chunk:
+            yield chunk
+        if not msg.get("more_body", False):
+            return
+
+
+async def _plain(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        msg = await receive()
+        if msg["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif msg["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _read(fd: int) -> bytes:
+    return confined.read_fd(fd, 1 << 20)
+
+
+def _close(fd: int) -> None:
+    os.close(fd)

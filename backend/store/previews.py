@@ -1,0 +1,96 @@
+"""Previews in the store (backend/previews): one row per service or static-pages preview of
+a conversation, so that any process lists them, finds a token's target, and sees a dead
+owner's services as stopped."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, and_, delete, select, update
+
+from backend.store.base import INSTANCES, StoreBase, new_id
+from backend.store.tables import PreviewRow, utcnow
+
+PREVIEWS = cast(Table, PreviewRow.__table__)
+LIVE = ("starting", "ready")
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return dict(r._mapping)
+
+
+class SqlPreviews(StoreBase):
+    async def put_preview(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Insert or replace the preview (conversation, kind, name); returns its row."""
+
+        def fn(c: Connection) -> dict[str, Any]:
+            key = and_(
+                PREVIEWS.c.conversation_id == values["conversation_id"],
+                PREVIEWS.c.kind == values.get("kind", "service"),
+                PREVIEWS.c.name == values.get("name", ""),
+            )
+            old = c.execute(select(PREVIEWS.c.id).where(key)).scalar_one_or_none()
+            if old is None:
+                c.execute(PREVIEWS.insert().values(id=new_id(), **values))
+            else:
+                c.execute(update(PREVIEWS).where(PREVIEWS.c.id == old).values(**values))
+            return _row(c.execute(select(PREVIEWS).where(key)).one())
+
+        return await self._core(fn)
+
+    async def update_preview(self, preview_id: str, **values: Any) -> None:
+        def fn(c: Connection) -> None:
+            c.execute(update(PREVIEWS).where(PREVIEWS.c.id == preview_id).values(**values))
+
+        await self._core(fn)
+
+    async def previews_of(
+        self, conversation_id: str, kind: str = "service"
+    ) -> list[dict[str, Any]]:
+        """The conversation's previews; a live one whose owner's lease expired is stopped."""
+
+        def fn(c: Connection) -> list[dict[str, Any]]:
+            live = {
+                r[0]
+                for r in c.execute(select(INSTANCES.c.id).where(INSTANCES.c.expires_at > utcnow()))
+            }
+            rows = c.execute(
+                select(PREVIEWS)
+                .where(PREVIEWS.c.conversation_id == conversation_id, PREVIEWS.c.kind == kind)
+                .order_by(PREVIEWS.c.started_at)
+            ).all()
+            out = []
+            for r in rows:
+                row = _row(r)
+                if kind == "service" and row["state"] in LIVE and row["owner"] not in live:
+                    row["state"] = "stopped"
+                out.append(row)
+            return out
+
+        return await self._core(fn)
+
+    async def preview_by_token(self, token: str) -> dict[str, Any] | None:
+        def fn(c: Connection) -> dict[str, Any] | None:
+            r = c.execute(select(PREVIEWS).where(PREVIEWS.c.token == token)).one_or_none()
+            return None if r is None else _row(r)
+
+        return await self._core(fn)
+
+    async def touch_preview(self, preview_id: str, when: datetime) -> None:
+        await self.update_preview(preview_id, last_request_at=when)
+
+    async def delete_preview(self, preview_id: str) -> None:
+        def fn(c: Connection) -> None:
+            c.execute(delete(PREVIEWS).where(PREVIEWS.c.id == preview_id))
+
+        await self._core(fn)
+
+    async def previews_owned(self, owner: str) -> list[dict[str, Any]]:
+        """The live services ``owner`` hosts (its watcher's view: stop requests, requests)."""
+
+        def fn(c: Connection) -> list[dict[str, Any]]:
+            rows = c.execute(select(PREVIEWS).where(PREVIEWS.c.owner == owner)).all()
+            return [_row(r) for r in rows]
+
+        return await self._core(fn)

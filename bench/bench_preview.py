@@ -1,0 +1,253 @@
+"""The preview proxy's cost over a direct connection to the same app, side by side in one run
+(interleaved), and the preview action's time to ready against the app's own start time.
+
+    uv run python bench/bench_preview.py [--requests N]
+
+The app (tests/previews/sample_app.py, standard library) runs on the host; its forwarder
+(backend/previews/forwarder.py) beside it; the preview origin (backend/previews/listener.py)
+in a process of its own; the client (httpx, websockets) here.
+Goals: small GET p50 <= 2 ms added; a 10 MB body >= 0.8x direct throughput; WebSocket echo
+round trip <= 2 ms added; action -> ready <= 1 s above the app's own start (bubblewrap when it
+works here, else unsandboxed). Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.sync.client import connect
+
+from backend.config import Settings
+from backend.previews import forwarder
+from backend.previews.host import PreviewHost
+from backend.previews.listener import PreviewListener
+from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.local import LocalRuntime
+from backend.store.repo import Store
+from backend.workspace import workspace_path
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "tests" / "previews" / "sample_app.py"
+BIG = 10_000_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_listening(port: int, deadline: float = 30.0) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return time.perf_counter() - start
+        except OSError:
+            time.sleep(0.002)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def serve_origin(database_url: str, port: int) -> None:
+    """The preview origin alone (a process of its own, as in `planact serve`)."""
+
+    async def run() -> None:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, database_url=database_url, preview_url=f"http://127.0.0.1:{port}"
+        )
+        store = Store(database_url)
+        listener = PreviewListener(settings, store)
+        assert await listener.start()
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def added(direct: list[float], proxied: list[float]) -> None:
+    print(f"  direct {p50(direct):6.2f} ms   proxied {p50(proxied):6.2f} ms", end="")
+    print(f"   added {p50(proxied) - p50(direct):5.2f} ms (goal <= 2)")
+
+
+def paired(direct: Any, proxied: Any, n: int) -> tuple[list[float], list[float]]:
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(n):
+        for fn, out in ((direct, a), (proxied, b)):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+    return a, b
+
+
+def own_start(port: int) -> float:
+    """The app's own time from start to listening, on the host."""
+    proc = subprocess.Popen([sys.executable, str(APP), str(port)], stdout=subprocess.DEVNULL)
+    try:
+        return wait_listening(port)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def action_to_ready(tmp: Path, runs: int) -> None:
+    path = shutil.which("bwrap")
+    sandbox = Bubblewrap(path) if path else None
+    if sandbox is not None and sandbox.probe() is not None:
+        sandbox = None
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=f"sqlite:///{tmp}/ready.db",
+        workspace_dir=tmp / "ws",
+        preview_socket_dir=tmp / "pv-ready",
+    )
+    store = Store(settings.database_url)
+    store.migrate()
+    cid = await store.create_conversation("u", "bench")
+    ws = workspace_path(Path(settings.workspace_dir).resolve(), "u", cid)
+    ws.mkdir(parents=True)
+    shutil.copy(APP, ws / "app.py")
+    host = PreviewHost(settings, store, "bench")
+    runtime = LocalRuntime(sandbox=sandbox)
+    own: list[float] = []
+    action: list[float] = []
+    for i in range(runs):
+        port = free_port()
+        own.append(await asyncio.to_thread(own_start, port))
+        t = time.perf_counter()
+        got = await host.start(
+            runtime, ws, name=f"b{i}", port=8080, path="/", command="python3 app.py 8080"
+        )
+        action.append(time.perf_counter() - t)
+        assert got.ok, got.content
+        await host.stop(cid, f"b{i}")
+    await host.close()
+    await store.close()
+    where = "bubblewrap" if sandbox is not None else "unsandboxed (no working bubblewrap)"
+    print(f"action -> ready ({where}, {runs} runs, medians):")
+    print(f"  the app's own start to listening  {p50(own):8.1f} ms")
+    print(f"  the preview action to ready       {p50(action):8.1f} ms")
+    print(f"  added                             {p50(action) - p50(own):8.1f} ms  (goal <= 1000)")
+
+
+def main(requests: int, runs: int) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="planact-bench-preview-"))
+    try:
+        app_port, origin_port = free_port(), free_port()
+        app = subprocess.Popen([sys.executable, str(APP), str(app_port)], stdout=subprocess.DEVNULL)
+        sockdir = tmp / "fwd"
+        sockdir.mkdir()
+        fwd = subprocess.Popen(
+            ["python3", "-I", "-S", forwarder.__file__, str(sockdir), str(app_port)]
+        )
+        wait_listening(app_port)
+        while not (sockdir / "s").exists():
+            time.sleep(0.01)
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None,
+            database_url=f"sqlite:///{tmp}/bench.db",
+            workspace_dir=tmp / "ws",
+            preview_url=f"http://127.0.0.1:{origin_port}",
+        )
+        store = Store(settings.database_url)
+        store.migrate()
+        token = "bench-token-0123456789abcdefghijk"
+
+        async def seed() -> None:
+            cid = await store.create_conversation("u", "bench")
+            await store.put_preview(
+                {
+                    "conversation_id": cid,
+                    "user_id": "u",
+                    "kind": "service",
+                    "name": "app",
+                    "port": app_port,
+                    "path": "/",
+                    "state": "ready",
+                    "owner": "bench",
+                    "socket": str(sockdir / "s"),
+                    "token": token,
+                    "token_expires": __import__("datetime").datetime(2100, 1, 1),
+                }
+            )
+
+        asyncio.run(seed())
+        origin = subprocess.Popen(
+            [sys.executable, __file__, "--origin", settings.database_url, str(origin_port)]
+        )
+        wait_listening(origin_port)
+        direct = f"http://127.0.0.1:{app_port}"
+        proxied = f"http://127.0.0.1:{origin_port}/p/{token}"
+        with httpx.Client(timeout=60) as c:
+            for base in (direct, proxied):  # warm both paths
+                c.get(base + "/api/hello")
+            a, b = paired(
+                lambda: c.get(direct + "/api/hello"),
+                lambda: c.get(proxied + "/api/hello"),
+                requests,
+            )
+            print(f"small GET ({requests} each, keep-alive), p50:")
+            added(a, b)
+            da, db = paired(
+                lambda: c.request("PUT", f"{direct}/big/{BIG}"),
+                lambda: c.request("PUT", f"{proxied}/big/{BIG}"),
+                10,
+            )
+            body = b"x" * BIG
+            ua, ub = paired(
+                lambda: c.post(direct + "/upload", content=body),
+                lambda: c.post(proxied + "/upload", content=body),
+                10,
+            )
+            for label, x, y in (("download", da, db), ("upload", ua, ub)):
+                ra, rb = BIG / statistics.median(x) / 1e6, BIG / statistics.median(y) / 1e6
+                print(f"10 MB {label}: direct {ra:7.0f} MB/s   proxied {rb:7.0f} MB/s", end="")
+                print(f"   ratio {rb / ra:4.2f} (goal >= 0.8)")
+        with (
+            connect(direct.replace("http", "ws") + "/ws") as wa,
+            connect(proxied.replace("http", "ws") + "/ws") as wb,
+        ):
+
+            def echo(ws: Any) -> None:
+                ws.send("ping")
+                ws.recv(timeout=10)
+
+            ea, eb = paired(lambda: echo(wa), lambda: echo(wb), requests)
+            print(f"WebSocket echo ({requests} each), p50:")
+            added(ea, eb)
+        origin.kill()
+        origin.wait()
+        asyncio.run(store.close())
+        fwd.kill()
+        app.kill()
+        fwd.wait()
+        app.wait()
+        asyncio.run(action_to_ready(tmp, runs))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--origin", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.origin:
+        serve_origin(args.origin[0], int(args.origin[1]))
+    sys.exit(main(args.requests, args.runs))

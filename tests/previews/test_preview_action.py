@@ -1,0 +1,200 @@
+"""The preview action's failures, as the model reads them, and a service's lifecycle in the
+bubblewrap sandbox: bad input, a command that never listens or exits at once, one service
+too many, idle services; none leaves a process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.actions.model import Action
+from backend.actions.registry import ActionContext, Done, execute
+from backend.config import Settings
+from backend.previews.host import PreviewHost
+from backend.runtime.local import LocalRuntime
+from backend.store.repo import Store
+from backend.tools.kit import Tools
+from backend.workspace import workspace_path
+from tests.conftest import make_settings
+from tests.previews.test_previews_e2e import processes_with
+from tests.runtime.conftest import require_bwrap
+
+pytestmark = pytest.mark.bwrap
+
+
+@dataclass
+class Bench:
+    settings: Settings
+    store: Store
+    host: PreviewHost
+    ctx: ActionContext
+    cid: str
+
+    async def preview(self, **params: str) -> Done:
+        return await execute(self.ctx, Action("preview", params))
+
+    async def rows(self) -> list[dict[str, Any]]:
+        return await self.host.rows(self.cid)
+
+
+async def make_bench(tmp_path: Path, **overrides: Any) -> Bench:
+    sandbox = require_bwrap()
+    values: dict[str, Any] = {"preview_socket_dir": tmp_path / "pv", "preview_start_timeout": 20}
+    settings = make_settings(tmp_path, **{**values, **overrides})
+    store = Store(settings.database_url)
+    await asyncio.to_thread(store.migrate)
+    cid = await store.create_conversation("u1", "previews")
+    workspace = workspace_path(Path(settings.workspace_dir).resolve(), "u1", cid)
+    workspace.mkdir(parents=True)
+    host = PreviewHost(settings, store, "instance-1")
+    runtime = LocalRuntime(sandbox=sandbox)
+    ctx = ActionContext(runtime, workspace, tools=Tools(previews=host))
+    return Bench(settings, store, host, ctx, cid)
+
+
+@pytest.fixture
+async def bench(tmp_path: Path, db_url: str) -> AsyncIterator[Bench]:
+    """Over SQLite and PostgreSQL (TEST_POSTGRES_URL)."""
+    b = await make_bench(tmp_path, database_url=db_url)
+    try:
+        yield b
+    finally:
+        await b.host.close()
+        await b.store.close()
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "80a", "", "-1"])
+async def test_a_port_out_of_range_is_a_failure_the_model_reads(bench: Bench, port: str) -> None:
+    done = await bench.preview(port=port, command="true")
+    assert done.status == "failure"
+    assert "'port' must be a number from 1 to 65535" in done.content
+    assert await bench.rows() == []
+
+
+async def test_a_bad_name_is_a_failure(bench: Bench) -> None:
+    done = await bench.preview(port="8080", command="true", name="../x")
+    assert done.status == "failure" and "'name'" in done.content
+
+
+async def test_a_command_that_exits_at_once_fails_with_its_output(bench: Bench) -> None:
+    done = await bench.preview(port="8080", command="echo cannot-bind-here >&2; exit 3")
+    assert done.status == "failure"
+    assert "exited (status 3)" in done.content
+    assert "cannot-bind-here" in done.content
+    [row] = await bench.rows()
+    assert row["state"] == "failed"
+
+
+async def test_a_command_that_never_listens_fails_after_the_start_timeout(
+    tmp_path: Path,
+) -> None:
+    b = await make_bench(tmp_path, preview_start_timeout=1)
+    marker = "neverlistens" + str(time.monotonic_ns())
+    try:
+        done = await b.preview(port="8080", command=f"echo started; sleep 300 # {marker}")
+        assert done.status == "failure"
+        assert "Nothing accepted connections on the port within 1 seconds" in done.content
+        assert "started" in done.content
+        assert processes_with(marker) == []
+        assert [r["state"] for r in await b.rows()] == ["failed"]
+    finally:
+        await b.host.close()
+        await b.store.close()
+
+
+async def test_without_a_command_only_a_running_service_is_previewed(bench: Bench) -> None:
+    done = await bench.preview(port="8080")
+    assert done.status == "failure" and "No service of this conversation runs on port 8080" in (
+        done.content
+    )
+    started = await bench.preview(port="8080", command="python3 -m http.server 8080")
+    assert started.ok, started.content
+    again = await bench.preview(port="8080", path="/docs")
+    assert again.ok and again.data[0]["url"].endswith("/docs")
+    assert again.data[0]["url"].split("/p/")[1].split("/")[0] in started.data[0]["url"]
+
+
+async def test_one_service_over_the_maximum_is_refused(bench: Bench) -> None:
+    for port in (8001, 8002, 8003):
+        done = await bench.preview(port=str(port), command=f"python3 -m http.server {port}")
+        assert done.ok, done.content
+    fourth = await bench.preview(port="8004", command="python3 -m http.server 8004")
+    assert fourth.status == "failure"
+    assert "At most 3 previews run at once" in fourth.content
+    assert "app-8001 (port 8001)" in fourth.content
+    # the same name replaces its service instead
+    again = await bench.preview(port="8003", command="python3 -m http.server 8003")
+    assert again.ok, again.content
+    assert sorted(r["port"] for r in await bench.rows() if r["state"] == "ready") == [
+        8001,
+        8002,
+        8003,
+    ]
+
+
+async def test_an_idle_service_is_stopped_and_leaves_no_process(tmp_path: Path) -> None:
+    b = await make_bench(tmp_path, preview_idle_seconds=0.5)
+    marker = "idle" + str(time.monotonic_ns())
+    try:
+        done = await b.preview(port="8080", command=f"python3 -m http.server 8080 # {marker}")
+        assert done.ok, done.content
+        assert processes_with(marker)
+        deadline = time.monotonic() + 30
+        while [r["state"] for r in await b.rows()] != ["stopped"]:
+            assert time.monotonic() < deadline, await b.rows()
+            await asyncio.sleep(0.05)
+        assert processes_with(marker) == []
+        assert not b.host.services
+    finally:
+        await b.host.close()
+        await b.store.close()
+
+
+async def test_a_service_whose_process_died_is_stopped_and_restart_brings_it_back(
+    bench: Bench,
+) -> None:
+    marker = "dies" + str(time.monotonic_ns())
+    done = await bench.preview(
+        port="8080", command=f"python3 -m http.server 8080 # {marker}", name="web"
+    )
+    assert done.ok, done.content
+    [service] = bench.host.services.values()
+    service.process.kill()  # the reaper dies: the sandbox dies with it (die-with-parent)
+    await service.exited
+    assert service.state == "stopped"
+    await bench.host.sweep()
+    assert [r["state"] for r in await bench.rows()] == ["stopped"]
+    again = await bench.preview(
+        port="8080", command=f"python3 -m http.server 8080 # {marker}", name="web"
+    )
+    assert again.ok, again.content
+    assert [r["state"] for r in await bench.rows()] == ["ready"]
+
+
+def test_the_bwrap_root_has_python3() -> None:
+    assert shutil.which("python3", path="/usr/bin")
+
+
+async def test_a_service_is_stopped_at_its_maximum_age(tmp_path: Path) -> None:
+    b = await make_bench(tmp_path, preview_max_seconds=0.5)
+    marker = "old" + str(time.monotonic_ns())
+    try:
+        done = await b.preview(port="8080", command=f"python3 -m http.server 8080 # {marker}")
+        assert done.ok, done.content
+        row = (await b.rows())[0]
+        await b.store.touch_preview(row["id"], row["started_at"].replace(year=2100))  # busy
+        deadline = time.monotonic() + 30
+        while [r["state"] for r in await b.rows()] != ["stopped"]:
+            assert time.monotonic() < deadline, await b.rows()
+            await asyncio.sleep(0.05)
+        assert processes_with(marker) == []
+    finally:
+        await b.host.close()
+        await b.store.close()

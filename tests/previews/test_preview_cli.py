@@ -1,0 +1,75 @@
+"""`planact run` prints a preview's URL and keeps its service until the person presses
+Ctrl-C; then no process of it is left."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.server import PLANACT, free_port, server_env, wait_for
+from tests.fakellm import FakeModelServer
+from tests.previews.conftest import app_script, done, preview_tag, write_app
+from tests.previews.test_previews_e2e import processes_with
+from tests.runtime.conftest import require_bwrap
+
+pytestmark = [pytest.mark.e2e, pytest.mark.bwrap]
+
+
+def test_planact_run_keeps_the_preview_until_ctrl_c(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    require_bwrap()
+    marker = f"pv{secrets.token_hex(6)}"
+    app_script(fake_model, write_app() + preview_tag(8080, f"python3 app.py 8080 {marker}"), done())
+    port = free_port()
+    env = {
+        **os.environ,
+        **server_env(tmp_path, fake_model.base_url),
+        "LOCAL_SANDBOX": "bwrap",
+        "PREVIEW_URL": f"http://127.0.0.1:{port}",
+        "PREVIEW_SOCKET_DIR": str(tmp_path / "pv"),
+    }
+    proc = subprocess.Popen(
+        [PLANACT, "run", "Build an app and show it"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("Ctrl-C" in ln for ln in lines), 120, "the preview line")
+        [line] = [ln for ln in lines if ln.startswith("preview app-8080: ")]
+        url = line.split(": ", 1)[1].strip()
+        assert url.startswith(f"http://127.0.0.1:{port}/p/")
+        assert httpx.get(url + "api/hello", timeout=10).json()["hello"] == "preview"
+        assert proc.poll() is None  # still running: the run is over, the preview is not
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(60) == 0, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    reader.join(10)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert processes_with(marker) == []
+    assert any("Previews keep running" in ln for ln in lines)
