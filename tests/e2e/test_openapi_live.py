@@ -130,6 +130,11 @@ def test_every_operation_answers_as_documented_on_its_happy_and_error_paths(
         assert c.get("/api/conversations/nope/files.zip").status_code == 404
         assert c.delete(f"/api/conversations/{new}").status_code == 200
         assert c.delete(f"/api/conversations/{new}").status_code == 404
+        # previews: none started here (their happy paths: tests/previews)
+        assert c.get(f"/api/conversations/{cid}/previews").json() == []
+        assert c.get("/api/conversations/nope/previews").status_code == 404
+        assert c.post(f"/api/conversations/{cid}/previews/app/stop").status_code == 404
+        assert c.post(f"/api/conversations/{cid}/previews/app/restart").status_code == 404
         assert c.get("/api/no-such-route").status_code == 404  # the catch-all, undocumented
         anon.close()
     operations = {
@@ -139,7 +144,8 @@ def test_every_operation_answers_as_documented_on_its_happy_and_error_paths(
     assert operations <= seen, operations - seen
     for method, path in operations:
         statuses = {s for m, p, s in check.checked if (m, p) == (method, path)}
-        if "/approvals/" not in path and "/answers/" not in path:
+        # happy paths elsewhere, through the same hook: test_approvals, tests/previews
+        if not any(part in path for part in ("/approvals/", "/answers/", "/previews/")):
             assert any(s < 300 for s in statuses), (method, path, statuses)
     assert any(s >= 400 for m, p, s in check.checked if p == "/api/agent/run")
 
