@@ -21,6 +21,7 @@ from starlette.types import Scope
 from backend.agent.specialists import Specialist
 from backend.api import agent, conversations, files, mcp, retry, uploads, waits
 from backend.api import docs as docs_api  # the OpenAPI document and its page
+from backend.api import previews as previews_api
 from backend.api import ready as ready_api
 from backend.api import runtimes as runtimes_api
 from backend.api import settings as settings_api
@@ -39,7 +40,6 @@ from backend.observe import endpoint as observe_endpoint
 from backend.observe.http import TracingMiddleware
 from backend.observe.tracing import flush_tracing, setup_tracing
 from backend.openapi import Reply, operation, undocumented
-from backend.previews import api as previews_api
 from backend.previews.listener import PreviewListener
 from backend.runs import RunManager
 from backend.runs.executor import QUEUE, QueueExecutor, require_postgres

@@ -4,7 +4,7 @@
     uv run python bench/bench_preview.py [--requests N]
 
 The app (tests/previews/sample_app.py, standard library) runs on the host; its forwarder
-(backend/previews/forwarder.py) beside it; the preview origin (backend/previews/listener.py)
+(backend/runtime/forwarder.py) beside it; the preview origin (backend/previews/listener.py)
 in a process of its own; the client (httpx, websockets) here.
 Goals: small GET p50 <= 2 ms added; a 10 MB body >= 0.8x direct throughput; WebSocket echo
 round trip <= 2 ms added; action -> ready <= 1 s above the app's own start (bubblewrap when it
@@ -29,9 +29,9 @@ import httpx
 from websockets.sync.client import connect
 
 from backend.config import Settings
-from backend.previews import forwarder
 from backend.previews.host import PreviewHost
 from backend.previews.listener import PreviewListener
+from backend.runtime import forwarder
 from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.local import LocalRuntime
 from backend.store.repo import Store

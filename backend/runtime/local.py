@@ -40,6 +40,7 @@ from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.limits.budget import run_within
 from backend.runtime.limits.cgroups import Cgroups
+from backend.runtime.services import SOCKET_DIR_INSIDE, service_script
 
 log = logging.getLogger(__name__)
 NICE = 10  # without control groups: the sandbox yields the CPU to the server
@@ -89,10 +90,44 @@ class LocalRuntime(BaseRuntime):
     async def start_service(
         self, workspace: Path, command: str, port: int, socket_dir: Path
     ) -> asyncio.subprocess.Process:
-        """A service of the sandbox (a preview's app): :mod:`backend.runtime.services`."""
-        from backend.runtime.services import spawn_local
-
-        return await spawn_local(self, workspace, command, port, socket_dir)
+        """Start ``command`` as a service of ``workspace``'s sandbox (a preview's app,
+        :mod:`backend.runtime.services`): the same reaper, bubblewrap rules and limits as a
+        command, one more bind (the forwarder's sockets); its stdout and stderr are pipes."""
+        if self.sandbox is not None:
+            env = self.sandbox.env(".")
+            argv = self.sandbox.argv(workspace, ".")
+            # one more bind before `--`: the folder of the forwarder's sockets
+            wrapper = [*argv[:-1], "--bind", str(socket_dir), SOCKET_DIR_INSIDE, "--"]
+            script = service_script(command, port, SOCKET_DIR_INSIDE)
+        else:
+            env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace)}
+            for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
+                env.pop(secret, None)
+            wrapper = []
+            script = service_script(command, port, str(socket_dir), sys.executable)
+        env["PYTHONUNBUFFERED"] = "1"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            self.reaper,
+            str(os.getpid()),
+            script,
+            *self._limit_args(workspace),
+            *wrapper,
+            cwd=workspace,
+            env=env,
+            stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            await _join_groups(self.cgroups, proc, workspace)
+        except BaseException:
+            await _stop(proc)
+            raise
+        return proc
 
     async def _run_command(
         self,

@@ -5,6 +5,7 @@ too many, idle services; none leaves a process behind."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +19,9 @@ from backend.actions.model import Action
 from backend.actions.registry import ActionContext, Done, execute
 from backend.config import Settings
 from backend.previews.host import PreviewHost
+from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
+from backend.runtime.sandboxing import sandbox_cgroups
 from backend.store.repo import Store
 from backend.tools.kit import Tools
 from backend.workspace import workspace_path
@@ -44,7 +47,9 @@ class Bench:
         return await self.host.rows(self.cid)
 
 
-async def make_bench(tmp_path: Path, **overrides: Any) -> Bench:
+async def make_bench(
+    tmp_path: Path, runtime: LocalRuntime | None = None, **overrides: Any
+) -> Bench:
     sandbox = require_bwrap()
     values: dict[str, Any] = {"preview_socket_dir": tmp_path / "pv", "preview_start_timeout": 20}
     settings = make_settings(tmp_path, **{**values, **overrides})
@@ -54,7 +59,7 @@ async def make_bench(tmp_path: Path, **overrides: Any) -> Bench:
     workspace = workspace_path(Path(settings.workspace_dir).resolve(), "u1", cid)
     workspace.mkdir(parents=True)
     host = PreviewHost(settings, store, "instance-1")
-    runtime = LocalRuntime(sandbox=sandbox)
+    runtime = runtime or LocalRuntime(sandbox=sandbox)
     ctx = ActionContext(runtime, workspace, tools=Tools(previews=host))
     return Bench(settings, store, host, ctx, cid)
 
@@ -198,3 +203,34 @@ async def test_a_service_is_stopped_at_its_maximum_age(tmp_path: Path) -> None:
     finally:
         await b.host.close()
         await b.store.close()
+
+
+async def test_a_service_keeps_the_limits_of_its_conversations_sandbox(tmp_path: Path) -> None:
+    """A service is held to what a command is (docs/api.md "Previews"): no file past the
+    workspace budget, and (where the server has control groups) the conversation's memory,
+    process and CPU caps."""
+    sandbox = require_bwrap()
+    limits_of = make_settings(tmp_path, workspace_max_mb=50, sandbox_pids=64)
+    limits = SandboxLimits.from_settings(limits_of)
+    cgroups = sandbox_cgroups(limits)
+    runtime = LocalRuntime(
+        workspace_max_mb=50,
+        sandbox=dataclasses.replace(sandbox, tmp_size=limits.tmp),
+        limits=limits,
+        cgroups=cgroups,
+    )
+    b = await make_bench(tmp_path, runtime=runtime)
+    try:
+        command = "ulimit -f > fsize.txt; exec python3 -m http.server 8765"
+        done = await b.preview(port="8765", command=command)
+        assert done.status == "success", done.content
+        workspace = b.ctx.workspace
+        assert (workspace / "fsize.txt").read_text().strip() == str(50 * 1024)  # KiB
+        if cgroups is not None:
+            for base in cgroups.bases.values():
+                members = (base / cgroups.key(workspace) / "cgroup.procs").read_text().split()
+                assert members, f"no process of the service in {base.name}'s group"
+    finally:
+        await b.host.close()
+        await b.store.close()
+        await runtime.close()

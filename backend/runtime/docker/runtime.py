@@ -139,7 +139,7 @@ class DockerRuntime(BaseRuntime):
     async def start_service(
         self, workspace: Path, command: str, port: int, socket_dir: Path
     ) -> ExecProcess:
-        return await spawn_docker(self, workspace, command, port, socket_dir)
+        return await spawn_docker(self.engine, self.sandboxes, workspace, command, port, socket_dir)
 
     # ---- BaseRuntime hooks -----------------------------------------------------------
 

@@ -28,7 +28,8 @@ from backend.runtime.docker.engine import API_ERRORS, close_stream
 from backend.runtime.services import service_script
 
 if TYPE_CHECKING:
-    from backend.runtime.docker.runtime import DockerRuntime
+    from backend.runtime.docker.engine import Engine
+    from backend.runtime.docker.sandboxes import Sandboxes
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,8 @@ _slots = itertools.count()
 class ExecProcess:
     """A detached-lifetime exec, looking like an asyncio subprocess to its Service."""
 
-    def __init__(self, runtime: DockerRuntime, sandbox: Sandbox, user: str, exec_id: str) -> None:
-        self.runtime = runtime
+    def __init__(self, engine: Engine, sandbox: Sandbox, user: str, exec_id: str) -> None:
+        self.engine = engine
         self.sandbox = sandbox
         self.user = user
         self.exec_id = exec_id
@@ -95,7 +96,7 @@ class ExecProcess:
         """Kill every process of the service's uid in the container; wait for the exec."""
         if self._done.done():
             return
-        client = self.runtime.engine.current
+        client = self.engine.current
 
         def kill_all() -> None:
             if client is None:
@@ -120,18 +121,23 @@ class ExecProcess:
 
 
 async def spawn_docker(
-    runtime: DockerRuntime, workspace: Path, command: str, port: int, socket_dir: Path
+    engine: Engine,
+    sandboxes: Sandboxes,
+    workspace: Path,
+    command: str,
+    port: int,
+    socket_dir: Path,
 ) -> ExecProcess:
     import os
 
     key = os.path.realpath(workspace)
-    sandbox = await runtime.sandboxes.acquire(key)  # busy until the service ends
+    sandbox = await sandboxes.acquire(key)  # busy until the service ends
     try:
         uid, gid = (int(x) for x in sandbox.user.split(":"))
         user = f"{uid + SERVICE_UID_OFFSET + next(_slots) % 50_000}:{gid}"
         inside = f"{SANDBOX_DIR}/{Path(socket_dir).relative_to(key).as_posix()}"
         script = service_script(command, port, inside)
-        client = await runtime.engine.client()
+        client = await engine.client()
         env = {**ENVIRONMENT, "PYTHONUNBUFFERED": "1"}
 
         def create() -> str:
@@ -148,7 +154,7 @@ async def spawn_docker(
             )
 
         exec_id = await anyio.to_thread.run_sync(create)
-        process = ExecProcess(runtime, sandbox, user, exec_id)
+        process = ExecProcess(engine, sandbox, user, exec_id)
         await anyio.to_thread.run_sync(process.start, client)
         return process
     except BaseException:
