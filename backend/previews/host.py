@@ -18,14 +18,19 @@ import os
 import re
 import secrets
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+
 from backend.previews.service import Service
 from backend.previews.sockets import remove_dir, socket_dir_beneath
+from backend.runtime import confined
+from backend.runtime.limits.budget import COST_SHARE, MB
 from backend.store.tables import utcnow
 
 if TYPE_CHECKING:
@@ -71,6 +76,8 @@ class PreviewHost:
         self.instance_id = instance_id
         self.services: dict[str, Service] = {}  # by row id
         self.conversations: dict[str, str] = {}  # row id -> conversation id
+        self.workspaces: dict[str, Path] = {}  # row id -> its sandbox's workspace
+        self._measured: dict[Path, tuple[float, float]] = {}  # workspace -> (at, cost)
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
         root = settings.preview_socket_dir or Path(tempfile.gettempdir()) / (
@@ -198,6 +205,7 @@ class PreviewHost:
             )
             self.services[row["id"]] = service
             self.conversations[row["id"]] = cid
+            self.workspaces[row["id"]] = workspace
             self._watch()
         problem = await service.wait_ready(self.settings.preview_start_timeout)
         service.on_output = None
@@ -230,6 +238,7 @@ class PreviewHost:
         await service.stop(state)  # listed with its live state until it is gone
         self.services.pop(row_id, None)
         self.conversations.pop(row_id, None)
+        self.workspaces.pop(row_id, None)
         remove_dir(service.socket_dir, service.trusted)
         with contextlib.suppress(Exception):
             await self.store.update_preview(
@@ -317,6 +326,12 @@ class PreviewHost:
                 reason = "too old"
             elif service.exited.done():
                 reason = "exited"
+            elif over := await self._over_budget(row_id):
+                reason = over
+                service.log.append(f"Stopped: {over}.")
+                log.info("preview %s stopped: %s", row_id, reason)
+                await self._end(row_id, "failed")
+                continue
             else:
                 if list(service.log) != row["log"] or service.state != row["state"]:
                     await self.store.update_preview(
@@ -325,6 +340,28 @@ class PreviewHost:
                 continue
             log.info("preview %s stopped: %s", row_id, reason)
             await self._end(row_id, "stopped")
+
+    async def _over_budget(self, row_id: str) -> str | None:
+        """Why a service must stop for the workspace budget (WORKSPACE_MAX_MB holds while a
+        service runs as while a command does, backend/runtime/limits/budget.py), or None.
+        A workspace is measured at most once a sweep, and less often when measuring is
+        costly (at most a tenth of the time)."""
+        workspace = self.workspaces.get(row_id)
+        if workspace is None:
+            return None
+        at, cost = self._measured.get(workspace, (0.0, 0.0))
+        now = time.monotonic()
+        if now - at < cost * COST_SHARE:
+            return None
+        used = await anyio.to_thread.run_sync(confined.usage, workspace)
+        self._measured[workspace] = (now, time.monotonic() - now)
+        limit = int(self.settings.workspace_max_mb * MB)
+        if used <= limit:
+            return None
+        return (
+            f"the workspace grew to {used / MB:.1f} MB while the service ran, past its limit "
+            f"of {limit / MB:g} MB (WORKSPACE_MAX_MB)"
+        )
 
 
 def clean_name(name: str | None, port: int) -> str | None:

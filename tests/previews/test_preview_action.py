@@ -234,3 +234,30 @@ async def test_a_service_keeps_the_limits_of_its_conversations_sandbox(tmp_path:
         await b.host.close()
         await b.store.close()
         await runtime.close()
+
+
+async def test_a_service_that_grows_the_workspace_past_its_budget_is_stopped(
+    tmp_path: Path,
+) -> None:
+    b = await make_bench(tmp_path, workspace_max_mb=20)
+    try:
+        writer = (
+            "(i=0; while [ $i -lt 300 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); "
+            "sleep 0.05; done) & exec python3 -m http.server 8767"
+        )
+        done = await b.preview(port="8767", command=writer)
+        assert done.status == "success", done.content
+        deadline = time.monotonic() + 30
+        while (await b.rows())[0]["state"] != "failed":
+            assert time.monotonic() < deadline, "the service was not stopped at the budget"
+            await asyncio.sleep(0.1)
+        (row,) = await b.rows()
+        assert "WORKSPACE_MAX_MB" in row["log"][-1], row["log"][-3:]
+        used = sum(f.stat().st_size for f in b.ctx.workspace.glob("f*"))
+        assert used < 100 * 1024 * 1024  # stopped near the budget, not after 300 MB
+        settled = len(list(b.ctx.workspace.glob("f*")))
+        assert processes_with("8767") == []  # no writer left
+        assert len(list(b.ctx.workspace.glob("f*"))) == settled
+    finally:
+        await b.host.close()
+        await b.store.close()
