@@ -7,7 +7,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
@@ -40,6 +39,7 @@ from backend.observe import endpoint as observe_endpoint
 from backend.observe.http import TracingMiddleware
 from backend.observe.tracing import flush_tracing, setup_tracing
 from backend.openapi import Reply, operation, undocumented
+from backend.previews.links import links_of
 from backend.previews.listener import PreviewListener
 from backend.runs import RunManager
 from backend.runs.executor import QUEUE, QueueExecutor, require_postgres
@@ -78,12 +78,6 @@ async def health(request: Request) -> Response:
 @undocumented
 async def api_not_found(request: Request) -> Response:
     return error_response(404, f"No route {request.url.path}.")
-
-
-def preview_origin(settings: Settings) -> str:
-    """The origin of PREVIEW_URL (scheme://host[:port]), for the UI's frame-src."""
-    parts = urlsplit(settings.preview_base())
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 def create_app(
@@ -179,7 +173,7 @@ def create_app(
         bound_host=settings.host,
     )
     # CSP, X-Frame-Options on every answer (the UI may frame the preview origin)
-    app.add_middleware(BrowserHeadersMiddleware, frame_origin=preview_origin(settings))
+    app.add_middleware(BrowserHeadersMiddleware, frame_origin=links_of(settings).frame_source())
     if traced:  # metrics and traces: a span per request, outermost (traces on only)
         app.add_middleware(TracingMiddleware)
     app.state.settings = settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -13,6 +14,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+# PREVIEW_HOST_PATTERN: "*." then a host name, perhaps ":port"
+PREVIEW_HOST_PATTERN = re.compile(
+    r"^\*\.((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*[a-z0-9-]*[a-z][a-z0-9-]*)(?::(\d{1,5}))?$"
+)
 
 
 class Settings(BaseSettings):
@@ -262,6 +267,24 @@ class Settings(BaseSettings):
     preview_log_lines: int = Field(default=200, ge=1)  # last lines of a service's output kept
     # where the services' Unix sockets are made (short: socket paths are limited to 107 bytes)
     preview_socket_dir: Path | None = None
+
+    # per-preview hosts instead of /p/<token>/ paths: "*.preview.example.com" (a wildcard
+    # DNS name and a proxy to the preview listener); the scheme is PREVIEW_URL's
+    preview_host_pattern: str | None = None
+
+    @field_validator("preview_host_pattern", mode="before")
+    @classmethod
+    def _host_pattern(cls, value: object) -> object:
+        if not isinstance(value, str) or not value.strip():
+            return None
+        pattern = value.strip().lower()
+        found = PREVIEW_HOST_PATTERN.match(pattern)
+        if found is None or (found.group(2) and not 0 < int(found.group(2)) < 65536):
+            raise ValueError(
+                f"PREVIEW_HOST_PATTERN {value!r} is not '*.' followed by a host name (and "
+                "perhaps ':port'), e.g. '*.preview.example.com'"
+            )
+        return pattern
 
     def preview_base(self) -> str:
         """The preview origin, without a trailing slash."""

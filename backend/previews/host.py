@@ -16,7 +16,6 @@ import contextlib
 import logging
 import os
 import re
-import secrets
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from backend.previews.links import links_of, new_token
 from backend.previews.service import Service
 from backend.previews.sockets import remove_dir, socket_dir_beneath
 from backend.runtime import confined
@@ -65,10 +65,6 @@ def owners_of(workspace: Path) -> tuple[str, str]:
     return workspace.parent.name.removeprefix("user_"), workspace.name.removeprefix("Conversation_")
 
 
-def new_token() -> str:
-    return secrets.token_urlsafe(24)
-
-
 class PreviewHost:
     def __init__(self, settings: Settings, store: Store, instance_id: str) -> None:
         self.settings = settings
@@ -88,7 +84,7 @@ class PreviewHost:
         self.on_start: Callable[[], Awaitable[object]] | None = None
 
     def url(self, row: dict[str, Any]) -> str:
-        return f"{self.settings.preview_base()}/p/{row['token']}{row['path']}"
+        return links_of(self.settings).link(row["token"], row["path"])
 
     def entry(self, row: dict[str, Any]) -> dict[str, Any]:
         return {"name": row["name"], "port": row["port"], "path": row["path"], "url": self.url(row)}

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from backend.previews.links import links_of
 from backend.previews.proxy import PreviewProxy
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def listen_address(settings: Settings) -> tuple[str, int]:
 class PreviewListener:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
-        self.proxy = PreviewProxy(store, Path(settings.workspace_dir).resolve())
+        self.proxy = PreviewProxy(store, Path(settings.workspace_dir).resolve(), links_of(settings))
         self.server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from backend.previews.host import PreviewHost
+from backend.previews.links import links_of
 
 PAGE_SUFFIXES = (".html", ".htm")
 
@@ -19,7 +20,7 @@ async def add_preview_urls(
     if host is None or not pages:
         return entries
     row = await host.files_row(user_id, cid)
-    base = f"{host.settings.preview_base()}/p/{row['token']}/"
+    base = links_of(host.settings).link(row["token"], "/")
     for entry in pages:
         entry["preview_url"] = base + quote(str(entry["filepath"]))
     return entries

@@ -27,6 +27,7 @@ from starlette.types import Message, Receive, Scope, Send
 from websockets.asyncio.client import unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from backend.previews.links import PreviewLinks
 from backend.previews.sockets import fd_path, open_socket
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
@@ -74,8 +75,11 @@ def split_token(path: str) -> tuple[str, str] | None:
 
 
 class PreviewProxy:
-    def __init__(self, store: Store, workspace_root: Path) -> None:
+    def __init__(
+        self, store: Store, workspace_root: Path, links: PreviewLinks | None = None
+    ) -> None:
         self.store = store
+        self.links = links
         self.workspace_root = workspace_root
         self._rows: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self._clients: dict[str, tuple[int, httpx.AsyncClient]] = {}
@@ -103,6 +107,8 @@ class PreviewProxy:
         return row
 
     def _target(self, scope: Scope) -> tuple[str, str] | None:
+        if self.links is not None and (token := self.links.token_of_host(scope)):
+            return token, scope["path"]  # a preview's own host (PREVIEW_HOST_PATTERN)
         found = split_token(scope["path"])
         if found is not None:
             return found
