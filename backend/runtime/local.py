@@ -93,20 +93,43 @@ class LocalRuntime(BaseRuntime):
         """Start ``command`` as a service of ``workspace``'s sandbox (a preview's app,
         :mod:`backend.runtime.services`): the same reaper, bubblewrap rules and limits as a
         command, one more bind (the forwarder's sockets); its stdout and stderr are pipes."""
+        env, wrapper, workdir = self._surroundings(workspace, ".")
         if self.sandbox is not None:
-            env = self.sandbox.env(".")
-            argv = self.sandbox.argv(workspace, ".")
             # one more bind before `--`: the folder of the forwarder's sockets
-            wrapper = [*argv[:-1], "--bind", str(socket_dir), SOCKET_DIR_INSIDE, "--"]
+            wrapper = [*wrapper[:-1], "--bind", str(socket_dir), SOCKET_DIR_INSIDE, "--"]
             script = service_script(command, port, SOCKET_DIR_INSIDE)
         else:
-            env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace)}
-            for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
-                env.pop(secret, None)
-            wrapper = []
             script = service_script(command, port, str(socket_dir), sys.executable)
         env["PYTHONUNBUFFERED"] = "1"
-        proc = await asyncio.create_subprocess_exec(
+        proc = await self._start_reaped(script, workspace, env, wrapper, workdir)
+        try:
+            await _join_groups(self.cgroups, proc, workspace)
+        except BaseException:
+            await _stop(proc)
+            raise
+        return proc
+
+    def _surroundings(self, workspace: Path, cwd: str) -> tuple[dict[str, str], list[str], Path]:
+        """(environment, wrapper argv, working folder) of a process of ``workspace``'s
+        sandbox: bubblewrap's, or the server's own environment without its secrets."""
+        if self.sandbox is not None:
+            return self.sandbox.env(cwd), self.sandbox.argv(workspace, cwd), workspace
+        env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace / cwd)}
+        for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
+            env.pop(secret, None)
+        return env, [], workspace / cwd
+
+    async def _start_reaped(
+        self,
+        script: str,
+        workspace: Path,
+        env: dict[str, str],
+        wrapper: list[str],
+        workdir: Path,
+    ) -> asyncio.subprocess.Process:
+        """``script`` under the reaper (a new session), with the limits of ``workspace``'s
+        sandbox; with control groups it waits for :func:`_join_groups`."""
+        return await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
             "-S",
@@ -115,19 +138,13 @@ class LocalRuntime(BaseRuntime):
             script,
             *self._limit_args(workspace),
             *wrapper,
-            cwd=workspace,
+            cwd=workdir,
             env=env,
             stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
-        try:
-            await _join_groups(self.cgroups, proc, workspace)
-        except BaseException:
-            await _stop(proc)
-            raise
-        return proc
 
     async def _run_command(
         self,
@@ -150,34 +167,9 @@ class LocalRuntime(BaseRuntime):
         cwd: str,
         on_output: OutputCallback | None = None,
     ) -> CommandOutput:
-        wrapper: list[str] = []
-        if self.sandbox is not None:
-            env = self.sandbox.env(cwd)
-            wrapper = self.sandbox.argv(workspace, cwd)
-            workdir = workspace
-        else:
-            env = {**os.environ, "HOME": str(workspace), "PWD": str(workspace / cwd)}
-            for secret in ("LLM_API_KEY", "AUTH_TOKEN", "AUTH_TOKENS"):
-                env.pop(secret, None)
-            workdir = workspace / cwd
-        limits = self._limit_args(workspace)
+        env, wrapper, workdir = self._surroundings(workspace, cwd)
         ooms = self.cgroups.oom_kills(workspace) if self.cgroups is not None else 0
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-S",
-            self.reaper,
-            str(os.getpid()),
-            command,
-            *limits,
-            *wrapper,
-            cwd=workdir,
-            env=env,
-            stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = await self._start_reaped(command, workspace, env, wrapper, workdir)
         out, err = HeadTail(), HeadTail()
         pumps = [
             asyncio.create_task(_pump(proc.stdout, out, "stdout", on_output)),
