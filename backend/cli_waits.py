@@ -1,4 +1,5 @@
-"""`planact run` answers its run's approvals and questions on the terminal (CONTRACT 10).
+"""`planact run` answers its run's approvals and questions on the terminal (docs/api.md "Runs that
+wait for a person").
 
 The run publishes an ``approval`` or ``ask_user`` message and parks; the CLI shows what will
 happen (the command, or the diff of an edit) or the question, reads the person's line and

@@ -144,7 +144,8 @@ class Settings(BaseSettings):
     # times a run may be taken over from a dead owner (or handed over) before it fails
     run_max_resumes: int = Field(default=3, ge=0)
     worker_concurrency: int = 4  # runs one `planact worker` executes at once
-    # -- runs that wait for a person (backend/waits, CONTRACT section 10) -----------------
+    # -- runs that wait for a person (backend/waits, docs/api.md "Runs that wait for a person")
+    # -----------------
     # which actions ask before they run: never | risky (terminal, web, mcp) | always
     approval_mode: Literal["never", "risky", "always"] = "never"
     # seconds a run waits for an answer (approval or question) before it is rejected

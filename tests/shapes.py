@@ -1,4 +1,4 @@
-"""The Vue client's message shape (CONTRACT.md section 3), for assertions."""
+"""The Vue client's message shape (docs/api.md "The stream"), for assertions."""
 
 MESSAGE_KEYS = [
     "role", "uuid", "status", "content", "comments", "memorized", "timestamp", "type",

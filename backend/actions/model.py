@@ -21,7 +21,7 @@ class ActionSpec:
 # offered ones.
 # always offered (the sandbox actions and `finish`)
 ACTIONS: dict[str, ActionSpec] = {}
-# offered only where the server configures them (the tools, CONTRACT 11)
+# offered only where the server configures them (the tools, docs/tools.md)
 TOOL_ACTIONS: dict[str, ActionSpec] = {}
 # every action the parser reads
 KNOWN_ACTIONS: dict[str, ActionSpec] = {}

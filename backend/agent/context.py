@@ -43,7 +43,7 @@ class RunContext:
     state: RunState
     publisher: Publisher
     control: RunControl
-    # live deltas (CONTRACT section 3): coalesced, to the notifier and `delta_listener`
+    # live deltas (docs/api.md "The stream"): coalesced, to the notifier and `delta_listener`
     # (the CLI); made only while someone follows the run
     delta_listener: DeltaSink | None = None
     live: Live = field(default_factory=Live)
@@ -70,7 +70,7 @@ class RunContext:
         self.control.check_stop()
 
     async def publish_delta(self, payload: dict[str, Any]) -> None:
-        """A live, unstored delta (see CONTRACT section 3) to every reader of the run."""
+        """A live, unstored delta (see docs/api.md "The stream") to every reader of the run."""
         if not self.control.lost:
             await self.deps.notifier.publish_delta(self.run_id, payload)
 

@@ -1,6 +1,6 @@
 """What is in flight in one run: live model text and command output.
 
-Live deltas (CONTRACT section 3): model text and command output go through a
+Live deltas (docs/api.md "The stream"): model text and command output go through a
 :class:`Coalescer` to the run's delta sink; a message's pending deltas are flushed just
 before its stored version.
 Command output is also kept (capped, head and tail) so that a command cut short by a stop

@@ -32,7 +32,8 @@ class RunState(BaseModel):
     inputs: list[str] = Field(default_factory=list)  # files the person uploaded
     history: list[dict[str, str]] = Field(default_factory=list)  # earlier goals, answers
     mcp_servers: list[str] | None = None  # the MCP servers the person picked (None: all)
-    # -- a person in the loop (backend/waits, CONTRACT section 10) ------------------------
+    # -- a person in the loop (backend/waits, docs/api.md "Runs that wait for a person")
+    # ------------------------
     approval: str = "never"  # which actions ask first: never | risky | always
     approved_classes: list[str] = Field(default_factory=list)  # approve_all'd classes
     can_ask: bool = False  # ask_user is offered (someone can answer)

@@ -11,7 +11,7 @@ sees what it said, and an answer in words looks different from a format problem:
   what the model wrote (scrubbed, capped; also in ``meta.content``).
 
 What the model is told to correct its format stays between it and the agent: never here,
-never in ``error`` or ``finish_summery`` (CONTRACT section 3).
+never in ``error`` or ``finish_summery`` (docs/api.md "The stream").
 """
 
 from __future__ import annotations

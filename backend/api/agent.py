@@ -22,7 +22,7 @@ GOAL_LIMIT = 100_000
 RUN_HEADERS = {"X-Conversation-Id": "The run's conversation.", "X-Run-Id": "The run."}
 STREAM = Reply(
     200,
-    "The run's stream (CONTRACT: `message`, `delta` and one `end` event).",
+    "The run's stream (docs/api.md, 'The stream': `message`, `delta` and one `end` event).",
     media_type="text/event-stream",
     events=STREAM_EVENTS,
     headers=RUN_HEADERS,

@@ -1,5 +1,6 @@
 """POST /api/agent/runs/{run_id}/approvals/{uuid} and …/answers/{uuid}: a person answers a
-run that waits (CONTRACT section 10), on any process, through the seam in backend/waits."""
+run that waits (docs/api.md "Runs that wait for a person"), on any process, through the seam in
+backend/waits."""
 
 from __future__ import annotations
 

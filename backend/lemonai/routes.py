@@ -1,4 +1,4 @@
-"""The LemonAI client's HTTP API, served under /lemonai (CONTRACT section 9)."""
+"""The LemonAI client's HTTP API, served under /lemonai (docs/lemonai.md)."""
 
 from __future__ import annotations
 

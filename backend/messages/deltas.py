@@ -1,4 +1,4 @@
-"""Live deltas (CONTRACT section 3, ``event: delta``): coalesced, never stored.
+"""Live deltas (docs/api.md "The stream", ``event: delta``): coalesced, never stored.
 
 A producer (the model's stream, a running command) calls :meth:`Coalescer.add` as often as
 it likes; the coalescer hands the sink at most one batch per message every ``interval``

@@ -1,4 +1,4 @@
-"""Message kinds (``meta.action_type``) and action types, in one place (CONTRACT 3, 10, 11).
+"""Message kinds (``meta.action_type``) and action types, in one place (docs/api.md, docs/tools.md).
 
 A new kind or action is added here; the TypeScript types of the web UI are generated from
 this module and :mod:`backend.messages.message` (``make frontend``; a test fails on drift).
@@ -13,7 +13,7 @@ from enum import StrEnum
 
 
 class ActionType(StrEnum):
-    """What the model may ask for: the action's name in its reply (CONTRACT sections 4, 11)."""
+    """What the model may ask for: the action's name in its reply (docs/tools.md)."""
 
     WRITE_CODE = "write_code"
     EDIT_FILE = "edit_file"
@@ -23,14 +23,14 @@ class ActionType(StrEnum):
     WEB_SEARCH = "web_search"
     WEB_FETCH = "web_fetch"
     MCP_TOOL = "mcp_tool"
-    ASK_USER = "ask_user"  # the model asks the person (CONTRACT section 10)
+    ASK_USER = "ask_user"  # the model asks the person (docs/api.md "Runs that wait for a person")
     PREVIEW = "preview"  # starts (or shows) a preview of what the agent built
 
 
 class MessageKind(StrEnum):
     """``meta.action_type`` of a message in the run's stream, and of a live delta."""
 
-    # the run's structure, in the order of CONTRACT section 3
+    # the run's structure, in the order of docs/api.md "The stream"
     QUESTION = "question"
     AUTO_REPLY = "auto_reply"
     PLAN = "plan"
@@ -40,7 +40,7 @@ class MessageKind(StrEnum):
     FINISH_SUMMERY = "finish_summery"  # sic: the wire value the Vue client checks
     ERROR = "error"
     STOP = "stop"
-    # a run that waits for a person (CONTRACT section 10)
+    # a run that waits for a person (docs/api.md "Runs that wait for a person")
     APPROVAL = "approval"
     ASK_USER = "ask_user"
     # one action: its running message and its final partner (see ACTION_KINDS)

@@ -34,7 +34,7 @@ BATCH = 500
 
 @dataclass(frozen=True)
 class Delta:
-    """A live, unstored delta (CONTRACT section 3): its JSON payload as published."""
+    """A live, unstored delta (docs/api.md "The stream"): its JSON payload as published."""
 
     payload: dict[str, Any]
 

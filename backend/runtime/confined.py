@@ -2,7 +2,7 @@
 
 Every operation starts from an open file descriptor of the root and reaches its target
 through descriptors, never through a path string the kernel would resolve again: a symlink
-swapped in while an action runs cannot lead outside (CONTRACT section 5).
+swapped in while an action runs cannot lead outside (docs/api.md "Actions and paths").
 
 Resolution (openat2 ``RESOLVE_BENEATH``, or a walk component by component) is
 :mod:`backend.runtime.beneath`'s.

@@ -1,4 +1,5 @@
-"""Runs that wait for a person (CONTRACT section 10): the seam the API and the CLI call.
+"""Runs that wait for a person (docs/api.md "Runs that wait for a person"): the seam the API and
+the CLI call.
 
 A run that needs a person (an approval before an action, or the model's ``ask_user``
 question) publishes the message it waits on and parks in the store (backend/agent/asking.py,

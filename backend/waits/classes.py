@@ -1,4 +1,4 @@
-"""Which actions ask before they run (CONTRACT section 10), pure.
+"""Which actions ask before they run (docs/api.md "Runs that wait for a person"), pure.
 
 | mode     | asks for                                                    |
 | -------- | ----------------------------------------------------------- |

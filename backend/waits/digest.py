@@ -1,4 +1,4 @@
-"""What a person approves is what runs (CONTRACT section 5, last paragraph; section 10).
+"""What a person approves is what runs (docs/api.md "Runs that wait for a person").
 
 An approval message carries the digest of the action it asks about: the SHA-256 of the
 canonical JSON of ``{"action_type", "params"}`` (keys sorted, no spaces, ASCII escapes, so

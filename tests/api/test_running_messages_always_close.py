@@ -1,4 +1,4 @@
-"""An honest stream (CONTRACT section 3): every `running` message gets its final partner,
+"""An honest stream (docs/api.md "The stream"): every `running` message gets its final partner,
 whatever ends the run. Through the ASGI app with a ScriptedLLM and the local runtime."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Runs that wait for a person (CONTRACT section 10), black-box: real `planact serve`
+"""Runs that wait for a person (docs/api.md "Runs that wait for a person"), black-box: real
+`planact serve`
 processes, the embedded SQLite set-up, the fake model over HTTP. An action that needs
 approval runs only after it, exactly once; a rejection and its reason reach the model."""
 

@@ -1,4 +1,5 @@
-"""Runs that wait for a person across processes (CONTRACT sections 8 and 10), black-box:
+"""Runs that wait for a person across processes (docs/deploy.md, docs/api.md "Runs that wait for a
+person"), black-box:
 two `planact serve` replicas (and a queue worker) on PostgreSQL, the fake model over HTTP.
 A waiting run holds no process: any replica answers it, it survives a restart of every
 process, two answers racing on two replicas are decided once, and it holds no worker slot."""

@@ -1,4 +1,4 @@
-"""Live deltas end to end (CONTRACT section 3): the real `planact serve`, the fake model
+"""Live deltas end to end (docs/api.md "The stream"): the real `planact serve`, the fake model
 streaming over HTTP, real commands. Deltas arrive before the stored message, carry no id,
 and are never replayed; command output streams while the command runs (both runtimes)."""
 

@@ -1,4 +1,5 @@
-"""Runs outlive their process (CONTRACT sections 8 and 10), black-box: real `planact serve`
+"""Runs outlive their process (docs/deploy.md, docs/api.md "Runs that wait for a person"),
+black-box: real `planact serve`
 processes, real PostgreSQL or the embedded SQLite file, the fake model over HTTP. The owner
 is killed with -9 while a model call is in flight; another process (or the next start)
 continues the run from its last step."""

@@ -1,4 +1,4 @@
-"""The one definition of message kinds and action types (CONTRACT sections 3, 10, 11)."""
+"""The one definition of message kinds and action types (docs/api.md, docs/tools.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_every_kind_of_the_contract_is_defined_with_its_wire_spelling() -> None:
     wire = {
         "question", "auto_reply", "plan", "task", "thinking", "finish", "finish_summery",
         "error", "stop", "approval", "ask_user", "write_code", "edit_file", "read_file",
-        "terminal_run", "search", "browser", "mcp_tool", "summary",
+        "terminal_run", "search", "browser", "mcp_tool", "summary", "preview",
     }  # fmt: skip
     assert {k.value for k in MessageKind} == wire
     assert MessageKind.FINISH_SUMMERY == "finish_summery"

@@ -1,4 +1,4 @@
-"""The runtime contract (CONTRACT.md section 5), one suite for every runtime.
+"""The runtime contract (docs/api.md "Actions and paths"), one suite for every runtime.
 
 Every test runs against ``local`` (unsandboxed), ``local-bwrap`` and ``docker`` and expects
 the same results.

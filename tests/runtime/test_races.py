@@ -1,4 +1,4 @@
-"""File actions cannot be raced (CONTRACT section 5), in every runtime.
+"""File actions cannot be raced (docs/api.md "Actions and paths"), in every runtime.
 
 An attacker command keeps swapping a real folder of the workspace with a symlink to a host
 folder (``renameat2(RENAME_EXCHANGE)`` in a loop) while the test sends thousands of

@@ -1,4 +1,5 @@
-"""Which actions ask before they run: the table of CONTRACT section 10, from the registry."""
+"""Which actions ask before they run: the table of docs/api.md "Runs that wait for a person", from
+the registry."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 A definition carries everything the rest of the code needs to know about an action: its
 spec for the parser and the prompt, its handler, its label and running text, its approval
-class (CONTRACT section 10), its stream kind and how it shows in the CLI and the
+class (docs/api.md "Runs that wait for a person"), its stream kind and how it shows in the CLI and
+the
 transcript. The loop dispatches through it; nothing else switches on action names.
 
     ACTION = ActionDef(spec=ActionSpec(...), kind="my_kind", handler=run_it)
@@ -101,7 +102,8 @@ class ActionDef:
     spec: ActionSpec
     kind: str  # the stream's meta.action_type of its messages
     handler: Handler
-    # CONTRACT section 10: "edits", "terminal", "web", "mcp", or None (never asks)
+    # docs/api.md "Runs that wait for a person": "edits", "terminal", "web", "mcp", or None (never
+    # asks)
     approval: str | None = None
     # None: always offered; else the Offer for a task (None from it: not offered here)
     offer: OfferFn | None = None

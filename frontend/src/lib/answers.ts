@@ -1,4 +1,4 @@
-// Answering a waiting run (CONTRACT section 10): an approval decision or an answer to the
+// Answering a waiting run (docs/api.md "Runs that wait for a person"): an approval decision or an answer to the
 // agent's question. Errors come back as HttpError (409: no longer pending).
 
 import { apiFetch } from './api'

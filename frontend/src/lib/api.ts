@@ -163,7 +163,7 @@ export interface RunBody {
   mode?: Mode
   runtime?: string
   model?: string
-  /** CONTRACT section 10: when the run asks before acting */
+  /** docs/api.md "Runs that wait for a person": when the run asks before acting */
   approval?: string
 }
 

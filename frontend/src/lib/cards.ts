@@ -1,4 +1,4 @@
-// What an action's card shows (CONTRACT 3): a command as a terminal shows it, a written
+// What an action's card shows (docs/api.md "The stream"): a command as a terminal shows it, a written
 // file's content, an edit's diff, a read file's excerpt. The data comes from the message's
 // meta.json (the backend puts it there); a message without it (stored before, or cut short
 // by a stop) is read from its content. Pure, so it is unit-tested.

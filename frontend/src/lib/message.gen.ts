@@ -31,7 +31,7 @@ export type MessageKind =
   | 'preview'
   | 'summary'
 /**
- * What the model may ask for: the action's name in its reply (CONTRACT sections 4, 11).
+ * What the model may ask for: the action's name in its reply (docs/tools.md).
  *
  * This interface was referenced by `Message`'s JSON-Schema
  * via the `definition` "ActionType".

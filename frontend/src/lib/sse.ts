@@ -3,7 +3,7 @@
 
 import type { EndEvent, Message } from './types'
 
-/** A live, unstored piece of a message being produced (CONTRACT section 3, `event: delta`).
+/** A live, unstored piece of a message being produced (docs/api.md "The stream", `event: delta`).
  *  No `id:` line: it never moves Last-Event-ID and is never replayed. */
 export interface Delta {
   uuid: string

@@ -1,4 +1,4 @@
-// How a tool action's result shows (web_search, web_fetch, mcp_tool: CONTRACT 11). Pure, so
+// How a tool action's result shows (web_search, web_fetch, mcp_tool: docs/tools.md). Pure, so
 // it is unit-tested; ToolResult.vue draws it. The data comes from the message's meta.json.
 
 import { MessageKind } from './types'

@@ -1,4 +1,4 @@
-// Wire shapes from CONTRACT.md sections 2 and 3.
+// Wire shapes from docs/api.md "Routes" and "The stream".
 
 // The message model is generated from the Python one (backend/messages/): see message.gen.ts.
 export type { Message, MessageRole, MessageStatus, Meta } from './message.gen'

@@ -1,4 +1,4 @@
-// Runs that wait for a person (CONTRACT section 10): what an approval or a question asks,
+// Runs that wait for a person (docs/api.md "Runs that wait for a person"): what an approval or a question asks,
 // how it was answered, whether a turn is waiting, the approval modes and the page title.
 // Pure, so it is unit-tested; the store (stores/waits.ts) does the talking to the server.
 

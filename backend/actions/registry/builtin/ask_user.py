@@ -1,4 +1,5 @@
-"""ask_user: the model asks the person (CONTRACT section 10). Parsed everywhere; offered only
+"""ask_user: the model asks the person (docs/api.md "Runs that wait for a person"). Parsed
+everywhere; offered only
 where someone can answer (``RunState.can_ask``: API runs, `planact run` on a terminal). The
 task loop parks the run on the question (backend/agent/asking.py); the answer is the action's
 result. Where it is not offered, this handler answers instead."""

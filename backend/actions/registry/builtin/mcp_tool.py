@@ -1,4 +1,4 @@
-"""mcp_tool: a tool of a configured MCP server, called as `server__tool` (CONTRACT 11)."""
+"""mcp_tool: a tool of a configured MCP server, called as `server__tool` (docs/tools.md)."""
 
 from __future__ import annotations
 

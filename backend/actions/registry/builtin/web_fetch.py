@@ -1,4 +1,4 @@
-"""web_fetch: a page's main content as Markdown, its title and links (CONTRACT 11)."""
+"""web_fetch: a page's main content as Markdown, its title and links (docs/tools.md)."""
 
 from __future__ import annotations
 

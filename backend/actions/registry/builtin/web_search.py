@@ -1,4 +1,4 @@
-"""web_search: titles, links and snippets from the configured provider (CONTRACT 11)."""
+"""web_search: titles, links and snippets from the configured provider (docs/tools.md)."""
 
 from __future__ import annotations
 
