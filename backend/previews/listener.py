@@ -9,7 +9,7 @@ import logging
 import socket
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -28,7 +28,11 @@ log = logging.getLogger(__name__)
 class NoDelayHttp(HttpToolsProtocol):
     """uvicorn's HTTP protocol with TCP_NODELAY: a proxied answer goes out in several writes
     (head, body chunks), and Nagle would hold each small one for the client's delayed ACK
-    (40 ms)."""
+    (40 ms). It writes no access line: a preview's path carries its token."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.access_log = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         sock = transport.get_extra_info("socket")
@@ -77,7 +81,10 @@ class PreviewListener:
             host=host,
             port=port,
             lifespan="off",
-            log_level="warning",
+            # the process's logging is the API server's: configuring it again here (levels,
+            # handlers of the shared uvicorn loggers) silenced the API's access lines
+            log_config=None,
+            log_level=None,
             proxy_headers=False,
             http=NoDelayHttp,
             ws="websockets-sansio",
