@@ -80,7 +80,7 @@ def relay_rows(db: Path) -> int:
 
 
 async def writes_per_run(
-    tmp: Path, fake: Fake, relay_proc: Proc, relay_url: str, runs: int
+    tmp: Path, fake: Fake, relay_proc: Proc, relay_url: str, runs: int, show_sql: int
 ) -> None:
     """Statements, rows and transactions per run (planact counted, the relay's rows)."""
     proc, url, path = counted_planact(tmp, fake)
@@ -98,9 +98,15 @@ async def writes_per_run(
     relay_per_run = (relay_rows(tmp / "relay.db") - rows_before) / max(relay_done, 1)
     keys = sorted(set(after) | set(before), key=lambda k: (not k.startswith("statements"), k))
     print(f"\nwrites per run ({done} planact runs, {relay_done} relay runs, {runs} concurrent)")
+    sql = [k for k in keys if k.startswith("sql: ")]
+    keys = [k for k in keys if not k.startswith("sql: ")]
     for key in keys:
         value = (after.get(key, 0) - before.get(key, 0)) / max(done, 1)
         print(f"  planact {key:22} {value:7.1f}")
+    per_statement = {k: (after.get(k, 0) - before.get(k, 0)) / max(done, 1) for k in sql}
+    print("  planact statements per run by text (the most frequent first):")
+    for key, value in sorted(per_statement.items(), key=lambda kv: -kv[1])[:show_sql]:
+        print(f"    {value:6.1f}  {key[5:]}")
     print(f"  relay   rows written           {relay_per_run:7.1f}")
     print(f"  relay   transactions           {relay_per_run:7.1f}  (autocommit: one per row)")
 
@@ -134,7 +140,7 @@ async def main(args: argparse.Namespace) -> None:
                 raise SystemExit(f"warm-up failed on {url}; see the logs in {tmp}")
         if args.count_runs:
             relay_proc, relay_url, _ = servers["relay"]
-            await writes_per_run(tmp, fake, relay_proc, relay_url, args.count_runs)
+            await writes_per_run(tmp, fake, relay_proc, relay_url, args.count_runs, args.show_sql)
         levels = [int(x) for x in args.levels.split(",")]
         summary: list[str] = []
         for concurrent in levels:
@@ -192,6 +198,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs-each", type=int, default=1, help="runs per client a measurement")
     parser.add_argument(
         "--count-runs", type=int, default=10, help="runs counted for writes per run (0: skip)"
+    )
+    parser.add_argument(
+        "--show-sql", type=int, default=0, help="print this many of the most frequent statements"
     )
     parser.add_argument("--profile", help="a folder for py-spy profiles of each measurement")
     parser.add_argument("--quick", action="store_true", help="20 concurrent, a smoke run")

@@ -41,6 +41,7 @@ def _statement(
     with LOCK:
         COUNTS[f"statements {verb}"] += 1
         COUNTS["statements"] += 1
+        COUNTS["sql: " + " ".join(statement.split())[:110]] += 1
         if rows > 0:
             COUNTS[f"rows {verb}"] += rows
             COUNTS["rows written"] += rows
