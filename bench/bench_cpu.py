@@ -102,7 +102,7 @@ async def writes_per_run(
     keys = [k for k in keys if not k.startswith("sql: ")]
     for key in keys:
         value = (after.get(key, 0) - before.get(key, 0)) / max(done, 1)
-        print(f"  planact {key:22} {value:7.1f}")
+        print(f"  planact {key:22} {value:7.1f}", flush=True)
     per_statement = {k: (after.get(k, 0) - before.get(k, 0)) / max(done, 1) for k in sql}
     print("  planact statements per run by text (the most frequent first):")
     for key, value in sorted(per_statement.items(), key=lambda kv: -kv[1])[:show_sql]:

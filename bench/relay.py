@@ -16,6 +16,7 @@ message). GET /api/health answers {"status": "ok"}.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sqlite3
 import time
@@ -58,17 +59,13 @@ def make_app(model_url: str, db_path: str) -> Starlette:
         data = json.dumps({"uuid": msg_uuid, "action_type": stage, "text": text})
         return f"event: delta\ndata: {data}\n\n"
 
-    async def call_model(run_id: str, stage: str, goal: str) -> AsyncIterator[str]:
-        """The reply's deltas (SSE events), then the stored reply's event."""
-        msg_uuid = uuid.uuid4().hex
+    async def read_model(stage: str, goal: str, parts: list[str], arrived: asyncio.Event) -> None:
+        """Stream the model's reply into ``parts``, setting ``arrived`` on each piece."""
         body = {
             "model": "fake",
             "messages": [{"role": "user", "content": goal}],
             "stream": True,
         }
-        parts: list[str] = []
-        pending: list[str] = []
-        last_sent = float("-inf")
         async with client.stream(
             "POST",
             f"{model_url}/chat/completions",
@@ -82,14 +79,33 @@ def make_app(model_url: str, db_path: str) -> Starlette:
                         piece = (choice.get("delta") or {}).get("content")
                         if piece:
                             parts.append(piece)
-                            pending.append(piece)
-                    now = time.monotonic()
-                    if pending and stage in PROSE and now - last_sent >= DELTA_INTERVAL:
-                        yield delta(stage, msg_uuid, "".join(pending))
-                        pending.clear()
-                        last_sent = now
-        if pending and stage in PROSE:
-            yield delta(stage, msg_uuid, "".join(pending))
+                            arrived.set()
+
+    async def call_model(run_id: str, stage: str, goal: str) -> AsyncIterator[str]:
+        """The reply's deltas (SSE events: what arrived since the last one, at most one
+        every DELTA_INTERVAL, the first at once), then the stored reply's event."""
+        msg_uuid = uuid.uuid4().hex
+        parts: list[str] = []
+        arrived = asyncio.Event()
+        reading = asyncio.ensure_future(read_model(stage, goal, parts, arrived))
+        reading.add_done_callback(lambda _: arrived.set())
+        sent, last_sent = 0, float("-inf")
+        try:
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                if stage in PROSE and len(parts) > sent:
+                    wait = last_sent + DELTA_INTERVAL - time.monotonic()
+                    if wait > 0 and not reading.done():
+                        await asyncio.sleep(wait)
+                    upto = len(parts)
+                    yield delta(stage, msg_uuid, "".join(parts[sent:upto]))
+                    sent, last_sent = upto, time.monotonic()
+                if reading.done() and (len(parts) == sent or stage not in PROSE):
+                    break
+        finally:
+            reading.cancel()
+        reading.result()
         yield store(run_id, stage, "".join(parts))
 
     async def run(request: Request) -> Response:
