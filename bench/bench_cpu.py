@@ -2,7 +2,7 @@
 the same live deltas, side by side in one run.
 
   uv run python bench/bench_cpu.py [--levels 50,200,500] [--repeats 1] [--runs-each 1]
-      [--count-runs 10] [--profile DIR] [--quick]
+      [--count-runs 10] [--show-sql N] [--base REF] [--profile DIR] [--quick]
 
 Everything runs on loopback: the fake model (tests/fakellm.py), planact (SQLite) and the
 relay, each in its own process, stopped by PID at the end. Each run is a route call and a
@@ -14,6 +14,10 @@ Prints per level: server CPU per run (its process's CPU time / completed runs), 
 /api/health p99, deltas per run, and planact ÷ relay. Before the load, a separate planact
 that counts its SQL (bench/counted_serve.py: SQLAlchemy events) and the relay run
 COUNT_RUNS runs each: statements, rows written and transactions per run.
+
+--base REF also runs planact at commit REF (a git worktree, the same interpreter with
+PYTHONPATH on it: the commits must share their dependencies), measured alongside: the
+before and after of a change in one run.
 
 --profile DIR records a py-spy profile (raw collapsed stacks, every thread) of each server
 at each level, in DIR/<server>-<level>-<repeat>.txt (py-spy is a dev dependency; it samples
@@ -38,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from bench.bench_checkpoint import profiler  # noqa: E402
+from bench.bench_checkpoint import code_of, git, profiler, serve  # noqa: E402
 from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity, planact, relay  # noqa: E402
 from tests.e2e.server import free_port, server_env  # noqa: E402
 
@@ -134,6 +138,12 @@ async def main(args: argparse.Namespace) -> None:
         proc, url = planact(tmp, fake, "planact")
         procs.append(proc)
         servers["planact"] = (proc, url, False)
+        if args.base_tree:  # the same server from another commit, measured alongside
+            proc, url = serve(tmp, fake, "base", args.base_tree)
+            procs.append(proc)
+            servers["base"] = (proc, url, False)
+            print(f"base: {git(args.base_tree, 'log', '-1', '--format=%h %s')[:90]}")
+            print(f"  ({code_of(args.base_tree)})")
         for proc, url, is_relay in servers.values():  # warm: imports, pools, migrations
             got = await capacity(proc, fake.proc, url, 2, is_relay, 1, GOAL, CALLS)
             if got["failures"]:
@@ -168,12 +178,13 @@ async def main(args: argparse.Namespace) -> None:
                         f"failed {got['failures']:.0f}, load {got['load']:.1f}",
                         flush=True,
                     )
-            pairs = list(zip(results["planact"], results["relay"], strict=True))
-            cpu = [p["cpu_ms_per_run"] / b["cpu_ms_per_run"] for p, b in pairs]
-            rps = [p["runs_per_s"] / b["runs_per_s"] for p, b in pairs]
-            line = [f"{concurrent} concurrent, {args.repeats} repeat(s), planact / relay:"]
-            line.append(f"  CPU per run {spread(cpu)} (goal <= 1.2)")
-            line.append(f"  runs/s      {spread(rps)} (goal >= 0.95)")
+            line = [f"{concurrent} concurrent, {args.repeats} repeat(s), ÷ the relay:"]
+            for name in [n for n in servers if n != "relay"]:
+                pairs = list(zip(results[name], results["relay"], strict=True))
+                cpu = [p["cpu_ms_per_run"] / b["cpu_ms_per_run"] for p, b in pairs]
+                rps = [p["runs_per_s"] / b["runs_per_s"] for p, b in pairs]
+                line.append(f"  {name:7} CPU per run {spread(cpu)} (goal <= 1.2)")
+                line.append(f"  {name:7} runs/s      {spread(rps)} (goal >= 0.95)")
             for name, rows in results.items():
                 line.append(
                     f"  {name:7} CPU ms/run {spread([x['cpu_ms_per_run'] for x in rows], '.0f')}"
@@ -202,6 +213,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--show-sql", type=int, default=0, help="print this many of the most frequent statements"
     )
+    parser.add_argument(
+        "--base", help="also measure planact at this commit (a git worktree made and removed)"
+    )
     parser.add_argument("--profile", help="a folder for py-spy profiles of each measurement")
     parser.add_argument("--quick", action="store_true", help="20 concurrent, a smoke run")
     args = parser.parse_args(argv)
@@ -212,9 +226,17 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
 
 if __name__ == "__main__":
     parsed = options()
+    parsed.base_tree = None
+    if parsed.base:
+        parsed.base_tree = tempfile.mkdtemp(prefix="planact-bench-cpu-base-")
+        git(ROOT, "worktree", "add", "--detach", parsed.base_tree, parsed.base)
 
     async def bounded() -> None:
         async with asyncio.timeout(HARD_LIMIT):
             await main(parsed)
 
-    asyncio.run(bounded())
+    try:
+        asyncio.run(bounded())
+    finally:
+        if parsed.base_tree:
+            git(ROOT, "worktree", "remove", "--force", parsed.base_tree)
