@@ -121,11 +121,13 @@ async def load(proc: Proc, url: str, concurrent: int, runs_each: int) -> dict[st
 
 def profiler(folder: str | None, proc: Proc, name: str) -> subprocess.Popen[bytes] | None:
     """py-spy sampling the server (every thread) while it is loaded: collapsed stacks in
-    FOLDER/NAME.txt (`py-spy` on PATH, e.g. `uv tool install py-spy`)."""
+    FOLDER/NAME.txt (py-spy, a dev dependency: next to the interpreter, else on PATH)."""
     if not folder:
         return None
     Path(folder).mkdir(parents=True, exist_ok=True)
-    argv = ["py-spy", "record", "--pid", str(proc.pid), "--format", "raw", "--rate", "200"]
+    beside = Path(sys.executable).with_name("py-spy")
+    spy = str(beside) if beside.exists() else "py-spy"
+    argv = [spy, "record", "--pid", str(proc.pid), "--format", "raw", "--rate", "200"]
     argv += ["--nonblocking", "--output", str(Path(folder) / f"{name}.txt")]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -296,21 +296,30 @@ def server_cpu_per_run(proc: Proc, url: str, relay_api: bool, runs: int) -> floa
 
 
 async def capacity(
-    proc: Proc, model: Proc, url: str, concurrent: int, relay_api: bool, runs_each: int = 2
+    proc: Proc,
+    model: Proc,
+    url: str,
+    concurrent: int,
+    relay_api: bool,
+    runs_each: int = 2,
+    goal: str = GOAL,
+    calls: tuple[str, ...] = ("route", "auto_reply"),
 ) -> dict[str, float]:
+    """``goal`` for planact; ``calls``: the model calls the relay makes for it (the same)."""
     if relay_api:
-        body, path = {"goal": GOAL, "calls": ["route", "auto_reply"]}, "/run"
+        body, path = {"goal": goal, "calls": list(calls)}, "/run"
     else:
-        body, path = {"goal": GOAL}, "/api/agent/run"
+        body, path = {"goal": goal}, "/api/agent/run"
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     client = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(300), limits=limits)
     durations: list[float] = []
     failures = 0
+    deltas = 0
     stagger = 5.0
     first_done = asyncio.Event()
 
     async def worker(i: int) -> None:
-        nonlocal failures
+        nonlocal failures, deltas
         await asyncio.sleep(stagger * i / concurrent)
         for _ in range(runs_each):
             began = time.monotonic()
@@ -319,6 +328,7 @@ async def capacity(
                 tail = b""
                 async with client.stream("POST", path, json=body) as resp:
                     async for block in resp.aiter_bytes():
+                        deltas += block.count(b"event: delta")
                         tail = (tail + block)[-4096:]  # the end event may span blocks
                 end = tail.rfind(b"event: end")
                 ok = end >= 0 and b"completed" in tail[end:]
@@ -363,7 +373,8 @@ async def capacity(
     await asyncio.gather(*tasks)
     await asyncio.gather(probe, mem, stopper)
     wall = time.monotonic() - wall_start
-    cpu = (proc.cpu() - cpu_start) / wall * 100
+    cpu_s = proc.cpu() - cpu_start
+    cpu = cpu_s / wall * 100
     model_cpu = (model.cpu() - model_start) / wall * 100
     await client.aclose()
     mean = statistics.fmean(durations) if durations else float("inf")
@@ -376,6 +387,8 @@ async def capacity(
         "health_p99_ms": p99,
         "health_n": len(latencies),
         "cpu_pct": cpu,
+        "cpu_ms_per_run": cpu_s / max(len(durations), 1) * 1000,
+        "deltas_per_run": deltas / max(len(durations), 1),
         "model_cpu_pct": model_cpu,
         "mb_per_run": max(0.0, rss_mid - rss_before) / concurrent,
         "failures": failures,

@@ -4,7 +4,11 @@
 POST /run {"goal", "calls"?: ["route", "auto_reply"]} answers text/event-stream: the
 question is stored as one SQLite row and sent as one SSE event; then for each stage in
 ``calls`` one streamed model call (httpx + json.loads per chunk), whose reply is stored as
-one row and sent as one event; then `event: end`. GET /api/health answers {"status": "ok"}.
+one row and sent as one event; then `event: end`. While a reply streams, its text goes out
+as live `delta` events as planact's do (for prose stages; planact shows no deltas of a
+route's JSON) ({"uuid", "action_type", "text"}: the increments
+since the last one, at most one every 50 ms per message, the rest flushed before the stored
+message). GET /api/health answers {"status": "ok"}.
 
   python bench/relay.py --port P --model-url http://127.0.0.1:M/v1 --db /tmp/relay.db
 """
@@ -12,8 +16,10 @@ one row and sent as one event; then `event: end`. GET /api/health answers {"stat
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,6 +30,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+DELTA_INTERVAL = 0.05  # seconds between two deltas of one message (planact's INTERVAL)
+PROSE = frozenset({"auto_reply", "summary"})  # stages whose text is shown live
 
 
 def make_app(model_url: str, db_path: str) -> Starlette:
@@ -46,13 +55,17 @@ def make_app(model_url: str, db_path: str) -> Starlette:
         data = json.dumps({"run_id": run_id, "kind": kind, "content": content})
         return f"id: {cur.lastrowid}\nevent: message\ndata: {data}\n\n"
 
-    async def call_model(stage: str, goal: str) -> str:
+    def delta(stage: str, msg_uuid: str, text: str) -> str:
+        data = json.dumps({"uuid": msg_uuid, "action_type": stage, "text": text})
+        return f"event: delta\ndata: {data}\n\n"
+
+    async def read_model(stage: str, goal: str, parts: list[str], arrived: asyncio.Event) -> None:
+        """Stream the model's reply into ``parts``, setting ``arrived`` on each piece."""
         body = {
             "model": "fake",
             "messages": [{"role": "user", "content": goal}],
             "stream": True,
         }
-        parts: list[str] = []
         async with client.stream(
             "POST",
             f"{model_url}/chat/completions",
@@ -66,7 +79,34 @@ def make_app(model_url: str, db_path: str) -> Starlette:
                         piece = (choice.get("delta") or {}).get("content")
                         if piece:
                             parts.append(piece)
-        return "".join(parts)
+                            arrived.set()
+
+    async def call_model(run_id: str, stage: str, goal: str) -> AsyncIterator[str]:
+        """The reply's deltas (SSE events: what arrived since the last one, at most one
+        every DELTA_INTERVAL, the first at once), then the stored reply's event."""
+        msg_uuid = uuid.uuid4().hex
+        parts: list[str] = []
+        arrived = asyncio.Event()
+        reading = asyncio.ensure_future(read_model(stage, goal, parts, arrived))
+        reading.add_done_callback(lambda _: arrived.set())
+        sent, last_sent = 0, float("-inf")
+        try:
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                if stage in PROSE and len(parts) > sent:
+                    wait = last_sent + DELTA_INTERVAL - time.monotonic()
+                    if wait > 0 and not reading.done():
+                        await asyncio.sleep(wait)
+                    upto = len(parts)
+                    yield delta(stage, msg_uuid, "".join(parts[sent:upto]))
+                    sent, last_sent = upto, time.monotonic()
+                if reading.done() and (len(parts) == sent or stage not in PROSE):
+                    break
+        finally:
+            reading.cancel()
+        reading.result()
+        yield store(run_id, stage, "".join(parts))
 
     async def run(request: Request) -> Response:
         data = await request.json()
@@ -77,7 +117,8 @@ def make_app(model_url: str, db_path: str) -> Starlette:
         async def events() -> AsyncIterator[str]:
             yield store(run_id, "question", goal)
             for stage in calls:
-                yield store(run_id, stage, await call_model(stage, goal))
+                async for event in call_model(run_id, stage, goal):
+                    yield event
             yield f'event: end\ndata: {{"run_id": "{run_id}", "status": "completed"}}\n\n'
 
         return StreamingResponse(events(), media_type="text/event-stream")

@@ -1,19 +1,50 @@
 """The run feed (backend/runs/feed.py) encoded as planact's SSE stream: `message` events
 with the message's seq as id (a client resumes with Last-Event-ID), `delta` events without
-an id (never replayed), and one `end` event."""
+an id (never replayed), and one `end` event.
+
+The stream is written by a small ASGI response of its own (:class:`SseResponse`): each
+event is encoded once into one body message; a comment ping every PING_SECONDS keeps
+proxies from closing an idle stream; the client's disconnect ends it (the feed is closed);
+an event the client does not take within ``send_timeout`` seconds ends it too."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-from sse_starlette.sse import SendTimeoutError
+from starlette.responses import Response
+from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
 from backend.runs.feed import Delta, End, FeedEvent
 
 PING_SECONDS = 15.0
+PING = b": ping\r\n\r\n"
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One event: ``data`` (one `data:` line per line of it), ``event``, ``id``."""
+
+    data: str
+    event: str
+    id: str | None = None
+
+    def encode(self) -> bytes:
+        head = f"event: {self.event}\r\n"
+        if self.id is not None:
+            head = f"id: {self.id}\r\n{head}"
+        data = self.data
+        if "\n" in data or "\r" in data:
+            body = "".join(f"data: {line}\r\n" for line in _LINE_BREAKS.split(data))
+        else:
+            body = f"data: {data}\r\n"
+        return f"{head}{body}\r\n".encode()
 
 
 async def sse_events(feed: AsyncIterator[FeedEvent]) -> AsyncIterator[ServerSentEvent]:
@@ -32,26 +63,96 @@ async def sse_events(feed: AsyncIterator[FeedEvent]) -> AsyncIterator[ServerSent
             yield ServerSentEvent(data=event.to_json(), event="message", id=str(event.seq))
 
 
-class _Stream(EventSourceResponse):
+class SseResponse(Response):
+    """``events`` as a text/event-stream response."""
+
+    def __init__(
+        self,
+        events: AsyncIterator[ServerSentEvent],
+        headers: dict[str, str],
+        send_timeout: float | None,
+        ping: float = PING_SECONDS,
+    ) -> None:
+        self.events = events
+        self.status_code = 200
+        self.background = None
+        self.send_timeout = send_timeout
+        self.ping = ping
+        merged = {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            "connection": "keep-alive",
+            "x-accel-buffering": "no",
+        }
+        merged.update({k.lower(): v for k, v in headers.items()})
+        self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
+        self._lock = asyncio.Lock()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        except SendTimeoutError:
-            # a client that does not read: the stream is closed (its generator too); the
-            # server's write timeout cuts the connection (backend/serve/protocol.py)
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        if scope.get("method") == "HEAD":  # headers only: the stream never starts
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await _close(self.events)
             return
+        pump = asyncio.ensure_future(self._pump(send))
+        listen = asyncio.ensure_future(_disconnected(receive))
+        pinger = asyncio.ensure_future(self._ping(send)) if self.ping > 0 else None
+        others = [t for t in (listen, pinger) if t is not None]
+        try:
+            await asyncio.wait([pump, *others], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (pump, *others):
+                task.cancel()
+            await asyncio.gather(pump, *others, return_exceptions=True)
+            await _close(self.events)
+        # a ping that failed (the client is gone) ends the stream; the feed's own error
+        # is the response's (the server logs it and closes the connection)
+        if not pump.cancelled() and (exc := pump.exception()) is not None:
+            raise exc
+
+    async def _send(self, send: Send, message: AsgiMessage) -> bool:
+        """Send one message; False when the client did not take it in time."""
+        async with self._lock:
+            try:
+                async with asyncio.timeout(self.send_timeout):
+                    await send(message)
+            except TimeoutError:
+                return False
+        return True
+
+    async def _pump(self, send: Send) -> None:
+        async for event in self.events:
+            message = {"type": "http.response.body", "body": event.encode(), "more_body": True}
+            if not await self._send(send, message):
+                # a client that does not read: the stream ends (its feed is closed); the
+                # server's write timeout cuts the connection (backend/serve/protocol.py)
+                return
+        await self._send(send, {"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _ping(self, send: Send) -> None:
+        while True:
+            await asyncio.sleep(self.ping)
+            ping = {"type": "http.response.body", "body": PING, "more_body": True}
+            if not await self._send(send, ping):
+                return
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _close(events: AsyncIterator[ServerSentEvent]) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(Exception):
+            await aclose()
 
 
 def sse_response(
     stream: AsyncIterator[ServerSentEvent],
     headers: dict[str, str] | None = None,
     send_timeout: float | None = None,
-) -> EventSourceResponse:
+) -> SseResponse:
     """`send_timeout`: seconds one event may take to be sent before the stream ends."""
-    return _Stream(
-        stream,
-        send_timeout=send_timeout,
-        ping=PING_SECONDS,
-        ping_message_factory=lambda: ServerSentEvent(comment="ping"),
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
-    )
+    return SseResponse(stream, headers or {}, send_timeout)

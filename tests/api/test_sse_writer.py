@@ -1,0 +1,123 @@
+"""The SSE writer (backend/api/sse.py) driven as an ASGI app: its headers, events, pings,
+the end of the stream when the client goes away or stops reading, and HEAD."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from backend.api.sse import ServerSentEvent, SseResponse
+
+
+class Client:
+    """An ASGI peer: records what is sent; ``gone`` makes receive() say disconnect."""
+
+    def __init__(self, method: str = "GET", stalled: bool = False) -> None:
+        self.scope: dict[str, Any] = {"type": "http", "method": method, "path": "/"}
+        self.sent: list[dict[str, Any]] = []
+        self.gone = asyncio.Event()
+        self.stalled = stalled  # body sends are never taken
+        self.body_seen = asyncio.Event()
+
+    async def receive(self) -> dict[str, Any]:
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and self.stalled:
+            await asyncio.Event().wait()
+        self.sent.append(message)
+        if message["type"] == "http.response.body":
+            self.body_seen.set()
+
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.sent[1:])
+
+
+async def events(items: list[ServerSentEvent], closed: list[str], hold: bool = False) -> Any:
+    async def gen() -> AsyncIterator[ServerSentEvent]:
+        try:
+            for item in items:
+                yield item
+            if hold:
+                await asyncio.Event().wait()
+        finally:
+            closed.append("closed")
+
+    return gen()
+
+
+async def test_events_are_encoded_after_the_headers_and_the_stream_ends() -> None:
+    closed: list[str] = []
+    items = [
+        ServerSentEvent(data='{"a":1}', event="message", id="3"),
+        ServerSentEvent(data="two\nlines", event="delta"),
+    ]
+    response = SseResponse(await events(items, closed), {"X-Run-Id": "r1"}, send_timeout=5)
+    client = Client()
+    await response(client.scope, client.receive, client.send)
+    start = client.sent[0]
+    assert start["status"] == 200
+    headers = dict(start["headers"])
+    assert headers[b"content-type"] == b"text/event-stream; charset=utf-8"
+    assert headers[b"cache-control"] == b"no-cache"
+    assert headers[b"x-accel-buffering"] == b"no"
+    assert headers[b"x-run-id"] == b"r1"
+    assert client.body() == (
+        b'id: 3\r\nevent: message\r\ndata: {"a":1}\r\n\r\n'
+        b"event: delta\r\ndata: two\r\ndata: lines\r\n\r\n"
+    )
+    assert client.sent[-1]["more_body"] is False
+    assert closed == ["closed"]
+
+
+async def test_an_idle_stream_is_pinged() -> None:
+    closed: list[str] = []
+    response = SseResponse(await events([], closed, hold=True), {}, send_timeout=5, ping=0.01)
+    client = Client()
+    serving = asyncio.create_task(response(client.scope, client.receive, client.send))
+    async with asyncio.timeout(10):
+        while client.body().count(b": ping\r\n\r\n") < 2:
+            await client.body_seen.wait()
+            client.body_seen.clear()
+        client.gone.set()
+        await serving
+    assert closed == ["closed"]
+
+
+async def test_the_clients_disconnect_ends_the_stream_and_closes_the_feed() -> None:
+    closed: list[str] = []
+    items = [ServerSentEvent(data="x", event="delta")]
+    response = SseResponse(await events(items, closed, hold=True), {}, send_timeout=5)
+    client = Client()
+    serving = asyncio.create_task(response(client.scope, client.receive, client.send))
+    async with asyncio.timeout(10):
+        await client.body_seen.wait()
+        client.gone.set()
+        await serving
+    assert closed == ["closed"]
+    assert client.body() == b"event: delta\r\ndata: x\r\n\r\n"
+
+
+async def test_a_client_that_takes_nothing_ends_the_stream_after_the_send_timeout() -> None:
+    closed: list[str] = []
+    items = [ServerSentEvent(data="x", event="delta")]
+    response = SseResponse(await events(items, closed, hold=True), {}, send_timeout=0.05)
+    client = Client(stalled=True)
+    async with asyncio.timeout(10):
+        await response(client.scope, client.receive, client.send)
+    assert closed == ["closed"]
+    assert len(client.sent) == 1  # the head only: the event was never taken
+
+
+async def test_head_answers_the_headers_and_never_starts_the_feed() -> None:
+    closed: list[str] = []
+    items = [ServerSentEvent(data="x", event="delta")]
+    response = SseResponse(await events(items, closed), {}, send_timeout=5)
+    client = Client("HEAD")
+    await response(client.scope, client.receive, client.send)
+    assert client.sent[0]["status"] == 200
+    assert client.body() == b""
+    assert client.sent[-1]["more_body"] is False
+    assert closed == []  # its generator never ran
