@@ -18,6 +18,7 @@ import asyncio
 import importlib
 import logging
 import os
+import sys
 import threading
 from typing import Any
 
@@ -255,6 +256,12 @@ def import_litellm() -> Any:
     global _LITELLM
     with _IMPORT_LOCK:
         if _LITELLM is None:
+            if "litellm" not in sys.modules:
+                # an import of litellm that failed half-way (in another thread, say) left its
+                # submodules in sys.modules without the package: a new import would never
+                # bind them to it ("partially initialized module 'litellm' has no attribute
+                # 'utils'"), so every piece of it goes and it is imported whole
+                _forget_litellm()
             module: Any = importlib.import_module("litellm")
             module.suppress_debug_info = True
             # we keep our own usage and cost: spare the per-chunk logging work
@@ -264,6 +271,11 @@ def import_litellm() -> Any:
             module.REPEATED_STREAMING_CHUNK_LIMIT = 1_000_000_000
             _LITELLM = module
     return _LITELLM
+
+
+def _forget_litellm() -> None:
+    for name in [n for n in sys.modules if n == "litellm" or n.startswith("litellm.")]:
+        del sys.modules[name]
 
 
 async def _litellm() -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,3 +162,23 @@ async def test_the_lean_path_needs_no_key_for_a_local_server(fake_model: FakeMod
         assert (await llm.complete(stage="route", messages=[])).text == "{}"
     finally:
         await llm.aclose()
+
+
+def test_litellm_imports_whole_after_an_import_that_failed_half_way() -> None:
+    """An import of litellm that failed half-way (a prewarm thread's, say) leaves its
+    submodules in sys.modules without the package; the next import then never bound them to
+    it and every litellm call failed ("partially initialized module 'litellm' has no
+    attribute 'utils'") for the rest of the process. In a process of its own: it breaks
+    the interpreter's litellm on purpose."""
+    script = (
+        "import sys, litellm\n"
+        "del sys.modules['litellm']  # what a failed import leaves: the submodules only\n"
+        "from backend.llm.litellm_client import import_litellm\n"
+        "module = import_litellm()\n"
+        "print(module.utils.__name__, module.suppress_debug_info)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["litellm.utils", "True"]

@@ -11,6 +11,7 @@ from backend.waits import APPROVAL_MODES, asks
 TABLE = {
     # action: (class, asks in never, risky, always)
     "terminal_run": ("terminal", False, True, True),
+    "preview": ("terminal", False, True, True),  # a service: a command
     "web_search": ("web", False, True, True),
     "web_fetch": ("web", False, True, True),
     "mcp_tool": ("mcp", False, True, True),
