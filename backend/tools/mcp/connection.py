@@ -32,10 +32,10 @@ from mcp.shared.message import SessionMessage
 
 from backend.runtime.limits.descriptors import without_inherited_descriptors
 from backend.tools.mcp.config import HttpServer, ServerSpec, StdioServer
+from backend.tools.mcp.failures import CLOSED, STDERR_LINES, StartFailed, describe, leaf
 
 log = logging.getLogger(__name__)
 
-STDERR_LINES = 50  # lines of a stdio server's stderr kept for GET /api/mcp/servers
 STDERR_LINE_CAP = 1000  # characters kept of one stderr line
 STDERR_DRAIN = 1.0  # seconds to read a stopped server's last stderr lines
 # at most this long, a stop waits for a stdio server's spawn under way to finish (normally
@@ -48,44 +48,6 @@ HTTP_EVENT_MAX = 64 * 2**20
 CLIENT_INFO = types.Implementation(name="planact", version="1")
 
 Item = SessionMessage | Exception
-CLOSED = "the server closed the connection (it exited or stopped answering)"
-
-
-class StartFailed(Exception):
-    """The server did not come up; the message says why in plain words."""
-
-    def __init__(self, message: str, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.cause = cause  # the exception behind it (a refused connection: it is down)
-
-
-def leaf(exc: BaseException) -> BaseException:
-    """The first leaf of an exception group (the exception itself otherwise)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def describe(exc: BaseException, command: str | None = None) -> str:
-    """An exception (or the first leaf of an exception group) in plain words; ``command``:
-    the stdio server's command, named when it cannot be run."""
-    exc = leaf(exc)
-    if isinstance(exc, MCPError):
-        if exc.code == types.CONNECTION_CLOSED:
-            return CLOSED
-        return exc.message
-    if isinstance(exc, FileNotFoundError | PermissionError):
-        what = "not found" if isinstance(exc, FileNotFoundError) else "not executable"
-        named = command or exc.filename
-        reason = exc.strerror or str(exc)
-        return f"command {what}: {named} ({reason})" if named else f"command {what}: {reason}"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def unreachable(exc: BaseException | None) -> bool:
-    """The server could not be reached at all (nothing listens, no route): it was down."""
-    return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout)
 
 
 class Connection:

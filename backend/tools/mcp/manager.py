@@ -24,24 +24,29 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
 from pydantic import ValidationError
 
 from backend.runtime.base import cap_text
 from backend.tools.mcp.config import HttpServer, ServerSpec, load_servers
-from backend.tools.mcp.connection import (
+from backend.tools.mcp.failures import (
     CLOSED,
     STDERR_LINES,
-    Connection,
     StartFailed,
+    connection_closed,
     describe,
     leaf,
+    timed_out,
     unreachable,
 )
 from backend.tools.mcp.results import McpResult, Progress, convert, failure, progress_line
+
+if TYPE_CHECKING:
+    import mcp_types as types
+
+    from backend.tools.mcp.connection import Connection
 
 BACKOFF_MAX = 60.0  # the longest wait between two attempts to start a failed server
 PING_TIMEOUT = 5.0  # seconds a streamable HTTP server has to answer GET /api/mcp/servers' ping
@@ -253,7 +258,7 @@ class McpManager:
         self, srv: _Server, conn: Connection, name: str, exc: Exception, limit: float
     ) -> str:
         code = getattr(exc, "code", None)
-        if code == types.REQUEST_TIMEOUT:
+        if timed_out(code):
             return f"MCP tool {name} timed out after {limit:g} s."
         if unreachable(conn.cause) or unreachable(leaf(exc)):  # it was gone before the call
             why = conn.error if unreachable(conn.cause) else describe(exc)
@@ -261,7 +266,7 @@ class McpManager:
                 f"MCP server {self._label(srv)} was down when {name} was called (it could "
                 f"not be reached: {why}); it is tried again on next use."
             )
-        if code == types.CONNECTION_CLOSED or not conn.alive:
+        if connection_closed(code) or not conn.alive:
             why = f" ({conn.error})" if conn.error and conn.error != CLOSED else ""
             tail = f" Its last stderr line: {srv.stderr[-1]}" if srv.stderr else ""
             return (
@@ -294,6 +299,8 @@ class McpManager:
                     f"MCP server {self._label(srv)} is down ({srv.error}); next attempt in "
                     f"{max(wait, 1):.0f} s."
                 )
+            from backend.tools.mcp.connection import Connection  # the SDK, at first use
+
             conn = Connection(srv.spec, srv.stderr)
             # held in srv.conn while it starts, so that aclose() stops it too
             srv.conn, srv.starting, srv.starts = conn, True, srv.starts + 1

@@ -11,11 +11,12 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Any
 
 from backend.runtime.base import OUTPUT_CAP, cap_text
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 INLINE_DATA_MAX = 2 * 2**20  # base64 characters of an image kept in a part without a file
 
@@ -58,6 +59,8 @@ def convert(
     when given (the part's `filepath` then names the file, relative to ``workspace`` when
     that holds it, as the model and the stream see it), else kept inline as base64 up to a
     size."""
+    import mcp_types as types  # the SDK is loaded by then: a result came from a connection
+
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
     for block in result.content:
