@@ -41,9 +41,10 @@ lint: setup
 typecheck: setup
 	$(UV) run mypy
 
-# in-process coverage of backend/ (servers started as processes are not measured); the
-# floor sits under the whole suite's figure when it was set (90.4-91 % in-process; the
-# figure moves a little with timing-dependent paths)
+# coverage of backend/ in the pytest process and in every Python process it starts
+# (`planact serve`, workers, the CLI: pyproject's [tool.coverage.run] patch = subprocess,
+# sigterm = true, since uvicorn ends on the SIGTERM it caught); the floor sits under the
+# whole suite's figure (docs/figures.md)
 COVERAGE_FLOOR ?= 89
 pytest: setup $(TEST_PREREQS)
 	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
