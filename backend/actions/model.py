@@ -14,6 +14,9 @@ class ActionSpec:
     # raw-text params whose bodies are kept byte-exact (file contents, commands)
     raw: tuple[str, ...] = ()
     example: str = ""
+    # the raw param that holds a whole file's text (beside ``path``): a Markdown fence the
+    # model put around all of it is removed, with a warning
+    whole_file: str = ""
 
 
 # The tables below are filled by the action registry (backend/actions/registry), where each

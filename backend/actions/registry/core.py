@@ -118,6 +118,12 @@ class ActionDef:
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
     streams_output: bool = False  # gets live output deltas (terminal_run, mcp_tool progress)
+    # its live output is its result's output (a command's stdout/stderr: `planact run` then
+    # prints only the result's head); else live output is progress (an MCP tool's)
+    output_is_result: bool = False
+    # its result is the person's answer: where someone can answer, the task loop parks the run
+    # on the question (backend/agent/asking.py) instead of calling the handler
+    asks_person: bool = False
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
     order: int = 100  # where the prompt lists it
     lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
@@ -163,6 +169,17 @@ def get(name: str) -> ActionDef | None:
 
 def defs() -> list[ActionDef]:
     return sorted(_DEFS.values(), key=lambda d: (d.order, d.name))
+
+
+def by_kind(kind: str) -> ActionDef | None:
+    """The action whose messages carry stream ``kind`` (the first in prompt order)."""
+    return next((defn for defn in defs() if defn.kind == kind), None)
+
+
+def kinds() -> list[str]:
+    """Every action's stream kind, in prompt order, each once (the wire enumeration's action
+    part)."""
+    return list(dict.fromkeys(defn.kind for defn in defs()))
 
 
 def kind_of(name: str) -> str:

@@ -6,7 +6,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
-from backend.messages.kinds import ActionType, MessageKind
 
 
 async def edit_file(ctx: ActionContext, action: Action) -> Done:
@@ -30,7 +29,7 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.EDIT_FILE,
+        name="edit_file",
         description=(
             "Replace one exact occurrence of old_str in an existing file with new_str "
             "(old_str must match the file exactly, whitespace included, and occur once; "
@@ -43,7 +42,7 @@ ACTION = ActionDef(
             "<new_str>print('hello')</new_str></edit_file>"
         ),
     ),
-    kind=MessageKind.EDIT_FILE,
+    kind="edit_file",
     handler=edit_file,
     approval="edits",
     running=lambda a: f"Editing {a.params.get('path', '')}",
