@@ -51,6 +51,7 @@ __all__ = [
     "kind_of",
     "kinds",
     "lemonai_type",
+    "load_builtin",
     "offered",
     "on_change",
     "register",
@@ -60,7 +61,9 @@ __all__ = [
 ]
 
 
-def _load_builtin() -> None:
+def load_builtin() -> None:
+    """Register every ``ACTION`` of the modules in :mod:`builtin` (a module added there is
+    all a new action needs; loading again replaces what was registered)."""
     found: list[ActionDef] = []
     for info in pkgutil.iter_modules(builtin.__path__):
         module = importlib.import_module(f"{builtin.__name__}.{info.name}")
@@ -71,7 +74,7 @@ def _load_builtin() -> None:
         register(defn)
 
 
-_load_builtin()
+load_builtin()
 
 
 async def run_action(
