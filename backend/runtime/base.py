@@ -18,7 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
 
 import anyio
 
@@ -118,7 +118,7 @@ def operation_names() -> frozenset[str]:
     return frozenset(
         name
         for cls in RuntimeOperations.__mro__
-        if RuntimeOperations in cls.__mro__
+        if cls not in (Protocol, Generic, object)
         for name, value in vars(cls).items()
         if callable(value) and not name.startswith("_")
     )
