@@ -124,6 +124,10 @@ class ActionDef:
     # its result is the person's answer: where someone can answer, the task loop parks the run
     # on the question (backend/agent/asking.py) instead of calling the handler
     asks_person: bool = False
+    # what a person approving it is shown (backend/agent/asking.py): "command" (its command,
+    # whole), "diff" (the file change: the new ``spec.whole_file`` text, else old_str ->
+    # new_str), or "" (its params, one a line)
+    approval_view: str = ""
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
     order: int = 100  # where the prompt lists it
     lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)

@@ -52,6 +52,7 @@ ACTION = ActionDef(
     ),
     show=show,
     writes_files=True,
+    approval_view="diff",
     lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
     order=20,
 )

@@ -67,5 +67,6 @@ ACTION = ActionDef(
     shows_failure=True,
     streams_output=True,
     output_is_result=True,
+    approval_view="command",
     order=30,
 )

@@ -71,5 +71,6 @@ ACTION = ActionDef(
     describe=describe,
     show=show,
     writes_files=True,
+    approval_view="diff",
     order=10,
 )
