@@ -22,12 +22,15 @@ class StopCheckedRuntime:
     def __init__(self, inner: Runtime, control: RunControl) -> None:
         self.inner = inner
         self.control = control
+        self.operations = operation_names()
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.inner, name)
-        if name not in operation_names():
+        if name not in self.operations:
             return value
-        return self._checked(value)
+        checked = self._checked(value)
+        setattr(self, name, checked)  # made once: found as an attribute from now on
+        return checked
 
     def _checked(self, operation: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         @functools.wraps(operation)
