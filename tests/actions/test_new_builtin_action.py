@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from backend.actions import parse_actions, registry
-from backend.actions.model import Action
+from backend.actions.model import ACTION_ALIASES, Action
 from backend.actions.registry import ActionContext, ActionDef, builtin, run_action
 from backend.actions.registry.wire import action_types, message_kinds, wire_schema
 from backend.agent.prompts import render
@@ -38,6 +38,7 @@ ACTION = ActionDef(
     spec=ActionSpec(
         name="list_dir",
         description="List the files and folders of a workspace folder.",
+        aliases=("list_files",),
         required=("path",),
         example="<list_dir><path>src</path></list_dir>",
     ),
@@ -73,6 +74,8 @@ async def test_a_module_in_the_builtin_package_is_a_whole_new_action(
     assert parse_actions(tag) == [Action("list_dir", {"path": "src"})]
     call = '{"name": "list_dir", "arguments": {"path": "src"}}'
     assert parse_actions(call) == [Action("list_dir", {"path": "src"})]
+    aliased = "<list_files><path>src</path></list_files>"  # the name its module also gives
+    assert parse_actions(aliased) == [Action("list_dir", {"path": "src"})]
     # offered: the task loop's prompt lists it, in its place (after terminal_run's 30)
     workspace = tmp_path / "ws"
     (workspace / "src").mkdir(parents=True)
@@ -110,4 +113,5 @@ def test_the_docs_check_asks_for_the_new_actions_row(list_dir_module: ActionDef)
 
 def test_without_the_module_there_is_no_such_action() -> None:
     assert registry.get("list_dir") is None
+    assert "list_files" not in ACTION_ALIASES
     assert "list_dir" not in [name for _, name in action_types().members]

@@ -3,8 +3,9 @@
 A definition carries everything the rest of the code needs to know about an action: its
 spec for the parser and the prompt, its handler, its label and running text, its approval
 class (docs/api.md "Runs that wait for a person"), its stream kind and how it shows in the CLI and
-the
-transcript. The loop dispatches through it; nothing else switches on action names.
+the transcript. The loop dispatches through it; nothing else switches on action names (a test
+scans backend/ for it), and the wire's enumerations of kinds and action names are made from
+the definitions (:mod:`backend.actions.registry.wire`).
 
     ACTION = ActionDef(spec=ActionSpec(...), kind="my_kind", handler=run_it)
     register(ACTION)          # builtin modules are registered when the package loads
@@ -145,6 +146,8 @@ def register(defn: ActionDef) -> ActionDef:
     """Add (or replace) an action: the parser reads it, prompts may offer it."""
     _DEFS[defn.name] = defn
     model.KNOWN_ACTIONS[defn.name] = defn.spec
+    for alias in defn.spec.aliases:
+        model.ACTION_ALIASES[alias] = defn.name
     if defn.offer is None:
         model.ACTIONS[defn.name] = defn.spec
     else:
@@ -158,6 +161,8 @@ def unregister(name: str) -> None:
     _DEFS.pop(name, None)
     for table in (model.KNOWN_ACTIONS, model.ACTIONS, model.TOOL_ACTIONS):
         table.pop(name, None)
+    for alias in [a for a, n in model.ACTION_ALIASES.items() if n == name]:
+        del model.ACTION_ALIASES[alias]
     for refresh in _listeners:
         refresh()
 

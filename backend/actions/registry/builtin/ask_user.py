@@ -33,6 +33,7 @@ async def offer_if_someone_answers(ctx: ActionContext) -> Offer | None:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="ask_user",
+        aliases=("ask_followup_question", "ask_human"),
         description=(
             "Ask the person a question and wait for the answer (only for missing "
             "information you cannot find yourself)."

@@ -30,6 +30,7 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="edit_file",
+        aliases=("str_replace", "replace_in_file", "edit"),
         description=(
             "Replace one exact occurrence of old_str in an existing file with new_str "
             "(old_str must match the file exactly, whitespace included, and occur once; "

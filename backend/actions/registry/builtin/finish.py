@@ -14,6 +14,7 @@ async def finish(ctx: ActionContext, action: Action) -> Done:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="finish",
+        aliases=("attempt_completion", "finish_task"),
         description="End the current task with a short note of what was done.",
         required=("message",),
         raw=("message",),

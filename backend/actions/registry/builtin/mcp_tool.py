@@ -87,6 +87,7 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="mcp_tool",
+        aliases=("use_mcp_tool", "call_mcp_tool"),
         description=(
             "Call a tool of an MCP server by its name `server__tool`, with its arguments "
             "as a JSON object."

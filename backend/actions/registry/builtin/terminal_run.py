@@ -47,6 +47,15 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="terminal_run",
+        aliases=(
+            "run_command",
+            "execute_command",
+            "run_terminal_cmd",
+            "run_shell_command",
+            "execute_bash",
+            "bash",
+            "shell",
+        ),
         description=(
             "Run a shell command in the workspace (or in cwd, relative to it). "
             "Returns the exit code, stdout and stderr. Long-running servers are killed "

@@ -53,6 +53,7 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="web_fetch",
+        aliases=("fetch", "fetch_url", "browse", "open_url", "read_url"),
         description="Read a web page (or a PDF) as Markdown, with its title and links.",
         required=("url",),
         example="<web_fetch><url>https://docs.python.org/3/whatsnew/</url></web_fetch>",

@@ -30,6 +30,7 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="web_search",
+        aliases=("search", "websearch", "search_web", "google_search"),
         description="Search the web; returns titles, links and snippets.",
         required=("query",),
         example="<web_search><query>python 3.13 release notes</query></web_search>",

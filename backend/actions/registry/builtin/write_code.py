@@ -58,6 +58,7 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 ACTION = ActionDef(
     spec=ActionSpec(
         name="write_code",
+        aliases=("write_file", "create_file"),
         description="Create or overwrite a text file in the workspace with the exact content.",
         required=("path", "content"),
         raw=("content",),
