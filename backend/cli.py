@@ -396,7 +396,9 @@ class Progress:
         *lines, rest = text.split("\n")
         if rest:
             self._partial[key] = rest
-        progress = payload.get("action_type") not in (None, MessageKind.TERMINAL_RUN)
+        kind = payload.get("action_type")
+        defn = actions.by_kind(str(kind)) if kind is not None else None
+        progress = kind is not None and not (defn is not None and defn.output_is_result)
         for line in lines:
             self._line(uuid, str(stream), line, progress=progress)
 

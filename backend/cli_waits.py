@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from backend.actions import registry
 from backend.cli_words import show_command, size_line
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -170,7 +171,8 @@ def show_wait(msg: Message) -> str:
     head = f"The agent wants to run {action or 'an action'}{where} [{klass or 'no class'}]"
     params = _first(msg).get("params")
     command = params.get("command") if isinstance(params, dict) else None
-    if action == "terminal_run" and isinstance(command, str):
+    defn = registry.get(action) if action else None
+    if defn is not None and defn.approval_view == "command" and isinstance(command, str):
         cwd = params.get("cwd") if isinstance(params, dict) else None
         shown = _indented(show_command(command)) + (f"\n    (in {cwd})" if cwd else "")
         return f"{head}, {size_line(command)}:\n{shown}"

@@ -32,17 +32,19 @@ TEST_PREREQS += frontend/dist/index.html
 EXTRA_TESTS += frontend-test
 
 # The message model's TypeScript types are generated from the Python model: its JSON Schema
-# (backend/messages/schema.py), then json-schema-to-typescript (scripts/gen-types.mjs). Both
+# (backend/messages/schema.py) with the kinds and action names of the action registry
+# (backend/actions/registry/wire.py), then json-schema-to-typescript (scripts/gen-types.mjs). Both
 # files are committed (the Docker build has no Python); tests/messages/test_wire_types.py
 # fails when they differ from what the model gives.
 MESSAGE_SCHEMA := frontend/src/lib/message.schema.json
 MESSAGE_TYPES := frontend/src/lib/message.gen.ts
-MESSAGE_MODEL := backend/messages/message.py backend/messages/kinds.py backend/messages/schema.py
+MESSAGE_MODEL := backend/messages/message.py backend/messages/kinds.py backend/messages/schema.py \
+	$(wildcard backend/actions/registry/*.py backend/actions/registry/builtin/*.py)
 
 .PHONY: frontend-types
 
 $(MESSAGE_SCHEMA): $(MESSAGE_MODEL) | .venv/.synced
-	@.venv/bin/python -m backend.messages.schema > $@.tmp && mv $@.tmp $@
+	@.venv/bin/python -m backend.actions.registry.wire > $@.tmp && mv $@.tmp $@
 
 $(MESSAGE_TYPES): $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
 	@cd frontend && $(NPM) run --silent gen:types

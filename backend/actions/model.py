@@ -14,6 +14,11 @@ class ActionSpec:
     # raw-text params whose bodies are kept byte-exact (file contents, commands)
     raw: tuple[str, ...] = ()
     example: str = ""
+    # other names models use for it (e.g. `bash` for terminal_run)
+    aliases: tuple[str, ...] = ()
+    # the raw param that holds a whole file's text (beside ``path``): a Markdown fence the
+    # model put around all of it is removed, with a warning
+    whole_file: str = ""
 
 
 # The tables below are filled by the action registry (backend/actions/registry), where each
@@ -110,36 +115,8 @@ PARAM_ALIASES.update(
     }
 )
 
-# Action names models use for ours. Names with an underscore are also accepted as XML tags;
+# Action names models use for ours (alias -> action), filled by the registry from each
+# action's ``ActionSpec.aliases``. Names with an underscore are also accepted as XML tags;
 # the short ones (`bash`, `shell`) only where the name is explicit (`<function=…>`,
 # `<invoke name=…>`, JSON tool calls), since `<bash>` in prose is too common to trust.
-ACTION_ALIASES: dict[str, str] = {
-    "write_file": "write_code",
-    "create_file": "write_code",
-    "run_command": "terminal_run",
-    "execute_command": "terminal_run",
-    "run_terminal_cmd": "terminal_run",
-    "run_shell_command": "terminal_run",
-    "execute_bash": "terminal_run",
-    "bash": "terminal_run",
-    "shell": "terminal_run",
-    "attempt_completion": "finish",
-    "finish_task": "finish",
-    "str_replace": "edit_file",
-    "replace_in_file": "edit_file",
-    "edit": "edit_file",
-    # the tools
-    "search": "web_search",
-    "websearch": "web_search",
-    "search_web": "web_search",
-    "google_search": "web_search",
-    "fetch": "web_fetch",
-    "fetch_url": "web_fetch",
-    "browse": "web_fetch",
-    "open_url": "web_fetch",
-    "read_url": "web_fetch",
-    "use_mcp_tool": "mcp_tool",
-    "call_mcp_tool": "mcp_tool",
-    "ask_followup_question": "ask_user",
-    "ask_human": "ask_user",
-}
+ACTION_ALIASES: dict[str, str] = {}

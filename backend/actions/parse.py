@@ -28,7 +28,6 @@ from backend.actions.values import (
     strip_wrapping_fence,
     trim_path,
 )
-from backend.messages.kinds import ActionType
 
 log = logging.getLogger(__name__)
 
@@ -200,10 +199,10 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             )
     if "cwd" in params and not params["cwd"].strip():
         del params["cwd"]
-    if spec.name == ActionType.WRITE_CODE:
-        inside = strip_wrapping_fence(params["content"], params["path"])
+    if spec.whole_file in params:
+        inside = strip_wrapping_fence(params[spec.whole_file], params.get("path", ""))
         if inside is not None:
-            params["content"] = inside
+            params[spec.whole_file] = inside
             warnings.append(
                 "the Markdown fence around the whole file was removed (write the file's text "
                 "without a fence)"

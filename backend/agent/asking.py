@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import anyio
 
+from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.messages.kinds import MessageKind
@@ -136,15 +137,18 @@ async def approval_content(workspace: Path, action: Action) -> Shown:
     the file on disk (a new file: all added), cut at a line past CONTENT_CAP characters with
     a note saying what was left out (the whole new content is in the approval's params)."""
     p = action.params
-    if action.type == "terminal_run":
+    defn = registry.get(action.type)
+    view = defn.approval_view if defn is not None else ""
+    whole = defn.spec.whole_file if defn is not None else ""  # a whole new file (write_code)
+    if view == "command":
         command = p.get("command", "")
         cwd = p.get("cwd")
         return Shown(command + (f"\n(in {cwd})" if cwd else ""), "", _about(command, ""))
-    if action.type in ("write_code", "edit_file"):
+    if view == "diff":
         path = p.get("path", "")
         before, too_big = await anyio.to_thread.run_sync(_read, workspace, path)
-        if action.type == "write_code":
-            after = p.get("content", "")
+        if whole:
+            after = p.get(whole, "")
         elif p.get("old_str", "") and p.get("old_str", "") in before and not too_big:
             after = before.replace(p.get("old_str", ""), p.get("new_str", ""), 1)
         else:  # the edit will fail as it stands (or the file is too big to compare)
@@ -153,10 +157,10 @@ async def approval_content(workspace: Path, action: Action) -> Shown:
         if too_big:
             lead = f"[the file on disk is over {DIFF_READ_CAP:,} bytes: not compared with it; " + (
                 "it is replaced whole by the content below]\n"
-                if action.type == "write_code"
+                if whole
                 else "shown: the text replaced and its replacement]\n"
             )
-            if action.type == "write_code":
+            if whole:
                 before = ""
         diff = difflib.unified_diff(
             before.splitlines(keepends=True),

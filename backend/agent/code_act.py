@@ -33,7 +33,7 @@ from backend.agent.transcript import (
 )
 from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
-from backend.messages.kinds import ActionType, MessageKind
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import OutputCallback, cap_text
 from backend.waits.classes import asks
@@ -224,7 +224,7 @@ async def run_actions(
         if answer is None:  # (a resumed action's warnings were noted before it waited)
             for warning in action.warnings:
                 turn.outcomes.append(Outcome(label, "warning", warning))
-        if action.type == ActionType.ASK_USER and (state.can_ask or answer is not None):
+        if defn is not None and defn.asks_person and (state.can_ask or answer is not None):
             if answer is None:
                 await ask_question(ctx, task["id"], action, index)
             ok = answer.get("decision") == "answer"

@@ -23,7 +23,6 @@ from typing import Any
 from backend.actions.values import scrub
 from backend.agent.narration import ACTION_LINE_STARTS, ProseCut
 from backend.messages.deltas import Coalescer
-from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 
 OUTPUT_KEEP = 16_000  # characters of live output kept per stream for a stopped command
@@ -80,7 +79,7 @@ class Live:
         on = sink is not None or publish is not None
         self.deltas = Coalescer(self._emit, wanted=wanted) if on else None
         self._output: dict[str, dict[str, _Kept]] = {}
-        self._kinds: dict[str, str] = {}  # an action's stream kind, when not terminal_run
+        self._kinds: dict[str, str] = {}  # a running action's stream kind, by its uuid
         self._decoders: dict[tuple[str, str], codecs.IncrementalDecoder] = {}
 
     def _emit(self, payload: dict[str, Any]) -> None:
@@ -159,14 +158,11 @@ class Live:
 
         return on_delta
 
-    def command_output(
-        self, uuid: str, kind: str = MessageKind.TERMINAL_RUN
-    ) -> Callable[[str, bytes], None]:
+    def command_output(self, uuid: str, kind: str) -> Callable[[str, bytes], None]:
         """An ``on_output(stream, data)`` callback for the runtime: the command ``uuid``'s
         bytes as they are printed (UTF-8 decoded across chunk boundaries). ``kind``: the
         action's stream kind (an MCP tool's progress streams as ``mcp_tool`` output)."""
-        if kind != MessageKind.TERMINAL_RUN:
-            self._kinds[uuid] = kind
+        self._kinds[uuid] = kind
 
         def on_output(stream: str, data: bytes) -> None:
             key = (uuid, stream)
@@ -180,12 +176,16 @@ class Live:
         return on_output
 
     def output(self, uuid: str, stream: str, text: str) -> None:
-        """Output of the running command ``uuid``: kept (capped) and streamed."""
+        """Output of the running command ``uuid`` (its callback made by
+        :meth:`command_output`): kept (capped) and streamed. Output after its final message
+        was published has no message left to go with: it is dropped."""
+        kind = self._kinds.get(uuid)
+        if kind is None:
+            return
         kept = self._output.setdefault(uuid, {}).setdefault(stream, _Kept())
         offset = kept.total
         kept.feed(text)
         if self.deltas is not None:
-            kind = self._kinds.get(uuid, MessageKind.TERMINAL_RUN)
             self.deltas.add(uuid, kind, text, stream, offset)
 
     # -- catch-up for a reader who attaches mid-command -------------------------------------
@@ -203,7 +203,7 @@ class Live:
                         out.append(
                             {
                                 "uuid": uuid,
-                                "action_type": self._kinds.get(uuid, MessageKind.TERMINAL_RUN),
+                                "action_type": self._kinds[uuid],
                                 "stream": stream,
                                 "text": scrub(text),
                                 "offset": offset,

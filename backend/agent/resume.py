@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from backend.actions import registry
 from backend.actions.model import Action
+from backend.actions.values import scrub
 from backend.agent.asking import read_answer
 from backend.agent.transcript import Outcome, turn_dict, turn_from
-from backend.messages.kinds import ActionType, MessageKind
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import cap_text
 
@@ -68,26 +70,28 @@ async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
     stored = await ctx.deps.store.messages(
         state.conversation_id, run_id=state.run_id, after=int(pending["after_seq"]), limit=100_000
     )
-    types = {a.type for a in turn.actions}
+    kinds = {registry.kind_of(a.type) for a in turn.actions}
+    closing = {d.kind for d in registry.defs() if d.ends_task}  # a task's closing note
     finals = [
         m
         for m in stored
         if m.meta.task_id == task_id
         and m.status != "running"
         and (
-            m.meta.action_type in types
+            m.meta.action_type in kinds
             # a rejected approval is its action's result (an approved one: the action's own)
             or (m.meta.action_type == MessageKind.APPROVAL and m.status == "failure")
         )
     ]
     for m in finals:
-        if m.meta.action_type == ActionType.FINISH:
+        if m.meta.action_type in closing:
             state.pending = None
             return m.content
-    finals = [m for m in finals if m.meta.action_type != ActionType.FINISH]
+    finals = [m for m in finals if m.meta.action_type not in closing]
     turn.outcomes, failed, done = [], False, 0
     for action in turn.actions:
-        if action.type == ActionType.FINISH:
+        defn = registry.get(action.type)
+        if defn is not None and defn.ends_task:
             break  # not reached: an earlier action failed
         rejected = done < len(finals) and finals[done].meta.action_type == MessageKind.APPROVAL
         label = _label_of(finals[done]) if done < len(finals) and not rejected else _label(action)
@@ -110,7 +114,7 @@ async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
             continue
         await ctx.publish(
             Message.build(
-                action.type,
+                registry.kind_of(action.type),
                 NOT_RUN,
                 status="failure",
                 task_id=task_id,
@@ -131,8 +135,6 @@ def _label_of(msg: Message) -> str:
 
 
 def _label(action: Action) -> str:
-    if action.type == ActionType.TERMINAL_RUN:
-        return f"terminal_run: {action.params.get('command', '')[:200]}"
-    if "path" in action.params:
-        return f"{action.type} {action.params['path']}"
-    return action.type
+    """As the task loop labels it (the action's own ``label``)."""
+    defn = registry.get(action.type)
+    return scrub(defn.label(action)) if defn is not None else action.type

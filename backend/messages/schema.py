@@ -1,10 +1,12 @@
 """The wire shape of a Message as JSON Schema: the source of the web UI's TypeScript types.
 
-    python -m backend.messages.schema > frontend/src/lib/message.schema.json
+    python -m backend.actions.registry.wire > frontend/src/lib/message.schema.json
 
-``make frontend`` runs it when the model or the kinds change, then turns the schema into
-``frontend/src/lib/message.gen.ts`` (``npm run gen:types``); both files are committed and
-``tests/messages/test_wire_types.py`` fails when they differ from what this module gives.
+``make frontend`` runs it when the model, the kinds or the action registry change, then turns
+the schema into ``frontend/src/lib/message.gen.ts`` (``npm run gen:types``); both files are
+committed and ``tests/messages/test_wire_types.py`` fails when they differ from what is
+generated. The enumerations of kinds and action names are given by the action registry
+(:mod:`backend.actions.registry.wire`): this module knows only the run's own kinds.
 
 The schema is the serialised form (every field is always sent). Enumerations carry their
 member names (``x-enum-varnames``) so that the TypeScript side gets the same constants.
@@ -13,23 +15,30 @@ member names (``x-enum-varnames``) so that the TypeScript side gets the same con
 from __future__ import annotations
 
 import json
-import sys
-from enum import StrEnum
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from backend.messages.kinds import ActionType, MessageKind
 from backend.messages.message import Message
 
-ENUMS: tuple[type[StrEnum], ...] = (MessageKind, ActionType)
+
+@dataclass(frozen=True)
+class WireEnum:
+    """An enumeration of wire strings, with the constant names the TypeScript side gets."""
+
+    title: str
+    description: str
+    members: tuple[tuple[str, str], ...]  # (constant name, wire string)
 
 
-def wire_schema() -> dict[str, Any]:
+def message_schema(enums: Iterable[WireEnum]) -> dict[str, Any]:
+    """The Message's JSON Schema, with ``enums`` among its definitions."""
     schema = Message.model_json_schema(mode="serialization")
     defs: dict[str, Any] = schema.setdefault("$defs", {})
     for model in (schema, *defs.values()):
         _name_enums_drop_titles(model)
-    for enum in ENUMS:
-        defs[enum.__name__] = _enum_schema(enum)
+    for enum in enums:
+        defs[enum.title] = _enum_schema(enum)
     return schema
 
 
@@ -42,23 +51,15 @@ def _name_enums_drop_titles(model: dict[str, Any]) -> None:
             prop["title"] = model["title"] + name.title().replace("_", "")
 
 
-def _enum_schema(enum: type[StrEnum]) -> dict[str, Any]:
+def _enum_schema(enum: WireEnum) -> dict[str, Any]:
     return {
-        "title": enum.__name__,
-        "description": (enum.__doc__ or "").strip(),
+        "title": enum.title,
+        "description": enum.description,
         "type": "string",
-        "enum": [member.value for member in enum],
-        "x-enum-varnames": [member.name for member in enum],
+        "enum": [value for _, value in enum.members],
+        "x-enum-varnames": [name for name, _ in enum.members],
     }
 
 
 def dumps(schema: dict[str, Any]) -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def main() -> None:
-    sys.stdout.write(dumps(wire_schema()))
-
-
-if __name__ == "__main__":
-    main()

@@ -18,7 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
 
 import anyio
 
@@ -91,12 +91,10 @@ class RuntimeUnavailable(Exception):
     """
 
 
-class Runtime(Protocol):
-    name: str
-
-    @property
-    def prompt_note(self) -> PromptNote:
-        """How the prompts tell the model where commands run (planning, task loop)."""
+class RuntimeOperations(Protocol):
+    """The workspace operations the actions' handlers call: the one place a new one is
+    declared (its implementation goes in :class:`BaseRuntime`). A run's view of its runtime
+    (backend/runs/guard.py) checks the run's stop flag before each of them, read from here."""
 
     async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult: ...
 
@@ -113,6 +111,27 @@ class Runtime(Protocol):
         cwd: str | None = None,
         on_output: OutputCallback | None = None,
     ) -> ActionResult: ...
+
+
+def operation_names() -> frozenset[str]:
+    """The names of :class:`RuntimeOperations`' operations (its own and its bases')."""
+    return frozenset(
+        name
+        for cls in RuntimeOperations.__mro__
+        if cls not in (Protocol, Generic, object)
+        for name, value in vars(cls).items()
+        if callable(value) and not name.startswith("_")
+    )
+
+
+class Runtime(RuntimeOperations, Protocol):
+    """A runtime: its operations, its name, the prompts' words and its life cycle."""
+
+    name: str
+
+    @property
+    def prompt_note(self) -> PromptNote:
+        """How the prompts tell the model where commands run (planning, task loop)."""
 
     async def start(self) -> None:
         """Called once when the server starts (e.g. reap orphans of a crash)."""
@@ -140,32 +159,6 @@ def cap_text(text: str, limit: int = OUTPUT_CAP, dropped: int = 0) -> str:
         head, tail = text[:half], text[-half:]
         cut = len(text) - 2 * half + dropped
     return f"{head}\n[... {cut} characters cut from the middle of the output ...]\n{tail}"
-
-
-class HeadTail:
-    """Collect a byte stream keeping only its first and last ``keep`` bytes."""
-
-    def __init__(self, keep: int = OUTPUT_CAP * 4) -> None:
-        self.keep = keep
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def feed(self, chunk: bytes) -> None:
-        room = self.keep - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail += chunk
-        if len(self.tail) > self.keep:
-            extra = len(self.tail) - self.keep
-            self.dropped += extra
-            del self.tail[:extra]
-
-    def value(self) -> bytes:
-        return bytes(self.head + self.tail)
 
 
 def format_command_result(command: str, out: CommandOutput, timeout: float) -> ActionResult:
@@ -203,8 +196,8 @@ MB = 1024 * 1024
 
 
 class BaseRuntime:
-    """A runtime: subclass it in a module of its own and name it in
-    :mod:`backend.runtime.registry` (or :func:`~backend.runtime.registry.register` it)."""
+    """A runtime: subclass it in a module of its own and add its line to ``BUILTIN`` in
+    :mod:`backend.runtime.names` (or :func:`~backend.runtime.registry.register` it)."""
 
     name = "base"
     # the local runtime's words: a runtime whose commands run elsewhere says where

@@ -29,14 +29,9 @@ from pathlib import Path
 import anyio
 
 from backend.runtime import reaper
-from backend.runtime.base import (
-    BaseRuntime,
-    CommandOutput,
-    HeadTail,
-    OutputCallback,
-    hand_output,
-)
+from backend.runtime.base import BaseRuntime, CommandOutput, OutputCallback, hand_output
 from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.headtail import HeadTail
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.limits.budget import run_within
 from backend.runtime.limits.cgroups import Cgroups

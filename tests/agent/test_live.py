@@ -15,7 +15,7 @@ async def test_live_output_is_kept_for_the_closing_text_and_flushed_before_the_f
         "terminal_run", "make", status="running", task_id="t1", meta_content="terminal_run: make"
     )
     live.published(cmd)
-    on_output = live.command_output(cmd.uuid)
+    on_output = live.command_output(cmd.uuid, cmd.meta.action_type)
     on_output("stdout", b"building\n")
     on_output("stderr", b"warning: x\n")
     on_output("stdout", "linking \u00e9".encode()[:-1])  # a character cut in two

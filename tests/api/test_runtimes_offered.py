@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 from backend.app import create_app
 from backend.llm.testing import ScriptedLLM
+from backend.runtime.names import BUILTIN
 from backend.runtime.sandboxing import SandboxConfigError
 from tests.conftest import make_settings
 from tests.runtime.conftest import require_bwrap
@@ -53,14 +54,15 @@ def test_a_docker_default_does_not_offer_the_unsandboxed_local_runtime(tmp_path:
 
 def test_runtimes_offers_the_unsandboxed_one_when_the_operator_says_so(tmp_path: Path) -> None:
     for c in client(tmp_path, runtime="docker", local_sandbox="off", runtimes="docker, local"):
-        assert c.get("/api/settings").json()["runtimes"] == ["local", "docker"]
+        offered = c.get("/api/settings").json()["runtimes"]
+        assert offered == [name for name in BUILTIN if name in ("docker", "local")]
 
 
 def test_a_sandboxed_local_runtime_is_offered_beside_docker(tmp_path: Path) -> None:
     require_bwrap()
     for c in client(tmp_path, runtime="docker", local_sandbox="bwrap"):
         body = c.get("/api/settings").json()
-        assert body["runtime"] == "docker" and body["runtimes"] == ["local", "docker"]
+        assert body["runtime"] == "docker" and body["runtimes"] == list(BUILTIN)
 
 
 def test_runtimes_limits_what_a_run_may_pick(tmp_path: Path) -> None:

@@ -564,3 +564,32 @@ def test_runs_from_the_lemonai_client_never_wait_for_a_person(tmp_path: Path) ->
         assert "<ask_user>" not in thinking.messages[0]["content"]
         (row,) = client.get(f"/api/conversations/{cid}").json()["runs"]
         assert row["approval"] == "never" and row["can_ask"] is False
+
+
+def test_ask_user_where_nobody_can_answer_fails_at_once_and_the_model_reads_why(
+    tmp_path: Path,
+) -> None:
+    """Not offered, written anyway (docs/api.md "Runs that wait for a person"): the run does
+    not wait; the question's partner is a failure the model reads, and the run goes on."""
+    settings = make_settings(tmp_path)
+    llm = ScriptedLLM(
+        [
+            ("planning", plan_reply("Ask")),
+            ("thinking", "<ask_user><question>Which database?</question></ask_user>"),
+            ("thinking", finish("assumed SQLite")),
+        ]
+    )
+    with lemon_client(settings, llm) as client:
+        cid = create(client, "Ask")
+        stream_run(client, {"question": "Ask", "conversation_id": cid, "mode": "task"})
+        assert llm.errors == []
+        stored = client.get(f"/api/conversations/{cid}/messages").json()
+        asked = [m for m in stored if m["meta"]["action_type"] == "ask_user"]
+        assert [(m["status"], m["content"][:25]) for m in asked] == [
+            ("running", "Which database?"),
+            ("failure", "There is no person to ask"),
+        ]
+        (row,) = client.get(f"/api/conversations/{cid}").json()["runs"]
+        assert row["status"] == "completed" and row["can_ask"] is False
+        second = [c for c in llm.calls if c.stage == "thinking"][1]
+        assert "There is no person to ask in this run" in str(second.messages)

@@ -1,39 +1,41 @@
-"""The one definition of message kinds and action types (docs/api.md, docs/tools.md)."""
+"""The message kinds of the run's own structure, and how an action's kind reaches the wire
+(docs/api.md "The stream"; the actions' kinds are their definitions', backend/actions/registry)."""
 
 from __future__ import annotations
 
 import json
 
-from backend.actions.model import ACTION_ALIASES, ACTIONS
-from backend.messages.kinds import ACTION_KINDS, FILE_ACTIONS, ActionType, MessageKind
+from backend.actions import registry
+from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS
+from backend.actions.registry.wire import action_types, message_kinds
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message, Meta
 
 
-def test_every_kind_of_the_contract_is_defined_with_its_wire_spelling() -> None:
+def test_the_runs_own_kinds_are_defined_with_their_wire_spelling() -> None:
     wire = {
         "question", "auto_reply", "plan", "task", "thinking", "finish", "finish_summery",
-        "error", "stop", "approval", "ask_user", "write_code", "edit_file", "read_file",
-        "terminal_run", "search", "browser", "mcp_tool", "summary", "preview",
+        "error", "stop", "approval", "ask_user", "summary",
     }  # fmt: skip
     assert {k.value for k in MessageKind} == wire
     assert MessageKind.FINISH_SUMMERY == "finish_summery"
 
 
-def test_every_action_has_the_stream_kind_the_contract_names() -> None:
-    assert set(ACTION_KINDS) == set(ActionType)
-    assert ACTION_KINDS[ActionType.WEB_SEARCH] == MessageKind.SEARCH
-    assert ACTION_KINDS[ActionType.WEB_FETCH] == MessageKind.BROWSER
-    assert ACTION_KINDS[ActionType.MCP_TOOL] == MessageKind.MCP_TOOL
-    assert ACTION_KINDS[ActionType.ASK_USER] == MessageKind.ASK_USER
-    for action in ActionType:
-        if action not in (ActionType.WEB_SEARCH, ActionType.WEB_FETCH):
-            assert ACTION_KINDS[action].value == action.value
+def test_the_wire_kinds_are_the_runs_own_and_every_actions_each_once() -> None:
+    values = [value for _, value in message_kinds().members]
+    assert len(values) == len(set(values))
+    assert set(values) == {k.value for k in MessageKind} | {d.kind for d in registry.defs()}
+    assert [v for _, v in action_types().members] == [d.name for d in registry.defs()]
 
 
-def test_the_action_table_and_its_aliases_only_name_defined_actions() -> None:
-    assert set(ACTIONS) <= set(ActionType)
-    assert set(ACTION_ALIASES.values()) <= set(ActionType)
-    assert set(FILE_ACTIONS) <= set(ACTIONS)
+def test_an_actions_kind_is_its_name_unless_its_definition_says_otherwise() -> None:
+    renamed = {d.name: d.kind for d in registry.defs() if d.kind != d.name}
+    assert renamed == {"web_search": "search", "web_fetch": "browser"}  # docs/api.md tables
+
+
+def test_the_aliases_only_name_defined_actions() -> None:
+    assert set(ACTION_ALIASES.values()) <= set(KNOWN_ACTIONS)
+    assert {d.name for d in registry.defs()} == set(KNOWN_ACTIONS)
 
 
 def test_a_message_built_from_a_kind_stores_and_sends_the_plain_string() -> None:

@@ -1,9 +1,10 @@
 """The web UI's message types are what the Python model generates (no drift).
 
 The committed JSON Schema (frontend/src/lib/message.schema.json) must equal what
-backend/messages/schema.py gives, and the committed TypeScript (message.gen.ts) what the
-generator (frontend/scripts/gen-types.mjs, json-schema-to-typescript) makes of it. Fix a
-failure with `make frontend-types` and commit both files.
+backend/actions/registry/wire.py gives (the Message model with the registry's kinds), and
+the committed TypeScript (message.gen.ts) what the generator (frontend/scripts/gen-types.mjs,
+json-schema-to-typescript) makes of it. Fix a failure with `make frontend-types` and commit
+both files.
 
 The TypeScript half needs node and frontend/node_modules (CI installs them before
 `make test`); without them it skips, unless REQUIRE_BROWSER=1 (the UI's CI), where it fails.
@@ -19,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from backend.actions import registry
+from backend.actions.registry.wire import wire_schema
 from backend.messages.kinds import MessageKind
-from backend.messages.schema import dumps, wire_schema
+from backend.messages.schema import dumps
 
 FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 SCHEMA = FRONTEND / "src" / "lib" / "message.schema.json"
@@ -36,8 +39,11 @@ def test_the_committed_schema_is_what_the_python_model_gives() -> None:
 def test_the_schema_names_every_kind_and_the_fields_the_wire_always_carries() -> None:
     schema = wire_schema()
     kinds = schema["$defs"]["MessageKind"]
-    assert kinds["enum"] == [k.value for k in MessageKind]
-    assert kinds["x-enum-varnames"] == [k.name for k in MessageKind]
+    assert set(kinds["enum"]) == {k.value for k in MessageKind} | {d.kind for d in registry.defs()}
+    assert len(kinds["enum"]) == len(set(kinds["enum"]))
+    assert kinds["x-enum-varnames"] == [k.upper() for k in kinds["enum"]]
+    names = schema["$defs"]["ActionType"]
+    assert names["enum"] == [d.name for d in registry.defs()]
     assert set(schema["required"]) == set(schema["properties"])
     meta = schema["$defs"]["Meta"]
     assert "json" in meta["properties"]  # the wire name, not the Python attribute json_
@@ -68,8 +74,8 @@ def test_the_committed_typescript_is_what_the_generator_makes_of_the_model(
     )
     generated = out.read_text(encoding="utf-8")
     assert TYPES.read_text(encoding="utf-8") == generated, FIX
-    for kind in MessageKind:
-        assert f"  {kind.name}: '{kind.value}'," in generated
+    for kind in wire_schema()["$defs"]["MessageKind"]["enum"]:
+        assert f"  {kind.upper()}: '{kind}'," in generated
 
 
 def test_the_schema_file_is_valid_json_with_a_message_at_its_root() -> None:

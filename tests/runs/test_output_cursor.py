@@ -52,6 +52,7 @@ def test_model_text_passes_and_a_gap_after_the_start_is_kept() -> None:
 def test_live_catch_up_is_the_kept_head_and_tail_at_their_offsets() -> None:
     sent: list[dict[str, Any]] = []
     live = Live(sent.append)
+    live.command_output("u", "terminal_run")
     live.output("u", "stdout", "a" * 10)
     live.output("u", "stderr", "err")
     assert sent[0]["offset"] == 0
@@ -59,6 +60,7 @@ def test_live_catch_up_is_the_kept_head_and_tail_at_their_offsets() -> None:
     [stdout, stderr] = live.catch_up()
     assert (stdout["text"], stdout["offset"], stderr["text"]) == ("a" * 10 + "b" * 5, 0, "err")
     small = Live(sent.append)
+    small.command_output("v", "terminal_run")
     small.output("v", "stdout", "0123456789")
     small._output["v"]["stdout"].keep = 4  # keep 4 characters of tail from now on
     small.output("v", "stdout", "abcdefgh")  # 18 in all: head 10, 4 cut, tail "efgh"

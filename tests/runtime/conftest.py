@@ -30,6 +30,7 @@ from backend.runtime.base import ActionResult, BaseRuntime
 from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
+from backend.runtime.names import BUILTIN
 from backend.runtime.sandboxing import sandbox_cgroups
 from tests.conftest import make_settings
 
@@ -108,13 +109,17 @@ def runtime_settings(tmp_path: Path, **overrides: Any) -> Settings:
 RuntimeFactory = Callable[..., BaseRuntime]
 
 
-RUNTIMES = [
-    "local",
-    pytest.param("local-bwrap", marks=pytest.mark.bwrap),
-    pytest.param("docker", marks=pytest.mark.docker),
-    # the docker runtime without its command runner: one `docker exec` per command
-    pytest.param("docker-exec", marks=pytest.mark.docker),
-]
+# How the contract suite runs each runtime of the registry (backend/runtime/names.py): a
+# runtime named here runs in each of its variants, any other one as ``make_runtime`` makes it.
+VARIANTS: dict[str, list[Any]] = {
+    "local": ["local", pytest.param("local-bwrap", marks=pytest.mark.bwrap)],
+    "docker": [
+        pytest.param("docker", marks=pytest.mark.docker),
+        # the docker runtime without its command runner: one `docker exec` per command
+        pytest.param("docker-exec", marks=pytest.mark.docker),
+    ],
+}
+RUNTIMES = [variant for name in BUILTIN for variant in VARIANTS.get(name, [name])]
 
 
 @pytest.fixture(params=RUNTIMES)

@@ -20,6 +20,7 @@ from backend.runtime import make_runtime, registry
 from backend.runtime.base import BaseRuntime, CommandOutput, OutputCallback, PromptNote, hand_output
 from backend.runtime.docker import DockerRuntime
 from backend.runtime.local import LocalRuntime
+from backend.runtime.names import BUILTIN
 from backend.runtime.sandboxing import SandboxConfigError, local_runtime_for_process
 from tests.agent.scripts import finish, plan_reply, run
 from tests.conftest import make_settings
@@ -89,10 +90,10 @@ def system_prompt(messages: list[dict[str, Any]]) -> str:
 
 
 def test_builtin_runtimes_load_by_name_in_their_order() -> None:
-    assert registry.names()[:2] == ["local", "docker"]
+    assert registry.names()[: len(BUILTIN)] == list(BUILTIN)
     assert registry.get("local") is LocalRuntime
     assert registry.get("docker") is DockerRuntime
-    with pytest.raises(registry.UnknownRuntime, match="one of local, docker"):
+    with pytest.raises(registry.UnknownRuntime, match=f"one of {', '.join(BUILTIN)}"):
         registry.get("nope")
 
 

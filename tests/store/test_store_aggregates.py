@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from backend.messages.kinds import FILE_ACTIONS, MessageKind
+from backend.actions import registry
+from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.store.protocols import (
     ConversationStore,
@@ -40,7 +41,8 @@ async def test_messages_filter_by_kind_given_as_enum_or_string(store: StoreProto
     cid, rid = await _run(store)
     for kind in ("question", "write_code", "terminal_run", "edit_file", "finish_summery"):
         await store.append_message(_msg(cid, rid, kind))
-    files = await store.messages(cid, action_types=FILE_ACTIONS)
+    writers = tuple(d.kind for d in registry.defs() if d.writes_files)
+    files = await store.messages(cid, action_types=writers)
     assert [m.meta.action_type for m in files] == ["write_code", "edit_file"]
     summary = await store.messages(cid, run_id=rid, action_types=(MessageKind.FINISH_SUMMERY,))
     assert [m.seq for m in summary] == [5]

@@ -19,10 +19,12 @@ from backend.actions.registry.core import (
     Handler,
     Offer,
     brief,
+    by_kind,
     defs,
     execute,
     get,
     kind_of,
+    kinds,
     lemonai_type,
     offered,
     on_change,
@@ -42,11 +44,14 @@ __all__ = [
     "Handler",
     "Offer",
     "brief",
+    "by_kind",
     "defs",
     "execute",
     "get",
     "kind_of",
+    "kinds",
     "lemonai_type",
+    "load_builtin",
     "offered",
     "on_change",
     "register",
@@ -56,7 +61,9 @@ __all__ = [
 ]
 
 
-def _load_builtin() -> None:
+def load_builtin() -> None:
+    """Register every ``ACTION`` of the modules in :mod:`builtin` (a module added there is
+    all a new action needs; loading again replaces what was registered)."""
     found: list[ActionDef] = []
     for info in pkgutil.iter_modules(builtin.__path__):
         module = importlib.import_module(f"{builtin.__name__}.{info.name}")
@@ -67,7 +74,7 @@ def _load_builtin() -> None:
         register(defn)
 
 
-_load_builtin()
+load_builtin()
 
 
 async def run_action(

@@ -3,8 +3,9 @@
 A definition carries everything the rest of the code needs to know about an action: its
 spec for the parser and the prompt, its handler, its label and running text, its approval
 class (docs/api.md "Runs that wait for a person"), its stream kind and how it shows in the CLI and
-the
-transcript. The loop dispatches through it; nothing else switches on action names.
+the transcript. The loop dispatches through it; nothing else switches on action names (a test
+scans backend/ for it), and the wire's enumerations of kinds and action names are made from
+the definitions (:mod:`backend.actions.registry.wire`).
 
     ACTION = ActionDef(spec=ActionSpec(...), kind="my_kind", handler=run_it)
     register(ACTION)          # builtin modules are registered when the package loads
@@ -118,6 +119,16 @@ class ActionDef:
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
     streams_output: bool = False  # gets live output deltas (terminal_run, mcp_tool progress)
+    # its live output is its result's output (a command's stdout/stderr: `planact run` then
+    # prints only the result's head); else live output is progress (an MCP tool's)
+    output_is_result: bool = False
+    # its result is the person's answer: where someone can answer, the task loop parks the run
+    # on the question (backend/agent/asking.py) instead of calling the handler
+    asks_person: bool = False
+    # what a person approving it is shown (backend/agent/asking.py): "command" (its command,
+    # whole), "diff" (the file change: the new ``spec.whole_file`` text, else old_str ->
+    # new_str), or "" (its params, one a line)
+    approval_view: str = ""
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
     order: int = 100  # where the prompt lists it
     lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
@@ -135,6 +146,8 @@ def register(defn: ActionDef) -> ActionDef:
     """Add (or replace) an action: the parser reads it, prompts may offer it."""
     _DEFS[defn.name] = defn
     model.KNOWN_ACTIONS[defn.name] = defn.spec
+    for alias in defn.spec.aliases:
+        model.ACTION_ALIASES[alias] = defn.name
     if defn.offer is None:
         model.ACTIONS[defn.name] = defn.spec
     else:
@@ -148,6 +161,8 @@ def unregister(name: str) -> None:
     _DEFS.pop(name, None)
     for table in (model.KNOWN_ACTIONS, model.ACTIONS, model.TOOL_ACTIONS):
         table.pop(name, None)
+    for alias in [a for a, n in model.ACTION_ALIASES.items() if n == name]:
+        del model.ACTION_ALIASES[alias]
     for refresh in _listeners:
         refresh()
 
@@ -163,6 +178,17 @@ def get(name: str) -> ActionDef | None:
 
 def defs() -> list[ActionDef]:
     return sorted(_DEFS.values(), key=lambda d: (d.order, d.name))
+
+
+def by_kind(kind: str) -> ActionDef | None:
+    """The action whose messages carry stream ``kind`` (the first in prompt order)."""
+    return next((defn for defn in defs() if defn.kind == kind), None)
+
+
+def kinds() -> list[str]:
+    """Every action's stream kind, in prompt order, each once (the wire enumeration's action
+    part)."""
+    return list(dict.fromkeys(defn.kind for defn in defs()))
 
 
 def kind_of(name: str) -> str:

@@ -15,18 +15,13 @@ from typing import Any
 import anyio
 import docker.errors
 
-from backend.runtime.base import (
-    CommandOutput,
-    HeadTail,
-    OutputCallback,
-    RuntimeUnavailable,
-    hand_output,
-)
+from backend.runtime.base import CommandOutput, OutputCallback, RuntimeUnavailable, hand_output
 from backend.runtime.docker.containers import KILL_GRACE, Sandbox, workdir
 from backend.runtime.docker.engine import API_ERRORS, ContainerGone, close_stream, is_gone
 from backend.runtime.docker.sandboxes import Sandboxes, out_of_memory
 from backend.runtime.docker.scripts import KILLER, SWEEPER, WRAPPER
 from backend.runtime.docker.tasks import shielded
+from backend.runtime.headtail import HeadTail
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,13 @@ import anyio
 import docker.errors
 from docker.utils.socket import frames_iter
 
-from backend.runtime.base import (
-    CommandOutput,
-    HeadTail,
-    OutputCallback,
-    RuntimeUnavailable,
-    hand_output,
-)
+from backend.runtime.base import CommandOutput, OutputCallback, RuntimeUnavailable, hand_output
 from backend.runtime.docker.containers import KILL_GRACE, SANDBOX_DIR, Sandbox, workdir
 from backend.runtime.docker.engine import API_ERRORS, ContainerGone, is_gone
 from backend.runtime.docker.sandboxes import FRESH, Sandboxes, out_of_memory
 from backend.runtime.docker.scripts import RUNNER
 from backend.runtime.docker.tasks import retrieve, settle, shielded
+from backend.runtime.headtail import HeadTail
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,8 @@ from pathlib import Path
 import anyio
 
 from backend.runtime import confined
-from backend.runtime.base import CommandOutput, HeadTail, OutputCallback, hand_output
+from backend.runtime.base import CommandOutput, OutputCallback, hand_output
+from backend.runtime.headtail import HeadTail
 
 INTERVAL = 0.1  # seconds between two samples of the workspace's size...
 COST_SHARE = 10  # ...at least ten times what the last sample took

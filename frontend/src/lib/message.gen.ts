@@ -21,15 +21,15 @@ export type MessageKind =
   | 'stop'
   | 'approval'
   | 'ask_user'
+  | 'summary'
   | 'write_code'
   | 'edit_file'
-  | 'read_file'
   | 'terminal_run'
+  | 'preview'
+  | 'read_file'
   | 'search'
   | 'browser'
   | 'mcp_tool'
-  | 'preview'
-  | 'summary'
 /**
  * What the model may ask for: the action's name in its reply (docs/tools.md).
  *
@@ -39,14 +39,14 @@ export type MessageKind =
 export type ActionType =
   | 'write_code'
   | 'edit_file'
-  | 'read_file'
   | 'terminal_run'
-  | 'finish'
+  | 'preview'
+  | 'read_file'
   | 'web_search'
   | 'web_fetch'
   | 'mcp_tool'
   | 'ask_user'
-  | 'preview'
+  | 'finish'
 
 export interface Message {
   role: MessageRole
@@ -95,26 +95,26 @@ export const MessageKind = {
   STOP: 'stop',
   APPROVAL: 'approval',
   ASK_USER: 'ask_user',
+  SUMMARY: 'summary',
   WRITE_CODE: 'write_code',
   EDIT_FILE: 'edit_file',
-  READ_FILE: 'read_file',
   TERMINAL_RUN: 'terminal_run',
+  PREVIEW: 'preview',
+  READ_FILE: 'read_file',
   SEARCH: 'search',
   BROWSER: 'browser',
   MCP_TOOL: 'mcp_tool',
-  PREVIEW: 'preview',
-  SUMMARY: 'summary',
 } as const
 
 export const ActionType = {
   WRITE_CODE: 'write_code',
   EDIT_FILE: 'edit_file',
-  READ_FILE: 'read_file',
   TERMINAL_RUN: 'terminal_run',
-  FINISH: 'finish',
+  PREVIEW: 'preview',
+  READ_FILE: 'read_file',
   WEB_SEARCH: 'web_search',
   WEB_FETCH: 'web_fetch',
   MCP_TOOL: 'mcp_tool',
   ASK_USER: 'ask_user',
-  PREVIEW: 'preview',
+  FINISH: 'finish',
 } as const

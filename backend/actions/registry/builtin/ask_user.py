@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.kinds import ActionType, MessageKind
+from backend.messages.kinds import MessageKind
 
 WHEN_TO_ASK = (
     "ask_user waits for the person's answer, which can take a long time: ask only for "
@@ -32,7 +32,8 @@ async def offer_if_someone_answers(ctx: ActionContext) -> Offer | None:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.ASK_USER,
+        name="ask_user",
+        aliases=("ask_followup_question", "ask_human"),
         description=(
             "Ask the person a question and wait for the answer (only for missing "
             "information you cannot find yourself)."
@@ -44,6 +45,7 @@ ACTION = ActionDef(
     kind=MessageKind.ASK_USER,
     handler=ask_user,
     offer=offer_if_someone_answers,
+    asks_person=True,
     running=lambda a: a.params.get("question", ""),
     describe=lambda a: f"ask_user {a.params.get('question', '')[:80]!r}",
     order=900,

@@ -6,7 +6,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
-from backend.messages.kinds import ActionType, MessageKind
 
 
 async def edit_file(ctx: ActionContext, action: Action) -> Done:
@@ -30,7 +29,8 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.EDIT_FILE,
+        name="edit_file",
+        aliases=("str_replace", "replace_in_file", "edit"),
         description=(
             "Replace one exact occurrence of old_str in an existing file with new_str "
             "(old_str must match the file exactly, whitespace included, and occur once; "
@@ -43,7 +43,7 @@ ACTION = ActionDef(
             "<new_str>print('hello')</new_str></edit_file>"
         ),
     ),
-    kind=MessageKind.EDIT_FILE,
+    kind="edit_file",
     handler=edit_file,
     approval="edits",
     running=lambda a: f"Editing {a.params.get('path', '')}",
@@ -53,6 +53,7 @@ ACTION = ActionDef(
     ),
     show=show,
     writes_files=True,
+    approval_view="diff",
     lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
     order=20,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
-from backend.messages.kinds import ActionType, MessageKind
+from backend.messages.kinds import MessageKind
 
 
 async def finish(ctx: ActionContext, action: Action) -> Done:
@@ -13,7 +13,8 @@ async def finish(ctx: ActionContext, action: Action) -> Done:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.FINISH,
+        name="finish",
+        aliases=("attempt_completion", "finish_task"),
         description="End the current task with a short note of what was done.",
         required=("message",),
         raw=("message",),

@@ -7,7 +7,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.kinds import ActionType, MessageKind
 
 FILES = "mcp_files"  # the workspace folder images and binary resources of results go to
 SCHEMA_CHARS = 2_000  # of each tool's input schema in the prompt
@@ -87,7 +86,8 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.MCP_TOOL,
+        name="mcp_tool",
+        aliases=("use_mcp_tool", "call_mcp_tool"),
         description=(
             "Call a tool of an MCP server by its name `server__tool`, with its arguments "
             "as a JSON object."
@@ -99,7 +99,7 @@ ACTION = ActionDef(
             "</arguments></mcp_tool>"
         ),
     ),
-    kind=MessageKind.MCP_TOOL,
+    kind="mcp_tool",
     handler=mcp_tool,
     approval="mcp",
     offer=offer,

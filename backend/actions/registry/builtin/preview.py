@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
-from backend.messages.kinds import ActionType, MessageKind
 
 if TYPE_CHECKING:
     from backend.previews.host import ServiceRuntime
@@ -85,7 +84,7 @@ def describe(action: Action) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.PREVIEW,
+        name="preview",
         description=(
             "Let the person use a web app, site or API you built: starts `command` as a "
             "service in the workspace that keeps running after this action, waits until it "
@@ -101,7 +100,7 @@ ACTION = ActionDef(
             "<preview><port>8080</port><command>python3 -m http.server 8080</command></preview>"
         ),
     ),
-    kind=MessageKind.PREVIEW,
+    kind="preview",
     handler=preview,
     approval="terminal",
     label=lambda a: f"preview port {a.params.get('port', '')}: {a.params.get('command', '')[:200]}",

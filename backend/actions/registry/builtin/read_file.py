@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
-from backend.messages.kinds import ActionType, MessageKind
 
 
 async def read_file(ctx: ActionContext, action: Action) -> Done:
@@ -13,12 +12,12 @@ async def read_file(ctx: ActionContext, action: Action) -> Done:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.READ_FILE,
+        name="read_file",
         description="Read a text file from the workspace.",
         required=("path",),
         example="<read_file><path>src/app.py</path></read_file>",
     ),
-    kind=MessageKind.READ_FILE,
+    kind="read_file",
     handler=read_file,
     running=lambda a: f"Reading {a.params.get('path', '')}",
     describe=lambda a: f"read_file {a.params.get('path', '')}",

@@ -6,7 +6,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
-from backend.messages.kinds import ActionType, MessageKind
 
 
 async def terminal_run(ctx: ActionContext, action: Action) -> Done:
@@ -47,7 +46,16 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.TERMINAL_RUN,
+        name="terminal_run",
+        aliases=(
+            "run_command",
+            "execute_command",
+            "run_terminal_cmd",
+            "run_shell_command",
+            "execute_bash",
+            "bash",
+            "shell",
+        ),
         description=(
             "Run a shell command in the workspace (or in cwd, relative to it). "
             "Returns the exit code, stdout and stderr. Long-running servers are killed "
@@ -58,7 +66,7 @@ ACTION = ActionDef(
         raw=("command",),
         example="<terminal_run><command>python3 src/app.py</command><cwd>.</cwd></terminal_run>",
     ),
-    kind=MessageKind.TERMINAL_RUN,
+    kind="terminal_run",
     handler=terminal_run,
     approval="terminal",
     label=lambda a: f"terminal_run: {a.params.get('command', '')[:200]}",
@@ -67,5 +75,7 @@ ACTION = ActionDef(
     show=show,
     shows_failure=True,
     streams_output=True,
+    output_is_result=True,
+    approval_view="command",
     order=30,
 )

@@ -7,7 +7,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.kinds import ActionType, MessageKind
 from backend.runtime.base import OUTPUT_CAP, cap_text
 
 SCREENSHOTS = "screenshots"  # the workspace folder rendered pages' screenshots go to
@@ -53,12 +52,13 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.WEB_FETCH,
+        name="web_fetch",
+        aliases=("fetch", "fetch_url", "browse", "open_url", "read_url"),
         description="Read a web page (or a PDF) as Markdown, with its title and links.",
         required=("url",),
         example="<web_fetch><url>https://docs.python.org/3/whatsnew/</url></web_fetch>",
     ),
-    kind=MessageKind.BROWSER,
+    kind="browser",
     handler=web_fetch,
     approval="web",
     offer=offer,

@@ -6,7 +6,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.kinds import ActionType, MessageKind
 from backend.runtime.base import cap_text
 
 
@@ -30,12 +29,13 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.WEB_SEARCH,
+        name="web_search",
+        aliases=("search", "websearch", "search_web", "google_search"),
         description="Search the web; returns titles, links and snippets.",
         required=("query",),
         example="<web_search><query>python 3.13 release notes</query></web_search>",
     ),
-    kind=MessageKind.SEARCH,
+    kind="search",
     handler=web_search,
     approval="web",
     offer=offer,

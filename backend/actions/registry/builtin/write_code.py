@@ -6,7 +6,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
-from backend.messages.kinds import ActionType, MessageKind
 
 SHOWN_CAP = 20_000  # characters of the written file its card carries (meta.json)
 
@@ -58,18 +57,21 @@ def show(content: str, data: list[dict[str, Any]]) -> str:
 
 ACTION = ActionDef(
     spec=ActionSpec(
-        name=ActionType.WRITE_CODE,
+        name="write_code",
+        aliases=("write_file", "create_file"),
         description="Create or overwrite a text file in the workspace with the exact content.",
         required=("path", "content"),
         raw=("content",),
+        whole_file="content",
         example="<write_code><path>src/app.py</path><content>\nprint('hi')\n</content></write_code>",
     ),
-    kind=MessageKind.WRITE_CODE,
+    kind="write_code",
     handler=write_code,
     approval="edits",
     running=lambda a: f"Writing {a.params.get('path', '')}",
     describe=describe,
     show=show,
     writes_files=True,
+    approval_view="diff",
     order=10,
 )

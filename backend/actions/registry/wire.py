@@ -1,0 +1,49 @@
+"""The wire's enumerations, made from the action registry: the message kinds (the run's own,
+:class:`~backend.messages.kinds.MessageKind`, then every action's stream kind) and the action
+names. The web UI's TypeScript types are generated from them (``make frontend``):
+
+    python -m backend.actions.registry.wire > frontend/src/lib/message.schema.json
+
+A new action in the registry is a new member of both with nothing else edited (its kind, when
+it is a new one, and its name); tests/messages/test_wire_types.py fails until the committed
+files are regenerated.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from backend.actions.registry import core
+from backend.messages.kinds import MessageKind
+from backend.messages.schema import WireEnum, dumps, message_schema
+
+ACTION_TYPE_DOC = "What the model may ask for: the action's name in its reply (docs/tools.md)."
+
+
+def message_kinds() -> WireEnum:
+    """Every ``meta.action_type`` on the wire: the run's own kinds, then the actions' (in
+    prompt order, each once)."""
+    members = [(kind.name, kind.value) for kind in MessageKind]
+    own = {kind.value for kind in MessageKind}
+    members += [(kind.upper(), kind) for kind in core.kinds() if kind not in own]
+    return WireEnum("MessageKind", (MessageKind.__doc__ or "").strip(), tuple(members))
+
+
+def action_types() -> WireEnum:
+    """Every registered action's name, in prompt order."""
+    names = tuple((d.name.upper(), d.name) for d in core.defs())
+    return WireEnum("ActionType", ACTION_TYPE_DOC, names)
+
+
+def wire_schema() -> dict[str, Any]:
+    """The Message's JSON Schema with both enumerations."""
+    return message_schema((message_kinds(), action_types()))
+
+
+def main() -> None:
+    sys.stdout.write(dumps(wire_schema()))
+
+
+if __name__ == "__main__":
+    main()
