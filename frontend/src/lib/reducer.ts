@@ -451,25 +451,23 @@ function dropLive(view: ConversationView, runId: string): void {
 }
 
 export function applyEnd(view: ConversationView, end: EndEvent): ConversationView {
-  const turn = turnFor(view, end.run_id || '')
-  turn.endStatus = normRunStatus(end.status)
+  const turn = turnFor(view, end.run_id)
+  turn.endStatus = end.status
   dropLive(view, turn.runId)
   return view
 }
 
-export function applyRunStatus(view: ConversationView, runId: string, status: string): void {
+/** A run's status as GET /api/conversations/{id} gives it: `running` and `waiting` are no
+ * end (the run goes on, or waits for the person); the others are. */
+export function applyRunStatus(view: ConversationView, runId: string, status: RunStatus): void {
   const turn = view.turns.find((t) => t.runId === runId)
   if (!turn) return
-  const s = normRunStatus(status)
-  turn.endStatus = s === 'running' ? null : s
+  turn.endStatus = isRunOpen(status) ? null : status
 }
 
-export function normRunStatus(s: string): RunStatus {
-  const v = (s || '').toLowerCase()
-  if (v === 'completed' || v === 'success' || v === 'succeeded' || v === 'done') return 'completed'
-  if (v === 'failed' || v === 'failure' || v === 'error') return 'failed'
-  if (v === 'stopped' || v === 'cancelled' || v === 'canceled') return 'stopped'
-  return 'running'
+/** The run has not ended: it runs, or waits for the person. */
+export function isRunOpen(status: RunStatus): boolean {
+  return status === 'running' || status === 'waiting'
 }
 
 /** What the turn's badge says. */
