@@ -36,6 +36,7 @@ from backend.api.models import (
 )
 from backend.api.previews import PreviewOut
 from backend.messages.schema import _name_enums_drop_titles, dumps
+from backend.tools.mcp.parts import McpCall
 
 # what the web UI reads; their nested models (runs, usage, tools…) come with them
 ANSWERS: tuple[type[BaseModel], ...] = (
@@ -55,20 +56,24 @@ ANSWERS: tuple[type[BaseModel], ...] = (
     McpServerState,
     ErrorBody,
 )
+# what messages carry in meta.json (docs/api.md "Tools")
+PAYLOADS: tuple[type[BaseModel], ...] = (McpCall,)
 
 
 def api_schema() -> dict[str, Any]:
-    """One document: every answer under ``$defs``, the root a union of them."""
+    """One document: every answer and payload under ``$defs``, the root a union of them."""
+    models = (*ANSWERS, *PAYLOADS)
     refs, top = models_json_schema(
-        [(model, "serialization") for model in ANSWERS], ref_template="#/$defs/{model}"
+        [(model, "serialization") for model in models], ref_template="#/$defs/{model}"
     )
     defs: dict[str, Any] = top["$defs"]
     for model in defs.values():
         _name_enums_drop_titles(model)
     return {
-        "title": "ApiAnswer",
-        "description": "An answer of the API (docs/api.md): the web UI reads these.",
-        "anyOf": [refs[(model, "serialization")] for model in ANSWERS],
+        "title": "WireShape",
+        "description": "An answer of the API or a message's meta.json (docs/api.md): the "
+        "web UI reads these.",
+        "anyOf": [refs[(model, "serialization")] for model in models],
         "$defs": defs,
     }
 

@@ -2,9 +2,9 @@
 // Do not edit: change the Python model, then `make frontend` (or `npm run gen:api-types`).
 
 /**
- * An answer of the API (docs/api.md): the web UI reads these.
+ * An answer of the API or a message's meta.json (docs/api.md): the web UI reads these.
  */
-export type ApiAnswer =
+export type WireShape =
   | Health
   | ServerSettings
   | ModelCheck
@@ -20,6 +20,7 @@ export type ApiAnswer =
   | PreviewOut
   | McpServerState
   | ErrorBody
+  | McpCall
 export type ConversationSummaryStatus =
   'idle' | 'running' | 'waiting' | 'completed' | 'failed' | 'stopped'
 export type ConversationDetailStatus =
@@ -28,6 +29,7 @@ export type RunInfoStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'st
 export type EndEventStatus = 'completed' | 'failed' | 'stopped'
 export type PreviewOutState = 'starting' | 'ready' | 'stopped' | 'failed'
 export type McpServerStateState = 'ready' | 'starting' | 'failed'
+export type BinaryPartType = 'image' | 'audio' | 'resource'
 
 export interface Health {
   status: 'ok'
@@ -211,4 +213,41 @@ export interface ErrorDetail {
    * What went wrong, in plain words.
    */
   message: string
+}
+/**
+ * The ``meta.json[0]`` of a finished ``mcp_tool`` message.
+ */
+export interface McpCall {
+  name: string
+  arguments: unknown
+  parts: (TextPart | BinaryPart | TextResourcePart | ResourceLinkPart)[]
+}
+export interface TextPart {
+  type: 'text'
+  text: string
+}
+/**
+ * An image, audio or binary resource: saved as a file (``filepath``), kept inline as
+ * base64 (``data``, without a folder to save it in), or not kept (``error``).
+ */
+export interface BinaryPart {
+  type: BinaryPartType
+  mime_type: string | null
+  size?: number | null
+  filepath?: string | null
+  data?: string | null
+  error?: string | null
+  uri?: string | null
+}
+export interface TextResourcePart {
+  type: 'resource'
+  uri: string
+  mime_type: string | null
+  text: string
+}
+export interface ResourceLinkPart {
+  type: 'resource_link'
+  uri: string
+  name: string
+  mime_type: string | null
 }

@@ -12,6 +12,7 @@ export type {
   DeltaEvent,
   EndEvent,
   Health,
+  McpCall,
   ModelCheck,
   PreviewOut,
   RunInfo,
