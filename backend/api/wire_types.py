@@ -36,6 +36,7 @@ from backend.api.models import (
 )
 from backend.api.previews import PreviewOut
 from backend.messages.schema import _name_enums_drop_titles, dumps
+from backend.messages.tasks import PlanTask
 from backend.tools.mcp.parts import McpCall
 
 # what the web UI reads; their nested models (runs, usage, tools…) come with them
@@ -57,7 +58,7 @@ ANSWERS: tuple[type[BaseModel], ...] = (
     ErrorBody,
 )
 # what messages carry in meta.json (docs/api.md "Tools")
-PAYLOADS: tuple[type[BaseModel], ...] = (McpCall,)
+PAYLOADS: tuple[type[BaseModel], ...] = (PlanTask, McpCall)
 
 
 def api_schema() -> dict[str, Any]:

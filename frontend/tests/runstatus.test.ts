@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest'
 import { applyEnd, applyRunStatus, buildView, isRunOpen, turnStatus } from '../src/lib/reducer'
 import type { EndEvent, RunStatus } from '../src/lib/types'
-import { fullRun, resetSeq } from './fixtures'
+import { fullRun, msg, resetSeq } from './fixtures'
 
 // The run statuses are the server's (RunInfo.status, EndEvent.status in api.gen.ts): the UI
 // reads them as they are and knows no others ('success', 'done', 'cancelled' are not sent).
@@ -35,5 +35,23 @@ describe('a run status as the server sends it', () => {
     // @ts-expect-error nor is 'cancelled'
     const end: EndEvent = { conversation_id: 'c1', run_id: 'r1', status: 'cancelled' }
     expect(end.run_id).toBe('r1')
+  })
+})
+
+describe('a task status as the server sends it (PlanTask.status)', () => {
+  const task = { id: '1', title: 'Write it', description: '', requirement: '' }
+
+  it('reads pending, running, completed and failed as they are', () => {
+    for (const status of ['pending', 'running', 'completed', 'failed'] as const) {
+      const view = buildView([msg('plan', '', { meta: { json: [{ ...task, status }] } })])
+      expect(view.turns[0].tasks?.[0].status).toBe(status)
+    }
+  })
+
+  it('guesses no other words: a status the server never sends is no status', () => {
+    for (const status of ['success', 'done', 'failure', 'error']) {
+      const view = buildView([msg('plan', '', { meta: { json: [{ ...task, status }] } })])
+      expect(view.turns[0].tasks?.[0].status).toBe('pending')
+    }
   })
 })

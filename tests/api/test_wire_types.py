@@ -33,11 +33,12 @@ from backend.api.models import (
     ModelCheck,
     ServerSettings,
 )
-from backend.api.wire_types import ANSWERS, api_schema
+from backend.api.wire_types import ANSWERS, PAYLOADS, api_schema
 from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
 from backend.messages.schema import dumps
+from backend.messages.tasks import PlanTask
 from tests.agent.scripts import finish, plan_reply, run
 from tests.sse_client import collect
 
@@ -55,7 +56,7 @@ def test_the_committed_api_schema_is_what_the_models_give() -> None:
 def test_the_api_schema_holds_every_answer_the_ui_reads() -> None:
     schema = api_schema()
     defs = schema["$defs"]
-    assert {m.__name__ for m in ANSWERS} <= set(defs)
+    assert {m.__name__ for m in (*ANSWERS, *PAYLOADS)} <= set(defs)
     # the run statuses the server sends, and only those (the UI guessed at more)
     assert defs["RunInfo"]["properties"]["status"]["enum"] == [
         "running",
@@ -97,7 +98,7 @@ def test_the_committed_api_typescript_is_what_the_generator_makes(tmp_path: Path
     subprocess.run(command, cwd=FRONTEND, check=True, timeout=120)
     generated = out.read_text(encoding="utf-8")
     assert TYPES.read_text(encoding="utf-8") == generated, FIX
-    for model in ANSWERS:
+    for model in (*ANSWERS, *PAYLOADS):
         assert f"export interface {model.__name__} {{" in generated
 
 
@@ -148,6 +149,19 @@ def test_the_answers_of_a_run_are_exactly_their_models(settings: Settings) -> No
         assert detail.usage.stages["planning"].calls == 1
         assert detail.total_tokens == detail.usage.total.total_tokens > 0
         assert detail.runs[0].total_tokens == detail.total_tokens
+
+        # the plan's and each task message's meta.json: tasks exactly as PlanTask dumps them
+        stored = client.get(f"/api/conversations/{cid}/messages").json()
+        tasks = [
+            task
+            for m in stored
+            if m["meta"]["action_type"] in ("plan", "task")
+            for task in m["meta"]["json"]
+        ]
+        assert (
+            tasks and [PlanTask.model_validate(t, strict=True).model_dump() for t in tasks] == tasks
+        )
+        assert {t["status"] for t in tasks} == {"pending", "running", "completed"}
 
         listed = exactly(list[ConversationSummary], client.get("/api/conversations").content)
         assert [c.conversation_id for c in listed] == [cid]

@@ -20,6 +20,7 @@ export type WireShape =
   | PreviewOut
   | McpServerState
   | ErrorBody
+  | PlanTask
   | McpCall
 export type ConversationSummaryStatus =
   'idle' | 'running' | 'waiting' | 'completed' | 'failed' | 'stopped'
@@ -29,6 +30,7 @@ export type RunInfoStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'st
 export type EndEventStatus = 'completed' | 'failed' | 'stopped'
 export type PreviewOutState = 'starting' | 'ready' | 'stopped' | 'failed'
 export type McpServerStateState = 'ready' | 'starting' | 'failed'
+export type PlanTaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 export type BinaryPartType = 'image' | 'audio' | 'resource'
 
 export interface Health {
@@ -213,6 +215,13 @@ export interface ErrorDetail {
    * What went wrong, in plain words.
    */
   message: string
+}
+export interface PlanTask {
+  id: string
+  title: string
+  description: string
+  requirement: string
+  status: PlanTaskStatus
 }
 /**
  * The ``meta.json[0]`` of a finished ``mcp_tool`` message.

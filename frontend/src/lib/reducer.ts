@@ -16,10 +16,11 @@
 
 import type { Delta } from './sse'
 import { MessageKind } from './types'
-import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
+import type { EndEvent, FileInfo, Message, Meta, PlanTask, RunStatus } from './types'
 import { isPendingWait, isWaitMessage } from './waits'
 
-export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
+/** what the server sends in a plan's or task's meta.json (PlanTask, generated) */
+export type TaskStatus = PlanTask['status']
 
 export interface TaskView {
   id: string
@@ -104,12 +105,11 @@ function str(v: unknown): string {
   return v === null || v === undefined ? '' : String(v)
 }
 
+const TASK_STATUSES: readonly string[] = ['pending', 'running', 'completed', 'failed'] satisfies TaskStatus[]
+
+/** A task's status as the server sends it (PlanTask.status), else the fallback. */
 function normTaskStatus(v: unknown, fallback: TaskStatus): TaskStatus {
-  const s = str(v).toLowerCase()
-  if (s === 'pending' || s === 'running' || s === 'completed' || s === 'failed') return s
-  if (s === 'success' || s === 'done') return 'completed'
-  if (s === 'failure' || s === 'error') return 'failed'
-  return fallback
+  return typeof v === 'string' && TASK_STATUSES.includes(v) ? (v as TaskStatus) : fallback
 }
 
 function taskFromJson(raw: unknown, i: number): TaskView {

@@ -13,6 +13,7 @@ export type {
   EndEvent,
   Health,
   McpCall,
+  PlanTask,
   ModelCheck,
   PreviewOut,
   RunInfo,
