@@ -53,3 +53,20 @@ frontend-types: $(MESSAGE_TYPES)
 
 # the build uses the generated types: regenerate them first when the model changed
 frontend/dist/index.html: $(MESSAGE_TYPES)
+
+# typed payloads: the API's answers take the same road as the message model, from their
+# models (backend/api/wire_types.py) to frontend/src/lib/api.gen.ts; both files are
+# committed and tests/api/test_wire_types.py fails when they differ from the models.
+API_SCHEMA := frontend/src/lib/api.schema.json
+API_TYPES := frontend/src/lib/api.gen.ts
+API_MODELS := backend/api/wire_types.py backend/api/models.py backend/api/previews.py \
+	backend/store/shapes.py backend/tools/mcp/parts.py backend/messages/tasks.py
+
+$(API_SCHEMA): $(API_MODELS) | .venv/.synced
+	@.venv/bin/python -m backend.api.wire_types > $@.tmp && mv $@.tmp $@
+
+$(API_TYPES): $(API_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
+	@cd frontend && $(NPM) run --silent gen:api-types
+
+frontend-types: $(API_TYPES)
+frontend/dist/index.html: $(API_TYPES)

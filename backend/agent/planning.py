@@ -13,6 +13,7 @@ from backend.agent.plan_parse import PlanFormatError, parse_plan, reply_words
 from backend.agent.prompts import render
 from backend.agent.unusable import shown, unusable_message
 from backend.messages.message import Message
+from backend.messages.tasks import task_dict
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
@@ -63,13 +64,13 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
             messages.append({"role": "user", "content": last_error})
             continue
         tasks = [
-            {
-                "id": uuid.uuid4().hex[:12],
-                "title": t["title"].strip()[:300] or f"Task {i + 1}",
-                "description": t.get("description", "").strip(),
-                "requirement": t.get("requirement", "").strip(),
-                "status": "pending",
-            }
+            task_dict(
+                uuid.uuid4().hex[:12],
+                t["title"].strip()[:300] or f"Task {i + 1}",
+                t.get("description", "").strip(),
+                t.get("requirement", "").strip(),
+                "pending",
+            )
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
         return prose.strip(), tasks, reply_uuid

@@ -14,6 +14,7 @@ from backend.api.errors import ApiError
 if TYPE_CHECKING:
     from backend.runs import RunManager
     from backend.store.repo import Store
+    from backend.store.shapes import ConversationDetail
 
 MAX_BODY = 1024 * 1024
 MAX_DEPTH = 64  # nesting of arrays/objects in a JSON body
@@ -179,7 +180,7 @@ def seq_param(raw: str | None, name: str) -> int:
     return min(int(text), MAX_SEQ)
 
 
-async def conversation_or_404(request: Request, cid: str) -> dict[str, Any]:
+async def conversation_or_404(request: Request, cid: str) -> ConversationDetail:
     if not _ID.fullmatch(cid):
         raise ApiError(404, f"No conversation {cid[:80]!r}.")
     conv = await store(request).get_conversation(user_id(request), cid)

@@ -36,7 +36,8 @@ async def list_conversations(request: Request) -> Response:
         raise ApiError(400, f"'q' is longer than {QUERY_LIMIT} characters.")
     if "\x00" in q:
         raise ApiError(400, "'q' may not contain NUL.")
-    return JSONResponse(await store(request).list_conversations(user_id(request), q))
+    found = await store(request).list_conversations(user_id(request), q)
+    return JSONResponse([c.model_dump() for c in found])
 
 
 @operation(
@@ -54,7 +55,7 @@ async def rename_conversation(request: Request) -> Response:
         raise ApiError(400, "'title' may not be empty.")
     if not await store(request).rename_conversation(user_id(request), cid, title):
         raise ApiError(404, f"No conversation {cid!r}.")
-    return JSONResponse(await conversation_or_404(request, cid))
+    return JSONResponse((await conversation_or_404(request, cid)).model_dump())
 
 
 @operation(
@@ -64,7 +65,8 @@ async def rename_conversation(request: Request) -> Response:
     errors=(404,),
 )
 async def get_conversation(request: Request) -> Response:
-    return JSONResponse(await conversation_or_404(request, request.path_params["cid"]))
+    conv = await conversation_or_404(request, request.path_params["cid"])
+    return JSONResponse(conv.model_dump())
 
 
 @operation(

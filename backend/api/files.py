@@ -174,7 +174,7 @@ async def download_zip(request: Request) -> Response:
     except BaseException:
         slots.give()
         raise
-    name = zip_name(conv.get("title") or "", cid)  # named after the title
+    name = zip_name(conv.title, cid)  # named after the title
     headers = {
         "Content-Disposition": attachment_header(name),
         **DOWNLOAD_HEADERS,

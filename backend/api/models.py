@@ -8,12 +8,32 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.messages.message import Message
+from backend.store.shapes import (
+    ConversationDetail,
+    ConversationStatus,
+    ConversationSummary,
+    RunInfo,
+    RunStatus,
+    RunWait,
+    UsageFigures,
+    UsageSummary,
+)
+
+__all__ = [
+    "ConversationDetail",
+    "ConversationStatus",
+    "ConversationSummary",
+    "RunInfo",
+    "RunStatus",
+    "RunWait",
+    "UsageFigures",
+    "UsageSummary",
+]
 
 # ids are uuid4 hex; the API answers 404 for anything that cannot be one (backend/api/common)
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # a message seq in a query parameter or header (seq_param in backend/api/common)
 SEQ = {"type": "string", "pattern": r"^\s*[0-9]{1,18}\s*$"}
-RunStatus = Literal["running", "waiting", "completed", "failed", "stopped"]
 ApprovalMode = Literal["never", "risky", "always"]
 
 
@@ -133,64 +153,6 @@ class FileEntry(BaseModel):
 class ConversationCreated(BaseModel):
     conversation_id: str
     title: str
-
-
-class ConversationSummary(BaseModel):
-    conversation_id: str
-    title: str
-    status: str
-    created_at: str | None
-    updated_at: str | None
-
-
-class RunWait(BaseModel):
-    uuid: str
-    kind: str | None
-
-
-class RunInfo(BaseModel):
-    run_id: str
-    conversation_id: str
-    goal: str
-    mode: str
-    runtime: str
-    status: RunStatus
-    error: str | None
-    task_type: str | None
-    model: str | None
-    created_at: str | None
-    ended_at: str | None
-    owner: str | None
-    stop_requested: bool
-    resumes: int
-    repeated_calls: int
-    mcp_servers: list[str] | None
-    approval: str
-    can_ask: bool
-    wait: RunWait | None
-    total_tokens: int
-
-
-class UsageFigures(BaseModel):
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    cost: float | None
-
-
-class UsageSummary(BaseModel):
-    total: UsageFigures
-    stages: dict[str, UsageFigures]
-
-
-class ConversationDetail(ConversationSummary):
-    runs: list[RunInfo]
-    usage: UsageSummary
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    cost: float | None
 
 
 class Deleted(BaseModel):

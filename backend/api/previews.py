@@ -36,7 +36,7 @@ def host_of(request: Request) -> PreviewHost:
     return host
 
 
-async def preview_out(host: PreviewHost, row: dict[str, Any]) -> dict[str, Any]:
+async def preview_out(host: PreviewHost, row: dict[str, Any]) -> PreviewOut:
     row = await host.fresh(row)
     return PreviewOut(
         name=row["name"],
@@ -46,7 +46,7 @@ async def preview_out(host: PreviewHost, row: dict[str, Any]) -> dict[str, Any]:
         state=row["state"],
         started_at=iso(row["started_at"]),
         log=host.log_of(row),
-    ).model_dump()
+    )
 
 
 @operation(
@@ -67,7 +67,7 @@ async def list_previews(request: Request) -> Response:
     await conversation_or_404(request, cid)
     host = host_of(request)
     rows = await host.rows(cid)
-    return JSONResponse([await preview_out(host, r) for r in rows])
+    return JSONResponse([(await preview_out(host, r)).model_dump() for r in rows])
 
 
 async def _named(request: Request) -> tuple[PreviewHost, dict[str, Any]]:
@@ -89,7 +89,7 @@ async def _named(request: Request) -> tuple[PreviewHost, dict[str, Any]]:
 async def stop_preview(request: Request) -> Response:
     host, row = await _named(request)
     await host.stop(row["conversation_id"], row["name"])
-    return JSONResponse(await preview_out(host, await _again(request, row)))
+    return JSONResponse((await preview_out(host, await _again(request, row))).model_dump())
 
 
 @operation(
@@ -113,7 +113,7 @@ async def restart_preview(request: Request) -> Response:
         path=row["path"],
         command=row["command"],
     )
-    return JSONResponse(await preview_out(host, await _again(request, row)))
+    return JSONResponse((await preview_out(host, await _again(request, row))).model_dump())
 
 
 async def _again(request: Request, row: dict[str, Any]) -> dict[str, Any]:

@@ -155,7 +155,7 @@ UPLOAD_FORM = {
 async def upload_files(request: Request) -> Response:
     cid = request.path_params["cid"]
     conv = await conversation_or_404(request, cid)
-    if any(r.get("status") in ("running", "waiting") for r in conv.get("runs", [])):
+    if any(r.status in ("running", "waiting") for r in conv.runs):
         raise ApiError(409, "A run is active in this conversation: upload when it has ended.")
     ctype = request.headers.get("content-type", "")
     if not ctype.lower().startswith("multipart/form-data"):

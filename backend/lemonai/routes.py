@@ -34,6 +34,7 @@ from backend.lemonai.translate import conversation, lemon_mode, translate_all
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.runtime.paths import SANDBOX_ROOT
+from backend.store.shapes import ConversationDetail
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def string_field(body: dict[str, Any], name: str, *, required: bool = False) -> 
     return value
 
 
-async def conversation_or_404(request: Request, cid: str) -> dict[str, Any]:
+async def conversation_or_404(request: Request, cid: str) -> ConversationDetail:
     conv = await services(request).get_conversation(user(request), cid)
     if conv is None:
         raise LemonError(404, f"No conversation {cid!r}.")
@@ -159,9 +160,7 @@ async def create_twins(request: Request) -> Response:
     body = await read_json(request)
     cid = string_field(body, "conversation_id", required=True) or ""
     conv = await conversation_or_404(request, cid)
-    twin = await services(request).create_conversation(
-        user(request), f"Chat: {conv.get('title') or cid}"
-    )
+    twin = await services(request).create_conversation(user(request), f"Chat: {conv.title or cid}")
     return ok(conversation(await conversation_or_404(request, twin), AGENT_ID))
 
 

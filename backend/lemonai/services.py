@@ -15,12 +15,13 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from backend.messages.message import Message
 from backend.runs.feed import FeedEvent, run_feed
 from backend.runtime.paths import PathEscapeError
 from backend.store.repo import ConflictError, NotFoundError
+from backend.store.shapes import ConversationDetail, ConversationSummary
 from backend.uploads import (
     MB,
     UploadError,
@@ -95,10 +96,10 @@ class Services:
     async def create_conversation(self, user_id: str, title: str) -> str:
         return await self.store.create_conversation(user_id, title)
 
-    async def get_conversation(self, user_id: str, cid: str) -> dict[str, Any] | None:
+    async def get_conversation(self, user_id: str, cid: str) -> ConversationDetail | None:
         return await self.store.get_conversation(user_id, cid)
 
-    async def list_conversations(self, user_id: str) -> list[dict[str, Any]]:
+    async def list_conversations(self, user_id: str) -> list[ConversationSummary]:
         return await self.store.list_conversations(user_id)
 
     async def rename_conversation(self, user_id: str, cid: str, title: str) -> bool:
@@ -138,9 +139,9 @@ class Services:
         conv = await self.store.get_conversation(user_id, cid)
         if conv is None:
             raise NotFoundError(cid)
-        for run in reversed(conv.get("runs", [])):
-            if run["status"] in ("running", "waiting"):
-                return str(run["run_id"])
+        for run in reversed(conv.runs):
+            if run.status in ("running", "waiting"):
+                return run.run_id
         return None
 
     async def stop_run(self, run_id: str, wait: float = STOP_WAIT) -> str:

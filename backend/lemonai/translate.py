@@ -13,6 +13,7 @@ from typing import Any
 from backend.actions import registry as actions
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
+from backend.store.shapes import ConversationDetail, ConversationSummary
 
 # the client's work modes -> planact's run modes
 MODES = {"twins": "auto", "task": "agent", "auto": "auto", "chat": "chat", "agent": "agent"}
@@ -45,16 +46,17 @@ def lemon_status(status: str) -> str:
     return "running" if status in ("running", "idle", "waiting") else "done"
 
 
-def conversation(conv: dict[str, Any], agent_id: int) -> dict[str, Any]:
-    """A planact conversation as a LemonAI conversation row."""
-    created = conv.get("created_at")
-    updated = conv.get("updated_at") or created
+def conversation(conv: ConversationSummary, agent_id: int) -> dict[str, Any]:
+    """A planact conversation as a LemonAI conversation row (a listed one has no tokens)."""
+    created = conv.created_at
+    updated = conv.updated_at or created
+    spent = conv if isinstance(conv, ConversationDetail) else None
     return {
-        "conversation_id": conv["conversation_id"],
-        "title": conv.get("title") or "",
-        "content": conv.get("title") or "",
-        "status": lemon_status(str(conv.get("status", ""))),
-        "planact_status": conv.get("status", ""),
+        "conversation_id": conv.conversation_id,
+        "title": conv.title,
+        "content": conv.title,
+        "status": lemon_status(conv.status),
+        "planact_status": conv.status,
         "mode_type": "task",
         "agent_id": agent_id,
         "model_id": None,
@@ -64,8 +66,8 @@ def conversation(conv: dict[str, Any], agent_id: int) -> dict[str, Any]:
         "is_public": False,
         "create_at": created,
         "update_at": updated,
-        "input_tokens": int(conv.get("prompt_tokens") or 0),
-        "output_tokens": int(conv.get("completion_tokens") or 0),
+        "input_tokens": spent.prompt_tokens if spent else 0,
+        "output_tokens": spent.completion_tokens if spent else 0,
     }
 
 

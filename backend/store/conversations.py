@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Connection, Table, delete, func, insert, select, update
 from sqlalchemy.orm import Session
@@ -18,6 +18,12 @@ from backend.store.base import (
     new_id,
 )
 from backend.store.runs import run_dict
+from backend.store.shapes import (
+    ConversationDetail,
+    ConversationStatus,
+    ConversationSummary,
+    RunInfo,
+)
 from backend.store.tables import Conversation, FileRow, MessageRow, Run, Task, Usage, utcnow
 from backend.store.usage import run_tokens, usage_summary
 
@@ -46,35 +52,35 @@ class SqlConversations(StoreBase):
 
         return await self._core(fn)
 
-    async def get_conversation(self, user_id: str, cid: str) -> dict[str, Any] | None:
-        def fn(s: Session) -> dict[str, Any] | None:
+    async def get_conversation(self, user_id: str, cid: str) -> ConversationDetail | None:
+        def fn(s: Session) -> ConversationDetail | None:
             conv = s.get(Conversation, cid)
             if conv is None or conv.user_id != user_id:
                 return None
-            out = _conversation_dict(conv)
             runs = s.scalars(
                 select(Run).where(Run.conversation_id == cid).order_by(Run.created_at)
             ).all()
-            out["runs"] = [run_dict(r) for r in runs]
             spent = run_tokens(s, cid)
-            for run in out["runs"]:  # each run's own tokens, beside the conversation's
-                run["total_tokens"] = spent.get(run["run_id"], 0)
-            out["usage"] = usage_summary(s, Usage.conversation_id == cid)
-            out.update(
-                {
-                    k: out["usage"]["total"][k]
-                    for k in ("prompt_tokens", "completion_tokens", "total_tokens", "cost")
-                }
+            usage = usage_summary(s, Usage.conversation_id == cid)
+            total = usage.total
+            return ConversationDetail(
+                **_conversation(conv).model_dump(),
+                # each run's own tokens, beside the conversation's
+                runs=[RunInfo(**run_dict(r), total_tokens=spent.get(r.id, 0)) for r in runs],
+                usage=usage,
+                prompt_tokens=total.prompt_tokens,
+                completion_tokens=total.completion_tokens,
+                total_tokens=total.total_tokens,
+                cost=total.cost,
             )
-            return out
 
         return await self._run(fn)
 
-    async def list_conversations(self, user_id: str, q: str = "") -> list[dict[str, Any]]:
+    async def list_conversations(self, user_id: str, q: str = "") -> list[ConversationSummary]:
         """Newest first; ``q`` keeps those whose title or one of whose goals contains it
         (case-insensitive, taken literally)."""
 
-        def fn(s: Session) -> list[dict[str, Any]]:
+        def fn(s: Session) -> list[ConversationSummary]:
             query = select(Conversation).where(Conversation.user_id == user_id)
             if q.strip():
                 pattern = "%" + _escape_like(q.strip().lower()) + "%"
@@ -92,7 +98,7 @@ class SqlConversations(StoreBase):
             rows = s.scalars(
                 query.order_by(Conversation.updated_at.desc(), Conversation.created_at.desc())
             ).all()
-            return [_conversation_dict(c) for c in rows]
+            return [_conversation(c) for c in rows]
 
         return await self._run(fn)
 
@@ -185,11 +191,11 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _conversation_dict(c: Conversation) -> dict[str, Any]:
-    return {
-        "conversation_id": c.id,
-        "title": c.title,
-        "status": c.status,
-        "created_at": iso(c.created_at),
-        "updated_at": iso(c.updated_at),
-    }
+def _conversation(c: Conversation) -> ConversationSummary:
+    return ConversationSummary(
+        conversation_id=c.id,
+        title=c.title,
+        status=cast(ConversationStatus, c.status),
+        created_at=iso(c.created_at),
+        updated_at=iso(c.updated_at),
+    )

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from backend.messages.message import Message
+from backend.store.shapes import ConversationDetail, ConversationSummary, UsageSummary
 
 
 @runtime_checkable
@@ -20,8 +21,8 @@ class ConversationStore(Protocol):
     """Conversations, their titles and the files of their workspace."""
 
     async def create_conversation(self, user_id: str, title: str) -> str: ...
-    async def get_conversation(self, user_id: str, cid: str) -> dict[str, Any] | None: ...
-    async def list_conversations(self, user_id: str, q: str = "") -> list[dict[str, Any]]:
+    async def get_conversation(self, user_id: str, cid: str) -> ConversationDetail | None: ...
+    async def list_conversations(self, user_id: str, q: str = "") -> list[ConversationSummary]:
         """Newest first; ``q`` keeps those whose title or one of whose goals contains it
         (case-insensitive, taken literally)."""
 
@@ -174,7 +175,7 @@ class UsageStore(Protocol):
         completion_tokens: int,
         cost: float | None,
     ) -> None: ...
-    async def run_usage(self, run_id: str) -> dict[str, Any]: ...
+    async def run_usage(self, run_id: str) -> UsageSummary: ...
 
 
 @runtime_checkable

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from backend.messages.tasks import TaskStatus, task_dict
 from backend.observe import metrics
 from backend.store.base import (
     ACTIVE,
@@ -177,16 +178,7 @@ class SqlRuns(StoreBase):
                 .where(t.run_id == run_id, t.status == ACTIVE)
                 .order_by(t.position)
             ).all()
-            return [
-                {
-                    "id": r[0],
-                    "title": r[1],
-                    "description": r[2],
-                    "requirement": r[3],
-                    "status": r[4],
-                }
-                for r in rows
-            ]
+            return [task_dict(r[0], r[1], r[2], r[3], cast(TaskStatus, r[4])) for r in rows]
 
         return await self._core(fn)
 

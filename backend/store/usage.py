@@ -11,6 +11,7 @@ from backend.store.base import (
     USAGE,
     StoreBase,
 )
+from backend.store.shapes import UsageFigures, UsageSummary
 from backend.store.tables import Usage, utcnow
 
 
@@ -43,11 +44,11 @@ class SqlUsage(StoreBase):
 
         await self._core(fn)
 
-    async def run_usage(self, run_id: str) -> dict[str, Any]:
+    async def run_usage(self, run_id: str) -> UsageSummary:
         return await self._run(lambda s: usage_summary(s, Usage.run_id == run_id))
 
 
-def usage_summary(s: Session, where: Any) -> dict[str, Any]:
+def usage_summary(s: Session, where: Any) -> UsageSummary:
     rows = s.execute(
         select(
             Usage.stage,
@@ -60,26 +61,25 @@ def usage_summary(s: Session, where: Any) -> dict[str, Any]:
         .where(where)
         .group_by(Usage.stage)
     ).all()
-    stages: dict[str, dict[str, Any]] = {}
-    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    total_cost: float | None = None
+    stages: dict[str, UsageFigures] = {}
+    total = UsageFigures(calls=0, prompt_tokens=0, completion_tokens=0, total_tokens=0, cost=None)
     for stage, calls, pt, ct, cost, costed in rows:
         pt, ct = int(pt or 0), int(ct or 0)
         stage_cost = float(cost) if costed and cost is not None else None
-        stages[stage] = {
-            "calls": calls,
-            "prompt_tokens": pt,
-            "completion_tokens": ct,
-            "total_tokens": pt + ct,
-            "cost": stage_cost,
-        }
-        total["calls"] += calls
-        total["prompt_tokens"] += pt
-        total["completion_tokens"] += ct
-        total["total_tokens"] += pt + ct
+        stages[stage] = UsageFigures(
+            calls=calls,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            total_tokens=pt + ct,
+            cost=stage_cost,
+        )
+        total.calls += calls
+        total.prompt_tokens += pt
+        total.completion_tokens += ct
+        total.total_tokens += pt + ct
         if stage_cost is not None:
-            total_cost = (total_cost or 0.0) + stage_cost
-    return {"total": {**total, "cost": total_cost}, "stages": stages}
+            total.cost = (total.cost or 0.0) + stage_cost
+    return UsageSummary(total=total, stages=stages)
 
 
 def run_tokens(s: Session, cid: str) -> dict[str, int]:

@@ -15,6 +15,7 @@ import { setToken } from '../src/lib/api'
 import { renderMarkdown } from '../src/lib/markdown'
 import { throttle, useApp } from '../src/stores/app'
 import type { Message } from '../src/lib/types'
+import { detailOf, summaryOf } from './fixtures'
 
 function msg(action: string, content: string, status: Message['status'] = 'success'): Message {
   return {
@@ -167,17 +168,17 @@ describe('store: settings, model check, rename, search, retry', () => {
       if (key === 'GET /api/settings')
         return json({ model: 'a/one', models: ['a/one', 'b/two'], runtimes: ['local'], auth: false })
       if (key === 'GET /api/health') return json({ status: 'ok', runtimes: ['local'] })
-      if (key === 'GET /api/conversations') return json([{ conversation_id: 'c1', title: 'old' }])
+      if (key === 'GET /api/conversations') return json([summaryOf({ title: 'old' })])
       if (key === 'GET /api/conversations?q=sales') return json([])
       if (key === 'POST /api/llm/check')
         return json({ ok: false, latency_ms: 12, error: 'The provider rejected the key.' })
-      if (key === 'PATCH /api/conversations/c1') return json({ conversation_id: 'c1', title: 'New' })
+      if (key === 'PATCH /api/conversations/c1') return json(detailOf({ title: 'New' }))
       if (key === 'POST /api/agent/runs/r9/retry')
         return new Response('event: end\ndata: {"conversation_id":"c1","run_id":"r10","status":"completed"}\n\n', {
           status: 200,
           headers: { 'X-Run-Id': 'r10', 'X-Conversation-Id': 'c1' },
         })
-      if (key.startsWith('GET /api/conversations/c1')) return json({ conversation_id: 'c1', status: 'completed' })
+      if (key.startsWith('GET /api/conversations/c1')) return json(detailOf({ status: 'completed' }))
       return json({ error: { message: `no route ${key}` } }, 404)
     })
   })

@@ -1,4 +1,12 @@
-import type { Message, Meta } from '../src/lib/types'
+import type {
+  ConversationDetail,
+  ConversationSummary,
+  Message,
+  Meta,
+  RunInfo,
+  UsageFigures,
+  UsageSummary,
+} from '../src/lib/types'
 
 let seq = 0
 
@@ -96,4 +104,66 @@ export function fullRun(runId = 'r1'): Message[] {
       },
     }),
   ]
+}
+
+// The API's answers, whole (their types are generated from the server's models: api.gen.ts):
+// a test serves what the server sends, never a part of it.
+const NO_USAGE: UsageFigures = {
+  calls: 0,
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  cost: null,
+}
+
+export function runOf(overrides: Partial<RunInfo> = {}): RunInfo {
+  return {
+    run_id: 'r1',
+    conversation_id: 'c1',
+    goal: 'the goal',
+    mode: 'auto',
+    runtime: 'local',
+    status: 'completed',
+    error: null,
+    task_type: null,
+    model: null,
+    created_at: '2026-11-24T09:00:00+00:00',
+    ended_at: null,
+    owner: null,
+    stop_requested: false,
+    resumes: 0,
+    repeated_calls: 0,
+    mcp_servers: null,
+    approval: 'never',
+    can_ask: true,
+    wait: null,
+    total_tokens: 0,
+    ...overrides,
+  }
+}
+
+export function summaryOf(overrides: Partial<ConversationSummary> = {}): ConversationSummary {
+  return {
+    conversation_id: 'c1',
+    title: '',
+    status: 'idle',
+    created_at: '2026-11-24T09:00:00+00:00',
+    updated_at: '2026-11-24T09:00:00+00:00',
+    ...overrides,
+  }
+}
+
+/** A conversation in detail; its totals are those of `usage` unless given. */
+export function detailOf(overrides: Partial<ConversationDetail> = {}): ConversationDetail {
+  const usage: UsageSummary = overrides.usage ?? { total: NO_USAGE, stages: {} }
+  return {
+    ...summaryOf(),
+    runs: [],
+    usage,
+    prompt_tokens: usage.total.prompt_tokens,
+    completion_tokens: usage.total.completion_tokens,
+    total_tokens: usage.total.total_tokens,
+    cost: usage.total.cost,
+    ...overrides,
+  }
 }

@@ -13,26 +13,23 @@ import { fullWhen, shortWhen } from '../src/lib/when'
 import { setToken } from '../src/lib/api'
 import { useApp } from '../src/stores/app'
 import type { ConversationDetail, ConversationSummary } from '../src/lib/types'
+import { detailOf, runOf, summaryOf } from './fixtures'
 
-const detail: ConversationDetail = {
-  conversation_id: 'c1',
+const detail: ConversationDetail = detailOf({
   status: 'completed',
-  runs: [
-    { run_id: 'r1', status: 'completed', model: '' },
-    { run_id: 'r2', status: 'completed', model: 'b/two' },
-  ],
-}
+  runs: [runOf({ run_id: 'r1', model: '' }), runOf({ run_id: 'r2', model: 'b/two' })],
+})
 
-function conv(id: string, title: string, status: string): ConversationSummary {
-  return { conversation_id: id, title, status, created_at: '', updated_at: '' }
+function conv(id: string, title: string, status: ConversationSummary['status']): ConversationSummary {
+  return summaryOf({ conversation_id: id, title, status })
 }
 
 describe('the model of each run', () => {
   it('is its own, or the server default when it named none', () => {
-    expect(runModel({ run_id: 'r', status: 'x', model: 'b/two' }, 'a/one')).toBe('b/two')
-    expect(runModel({ run_id: 'r', status: 'x', model: '' }, 'a/one')).toBe('a/one')
-    expect(runModel({ run_id: 'r', status: 'x', model: null }, 'a/one')).toBe('a/one')
-    expect(runModel({ run_id: 'r', status: 'x' }, null)).toBeNull()
+    expect(runModel(runOf({ model: 'b/two' }), 'a/one')).toBe('b/two')
+    expect(runModel(runOf({ model: '' }), 'a/one')).toBe('a/one')
+    expect(runModel(runOf({ model: null }), 'a/one')).toBe('a/one')
+    expect(runModel(runOf(), null)).toBeNull()
     expect(modelsByRun(detail, 'a/one')).toEqual({ r1: 'a/one', r2: 'b/two' })
     expect(modelsByRun(null, 'a/one')).toEqual({})
   })
@@ -41,7 +38,7 @@ describe('the model of each run', () => {
     expect(latestRunModel(detail, 'a/one', ['a/one', 'b/two'])).toBe('b/two')
     expect(latestRunModel(detail, 'a/one', ['a/one'])).toBeNull()
     expect(latestRunModel({ ...detail, runs: [] }, 'a/one', ['a/one'])).toBeNull()
-    const onlyDefault = { ...detail, runs: [{ run_id: 'r1', status: 'completed', model: '' }] }
+    const onlyDefault = { ...detail, runs: [runOf({ model: '' })] }
     expect(latestRunModel(onlyDefault, 'a/one', ['a/one', 'b/two'])).toBe('a/one')
   })
 
@@ -49,13 +46,13 @@ describe('the model of each run', () => {
     expect(checkText({ ok: true, model: 'b/two', latency_ms: 1234 }, null)).toBe(
       'The model answered in 1.2 s (b/two).',
     )
-    expect(checkText({ ok: true, latency_ms: 100 }, 'a/one')).toBe(
+    expect(checkText({ ok: true, model: null, latency_ms: 100 }, 'a/one')).toBe(
       'The model answered in 0.1 s (a/one).',
     )
     expect(checkText({ ok: false, model: 'b/two', latency_ms: 0, error: 'Bad key.' }, null)).toBe(
       'b/two: Bad key.',
     )
-    expect(checkText({ ok: false, latency_ms: 0 }, null)).toBe('The model did not answer.')
+    expect(checkText({ ok: false, model: null, latency_ms: 0 }, null)).toBe('The model did not answer.')
     expect(checkText(null, 'a/one')).toBe('')
   })
 })

@@ -5,7 +5,7 @@ import { useApp } from '../src/stores/app'
 import { setToken, setTokenAsker } from '../src/lib/api'
 import { buildView, turnStatus } from '../src/lib/reducer'
 import type { EndEvent, Message } from '../src/lib/types'
-import { fullRun, resetSeq } from './fixtures'
+import { detailOf, fullRun, resetSeq, runOf, summaryOf } from './fixtures'
 
 interface Call {
   method: string
@@ -72,9 +72,9 @@ describe('store', () => {
       'GET /api/health': () => json({ status: 'ok' }),
       'GET /api/settings': () => json({ model: 'm', models: ['m'], runtimes: ['local'], auth: false }),
       'GET /api/conversations': () =>
-        json([{ conversation_id: 'c1', title: 'hello', status: 'running', created_at: '', updated_at: '' }]),
+        json([summaryOf({ title: 'hello', status: 'running' })]),
       'GET /api/conversations/c1': () =>
-        json({ conversation_id: 'c1', status: 'running', runs: [{ run_id: 'r1', status: 'running' }] }),
+        json(detailOf({ status: 'running', runs: [runOf({ status: 'running' })] })),
       'GET /api/conversations/c1/messages': () => json(run.slice(0, 8)),
       'GET /api/agent/runs/r1/events': (c) => {
         const after = Number(c.headers['last-event-id'])
@@ -103,7 +103,15 @@ describe('store', () => {
         json({ model: 'm', models: ['m'], runtimes: ['local', 'docker'], auth: false }),
       'GET /api/conversations': () => json([]),
       'GET /api/conversations/c1': () =>
-        json({ conversation_id: 'c1', status: 'completed', runs: [], total_tokens: 9 }),
+        json(
+          detailOf({
+            status: 'completed',
+            usage: {
+              total: { calls: 2, prompt_tokens: 6, completion_tokens: 3, total_tokens: 9, cost: null },
+              stages: {},
+            },
+          }),
+        ),
       'POST /api/agent/run': () =>
         new Response(sse(run, END), {
           status: 200,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { safeUrl, toolView } from '../src/lib/tools'
 import { describeEntry } from '../src/lib/entries'
-import type { Message } from '../src/lib/types'
+import type { McpCall, Message } from '../src/lib/types'
 
 function msg(action: string, json: unknown[], status: Message['status'] = 'success'): Message {
   return {
@@ -110,6 +110,29 @@ describe('tool results', () => {
     expect(describeEntry(msg('search', [])).output).toBe('plain result text')
     expect(describeEntry(msg('search', [{ title: 'x', url: 'https://a.b' }])).output).toBe('')
     expect(describeEntry(msg('browser', [])).label).toBe('Web page')
+  })
+
+  it('reads an MCP call in the shape the server sends (generated McpCall): the saved file is `filepath`', () => {
+    const call: McpCall = {
+      name: 'shots__grab',
+      arguments: {},
+      parts: [
+        { type: 'image', mime_type: 'image/png', size: 67, filepath: 'mcp_files/a.png' },
+        { type: 'resource', uri: 'mem://n.txt', mime_type: null, text: 'a note' },
+        { type: 'resource_link', uri: 'https://example.org/doc', name: 'doc', mime_type: null },
+        { type: 'image', mime_type: 'image/png', error: 'the server sent data that is not base64' },
+      ],
+    }
+    // @ts-expect-error the field is `filepath`: `file` is no field of a part
+    const wrong: McpCall['parts'][number] = { type: 'image', mime_type: 'image/png', file: 'x.png' }
+    expect(wrong.type).toBe('image')
+    const view = toolView(msg('mcp_tool', [call]))
+    expect(view?.type === 'mcp' ? view.parts.map((p) => [p.image, p.filepath, p.text]) : []).toEqual([
+      ['file', 'mcp_files/a.png', '[image: mcp_files/a.png]'],
+      [null, '', '[resource: mem://n.txt] a note'],
+      [null, '', '[resource_link: https://example.org/doc]'],
+      [null, '', '[image] (the server sent data that is not base64)'],
+    ])
   })
 
   it('accepts only http and https addresses', () => {

@@ -10,7 +10,7 @@ import { useApp } from '../src/stores/app'
 import { useWaits } from '../src/stores/waits'
 import { turnStatus } from '../src/lib/reducer'
 import type { EndEvent, Message } from '../src/lib/types'
-import { msg, resetSeq } from './fixtures'
+import { detailOf, msg, resetSeq, runOf, summaryOf } from './fixtures'
 
 interface Call {
   method: string
@@ -94,7 +94,7 @@ describe('the approval mode', () => {
       'GET /api/health': () => json({ status: 'ok' }),
       'GET /api/settings': () => json({ ...SETTINGS, ...MODES, approval: 'risky' }),
       'GET /api/conversations': () => json([]),
-      'GET /api/conversations/c1': () => json({ conversation_id: 'c1', status: 'completed', runs: [] }),
+      'GET /api/conversations/c1': () => json(detailOf({ status: 'completed' })),
       'POST /api/agent/run': () =>
         new Response(`event: end\ndata: ${JSON.stringify(end)}\n\n`, {
           status: 200,
@@ -142,14 +142,12 @@ describe('the approval mode', () => {
     mockFetch({
       'GET /api/settings': () => json({ ...SETTINGS, ...MODES }),
       'GET /api/conversations/c1': () =>
-        json({
-          conversation_id: 'c1',
-          status: 'completed',
-          runs: [
-            { run_id: 'r0', status: 'completed', approval: 'never' },
-            { run_id: 'r1', status: 'completed', approval: 'always' },
-          ],
-        }),
+        json(
+          detailOf({
+            status: 'completed',
+            runs: [runOf({ run_id: 'r0', approval: 'never' }), runOf({ approval: 'always' })],
+          }),
+        ),
       'GET /api/conversations/c1/messages': () => json([]),
       'GET /api/conversations/c1/files': () => json([]),
     })
@@ -181,14 +179,15 @@ describe('a waiting run', () => {
       'GET /api/settings': () => json({ ...SETTINGS, ...MODES }),
       // a list fetched a moment before the run parked: the page knows better
       'GET /api/conversations': () =>
-        json([{ conversation_id: 'c1', title: 'Marker', status: 'running', created_at: '', updated_at: '' }]),
+        json([summaryOf({ title: 'Marker', status: 'running' })]),
       'GET /api/conversations/c1': () =>
-        json({
-          conversation_id: 'c1',
-          title: 'Marker',
-          status: 'waiting',
-          runs: [{ run_id: 'r1', status: 'waiting', approval: 'always' }],
-        }),
+        json(
+          detailOf({
+            title: 'Marker',
+            status: 'waiting',
+            runs: [runOf({ status: 'waiting', approval: 'always' })],
+          }),
+        ),
       'GET /api/conversations/c1/messages': () => json([question, approval]),
       'GET /api/conversations/c1/files': () => json([]),
       'GET /api/agent/runs/r1/events': () => stream.response,

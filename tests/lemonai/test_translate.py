@@ -9,6 +9,7 @@ from backend.lemonai.routes import path_mapper
 from backend.lemonai.stream import LemonStream
 from backend.lemonai.translate import Translator, conversation, lemon_mode
 from backend.messages.message import Message
+from backend.store.shapes import ConversationStatus, ConversationSummary
 
 WS = Path("/srv/ws/user_1/Conversation_c1")
 
@@ -111,9 +112,13 @@ def test_modes_and_conversation_rows() -> None:
         None,
         None,
     ]
-    row = conversation(
-        {"conversation_id": "c", "title": "t", "status": "failed", "updated_at": "u"}, 1
-    )
+    row = conversation(_listed("failed", updated_at="u"), 1)
     assert (row["status"], row["update_at"], row["planact_status"]) == ("done", "u", "failed")
-    assert conversation({"conversation_id": "c", "status": "running"}, 1)["status"] == "running"
-    assert conversation({"conversation_id": "c", "status": "idle"}, 1)["status"] == "running"
+    assert conversation(_listed("running"), 1)["status"] == "running"
+    assert conversation(_listed("idle"), 1)["status"] == "running"
+
+
+def _listed(status: ConversationStatus, updated_at: str | None = None) -> ConversationSummary:
+    return ConversationSummary(
+        conversation_id="c", title="t", status=status, created_at=None, updated_at=updated_at
+    )

@@ -13,8 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import TypeAdapter
 from websockets.sync.client import connect
 
+from backend.api.previews import PreviewOut
 from tests.agent.scripts import run, write
 from tests.e2e.server import wait_for
 from tests.fakellm import FakeModelServer
@@ -119,7 +121,11 @@ def test_a_previewed_app_serves_its_page_api_uploads_and_websocket(
         ws.send(b"\x00\x01bytes")
         assert ws.recv(timeout=10) == b"\x00\x01bytes"
     with ps.server.client() as api_client:
-        listed = api_client.get(f"/api/conversations/{cid}/previews").json()
+        answer = api_client.get(f"/api/conversations/{cid}/previews")
+        listed = answer.json()
+        # the answer is exactly the listed model's dump (the web UI's generated PreviewOut)
+        previews = TypeAdapter(list[PreviewOut]).validate_json(answer.content, strict=True)
+        assert [p.model_dump() for p in previews] == listed
         assert [(p["name"], p["port"], p["state"]) for p in listed] == [("app", 8080, "ready")]
         assert listed[0]["url"] == url
         assert any("listening on 8080" in line for line in listed[0]["log"])

@@ -48,7 +48,8 @@ async def test_users_see_only_their_own(store: ConversationStore) -> None:
     assert await store.get_conversation("2", cid) is None
     assert await store.list_conversations("2") == []
     assert await store.delete_conversation("2", cid) is False
-    assert (await store.get_conversation("1", cid))["title"] == "mine"  # type: ignore[index]
+    conv = await store.get_conversation("1", cid)
+    assert conv is not None and conv.title == "mine"
 
 
 async def test_usage_per_stage_and_total(store: StoreProtocol) -> None:
@@ -58,15 +59,15 @@ async def test_usage_per_stage_and_total(store: StoreProtocol) -> None:
     await store.record_usage(cid, rid, "thinking", "m", 20, 10, None)
     await store.record_usage(cid, rid, "thinking", "m", 1, 1, None)
     usage = await store.run_usage(rid)
-    assert usage["stages"]["thinking"] == {
+    assert usage.stages["thinking"].model_dump() == {
         "calls": 2,
         "prompt_tokens": 21,
         "completion_tokens": 11,
         "total_tokens": 32,
         "cost": None,
     }
-    assert usage["total"]["total_tokens"] == 47
-    assert usage["total"]["cost"] == pytest.approx(0.001)
+    assert usage.total.total_tokens == 47
+    assert usage.total.cost == pytest.approx(0.001)
 
 
 async def test_delete_cascades(store: StoreProtocol) -> None:

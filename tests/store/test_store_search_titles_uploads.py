@@ -12,7 +12,7 @@ async def test_search_by_title_and_goal_literally_and_per_user(store: StoreProto
     await store.start_run("1", weather, "Chart the RAIN in Oslo_2026", "auto", "local")
 
     async def ids(q: str, user: str = "1") -> set[str]:
-        return {c["conversation_id"] for c in await store.list_conversations(user, q)}
+        return {c.conversation_id for c in await store.list_conversations(user, q)}
 
     assert await ids("sales") == {sales}
     assert await ids("rain in oslo") == {weather}
@@ -33,7 +33,7 @@ async def test_rename_and_default_titles(store: ConversationStore) -> None:
     assert await store.rename_conversation("1", cid, "Chosen") is True
     assert await store.retitle_if_default(cid, ("", "first goal"), "Planner again") is False
     conv = await store.get_conversation("1", cid)
-    assert conv is not None and conv["title"] == "Chosen"
+    assert conv is not None and conv.title == "Chosen"
 
 
 async def test_uploads_are_remembered_until_a_run_changes_them(store: StoreProtocol) -> None:

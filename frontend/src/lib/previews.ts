@@ -1,18 +1,11 @@
 // Previews of what the agent built (docs/api.md "Previews"): GET …/previews, stop, restart.
 import { apiFetch } from './api'
 import { errorFromResponse } from './sse'
+import type { PreviewOut } from './types'
 
-export type PreviewState = 'starting' | 'ready' | 'stopped' | 'failed'
-
-export interface PreviewInfo {
-  name: string
-  port: number
-  path: string
-  url: string
-  state: PreviewState
-  started_at: string | null
-  log: string[]
-}
+/** One preview, as GET …/previews lists it (generated from the server's model). */
+export type PreviewInfo = PreviewOut
+export type PreviewState = PreviewOut['state']
 
 function base(conversationId: string): string {
   return `/api/conversations/${encodeURIComponent(conversationId)}/previews`

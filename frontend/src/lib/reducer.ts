@@ -16,10 +16,11 @@
 
 import type { Delta } from './sse'
 import { MessageKind } from './types'
-import type { EndEvent, FileInfo, Message, Meta, RunStatus } from './types'
+import type { EndEvent, FileInfo, Message, Meta, PlanTask, RunStatus } from './types'
 import { isPendingWait, isWaitMessage } from './waits'
 
-export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed'
+/** what the server sends in a plan's or task's meta.json (PlanTask, generated) */
+export type TaskStatus = PlanTask['status']
 
 export interface TaskView {
   id: string
@@ -104,12 +105,11 @@ function str(v: unknown): string {
   return v === null || v === undefined ? '' : String(v)
 }
 
+const TASK_STATUSES: readonly string[] = ['pending', 'running', 'completed', 'failed'] satisfies TaskStatus[]
+
+/** A task's status as the server sends it (PlanTask.status), else the fallback. */
 function normTaskStatus(v: unknown, fallback: TaskStatus): TaskStatus {
-  const s = str(v).toLowerCase()
-  if (s === 'pending' || s === 'running' || s === 'completed' || s === 'failed') return s
-  if (s === 'success' || s === 'done') return 'completed'
-  if (s === 'failure' || s === 'error') return 'failed'
-  return fallback
+  return typeof v === 'string' && TASK_STATUSES.includes(v) ? (v as TaskStatus) : fallback
 }
 
 function taskFromJson(raw: unknown, i: number): TaskView {
@@ -451,25 +451,23 @@ function dropLive(view: ConversationView, runId: string): void {
 }
 
 export function applyEnd(view: ConversationView, end: EndEvent): ConversationView {
-  const turn = turnFor(view, end.run_id || '')
-  turn.endStatus = normRunStatus(end.status)
+  const turn = turnFor(view, end.run_id)
+  turn.endStatus = end.status
   dropLive(view, turn.runId)
   return view
 }
 
-export function applyRunStatus(view: ConversationView, runId: string, status: string): void {
+/** A run's status as GET /api/conversations/{id} gives it: `running` and `waiting` are no
+ * end (the run goes on, or waits for the person); the others are. */
+export function applyRunStatus(view: ConversationView, runId: string, status: RunStatus): void {
   const turn = view.turns.find((t) => t.runId === runId)
   if (!turn) return
-  const s = normRunStatus(status)
-  turn.endStatus = s === 'running' ? null : s
+  turn.endStatus = isRunOpen(status) ? null : status
 }
 
-export function normRunStatus(s: string): RunStatus {
-  const v = (s || '').toLowerCase()
-  if (v === 'completed' || v === 'success' || v === 'succeeded' || v === 'done') return 'completed'
-  if (v === 'failed' || v === 'failure' || v === 'error') return 'failed'
-  if (v === 'stopped' || v === 'cancelled' || v === 'canceled') return 'stopped'
-  return 'running'
+/** The run has not ended: it runs, or waits for the person. */
+export function isRunOpen(status: RunStatus): boolean {
+  return status === 'running' || status === 'waiting'
 }
 
 /** What the turn's badge says. */

@@ -187,7 +187,9 @@ export interface FollowHandlers {
   onMessage(msg: Message): void
   /** live text or command output of a message being produced (never stored) */
   onDelta?(delta: Delta): void
-  onEnd(end: EndEvent): void
+  /** the run's end; `null` when the end event could not be read (the run has ended all
+   * the same: GET /api/conversations/{id} says how) */
+  onEnd(end: EndEvent | null): void
   /** first response arrived: the run and conversation ids are known */
   onStart?(info: { runId: string; conversationId: string }): void
   /** connection state for the UI */
@@ -280,11 +282,11 @@ export class RunFollower {
           (ev) => {
             kick()
             if (ev.event === 'end') {
-              let end: EndEvent
+              let end: EndEvent | null
               try {
-                end = JSON.parse(ev.data)
+                end = JSON.parse(ev.data) as EndEvent
               } catch {
-                end = { conversation_id: this.conversationId, run_id: this.runId ?? '', status: '' }
+                end = null
               }
               this.ended = true
               handlers.onEnd(end)

@@ -2,7 +2,10 @@
 // it is unit-tested; ToolResult.vue draws it. The data comes from the message's meta.json.
 
 import { MessageKind } from './types'
-import type { Message } from './types'
+import type { McpCall, Message } from './types'
+
+/** A part of an MCP result as the server sends it (backend/tools/mcp/parts.py). */
+type SentPart = McpCall['parts'][number]
 
 export interface SearchHit {
   title: string
@@ -46,13 +49,20 @@ export function safeUrl(value: unknown): string {
 /** Image types drawn inline from data (SVG is left out: it can carry scripts). */
 const RASTER = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp'])
 
-function partText(part: Data): string {
-  const type = str(part.type)
-  if (type === 'text') return str(part.text)
-  const named = str(part.filepath) || str(part.uri) || str(part.name)
-  const error = str(part.error)
-  const text = str(part.text)
-  return `[${type}${named ? `: ${named}` : ''}]${text ? ` ${text}` : ''}${error ? ` (${error})` : ''}`
+/** What a part names: its saved file, else its resource's uri, else a link's name. */
+function partName(part: SentPart): string {
+  if (part.type === 'text') return ''
+  if (part.type === 'resource_link') return part.uri || part.name
+  if ('filepath' in part && part.filepath) return part.filepath
+  return part.uri ?? ''
+}
+
+function partText(part: SentPart): string {
+  if (part.type === 'text') return part.text
+  const named = partName(part)
+  const error = 'error' in part ? str(part.error) : ''
+  const text = 'text' in part ? part.text : ''
+  return `[${part.type}${named ? `: ${named}` : ''}]${text ? ` ${text}` : ''}${error ? ` (${error})` : ''}`
 }
 
 /** A workspace-relative path a part may name (never absolute, never leaving it). */
@@ -62,17 +72,18 @@ function workspacePath(value: unknown): string {
   return path
 }
 
-function mcpPart(part: Data): McpPart {
-  const type = str(part.type) || 'text'
-  const mime = str(part.mime_type).toLowerCase()
-  const filepath = workspacePath(part.filepath)
+function mcpPart(part: SentPart): McpPart {
+  const type = part.type
+  const mime = 'mime_type' in part ? str(part.mime_type).toLowerCase() : ''
+  const filepath = 'filepath' in part ? workspacePath(part.filepath) : ''
+  const data = 'data' in part ? str(part.data) : ''
   const isImage = type === 'image' || mime.startsWith('image/')
   let image: McpPart['image'] = null
   let dataUrl = ''
   if (isImage && filepath) image = 'file'
-  else if (isImage && RASTER.has(mime) && /^[A-Za-z0-9+/=\s]+$/.test(str(part.data))) {
+  else if (isImage && RASTER.has(mime) && /^[A-Za-z0-9+/=\s]+$/.test(data)) {
     image = 'inline'
-    dataUrl = `data:${mime};base64,${str(part.data).replace(/\s/g, '')}`
+    dataUrl = `data:${mime};base64,${data.replace(/\s/g, '')}`
   }
   return { type, text: partText(part), filepath, image, dataUrl }
 }
@@ -104,7 +115,7 @@ export function toolView(msg: Message): ToolView | null {
   if (kind === MessageKind.MCP_TOOL) {
     if (!str(first.name)) return null
     const args = first.arguments
-    const parts = Array.isArray(first.parts) ? (first.parts as Data[]) : []
+    const parts = Array.isArray(first.parts) ? (first.parts as SentPart[]) : []
     return {
       type: 'mcp',
       name: str(first.name),

@@ -15,7 +15,7 @@ import {
   applyRunStatus,
   buildView,
   emptyView,
-  normRunStatus,
+  isRunOpen,
   markWaiting,
   reduce,
   type ConversationView,
@@ -48,31 +48,16 @@ export interface Usage {
   cost: number | null
 }
 
-function num(v: unknown): number | null {
-  const n = typeof v === 'string' ? Number(v) : v
-  return typeof n === 'number' && Number.isFinite(n) ? n : null
-}
-
-/** Token totals and cost from GET /api/conversations/{id}, tolerant of field naming. */
+/** Token totals and cost of GET /api/conversations/{id}: its `usage.total`. */
 export function usageOf(d: ConversationDetail | null): Usage {
-  const out: Usage = { tokens: null, promptTokens: null, completionTokens: null, cost: null }
-  if (!d) return out
-  const sources: Record<string, unknown>[] = [d]
-  for (const k of ['usage', 'tokens', 'totals', 'token_totals']) {
-    const v = d[k]
-    if (v && typeof v === 'object' && !Array.isArray(v)) sources.push(v as Record<string, unknown>)
+  if (!d) return { tokens: null, promptTokens: null, completionTokens: null, cost: null }
+  const total = d.usage.total
+  return {
+    tokens: total.total_tokens,
+    promptTokens: total.prompt_tokens,
+    completionTokens: total.completion_tokens,
+    cost: total.cost,
   }
-  for (const s of sources) {
-    out.promptTokens ??= num(s.prompt_tokens) ?? num(s.input_tokens) ?? num(s.prompt)
-    out.completionTokens ??=
-      num(s.completion_tokens) ?? num(s.output_tokens) ?? num(s.completion)
-    out.tokens ??= num(s.total_tokens) ?? num(s.tokens) ?? num(s.total)
-    out.cost ??= num(s.cost_usd) ?? num(s.total_cost) ?? num(s.cost)
-  }
-  if (out.tokens === null && (out.promptTokens !== null || out.completionTokens !== null)) {
-    out.tokens = (out.promptTokens ?? 0) + (out.completionTokens ?? 0)
-  }
-  return out
 }
 
 /** Call `fn` at most once per `ms`, the last call always landing (trailing edge). */
@@ -153,7 +138,7 @@ export const useApp = defineStore('app', () => {
   const listed = computed(() => sidebarConversations(conversations.value, currentId.value))
   const title = computed(() => {
     const c = conversations.value.find((x) => x.conversation_id === currentId.value)
-    return c?.title || (detail.value?.title as string | undefined) || ''
+    return c?.title || detail.value?.title || ''
   })
 
   function showError(e: unknown): void {
@@ -240,8 +225,8 @@ export const useApp = defineStore('app', () => {
       const d = await api.conversation(id)
       if (id !== currentId.value) return
       detail.value = d
-      for (const r of d.runs ?? []) {
-        if (r.run_id && r.run_id !== activeRunId.value) applyRunStatus(view.value, r.run_id, r.status)
+      for (const r of d.runs) {
+        if (r.run_id !== activeRunId.value) applyRunStatus(view.value, r.run_id, r.status)
       }
     } catch {
       /* transient; the next refresh will try again */
@@ -307,7 +292,7 @@ export const useApp = defineStore('app', () => {
         },
         onEnd(end) {
           if (gen !== generation) return
-          applyEnd(view.value, end)
+          if (end) applyEnd(view.value, end)
           activeRunId.value = null
           stopDetailTimer()
           void refreshDetail()
@@ -374,15 +359,10 @@ export const useApp = defineStore('app', () => {
       if (gen !== generation) return
       const v = buildView(Array.isArray(msgs) ? msgs : [])
       let active: string | null = null
-      for (const r of d.runs ?? []) {
-        if (!r.run_id) continue
-        if (normRunStatus(r.status) === 'running') active = r.run_id
+      for (const r of d.runs) {
+        if (isRunOpen(r.status)) active = r.run_id
         else applyRunStatus(v, r.run_id, r.status)
-        markWaiting(v, r.run_id, (r.status || '').toLowerCase() === 'waiting')
-      }
-      if (!active && normRunStatus(d.status) === 'running' && !d.runs) {
-        const last = v.turns[v.turns.length - 1]
-        if (last && last.runId && !last.endStatus) active = last.runId
+        markWaiting(v, r.run_id, r.status === 'waiting')
       }
       view.value = v
       if (active) {

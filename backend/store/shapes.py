@@ -1,0 +1,74 @@
+"""The shapes the store hands out, as the API sends them: a conversation (listed and in
+detail), its runs and what they spent (docs/api.md "GET /api/conversations/{id}").
+
+One model per shape: backend/api/models.py answers with these, the OpenAPI document and
+the web UI's TypeScript types (backend/api/wire_types.py) are generated from them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+RunStatus = Literal["running", "waiting", "completed", "failed", "stopped"]
+# a conversation: `idle` before its first run, then its last run's status
+ConversationStatus = Literal["idle", "running", "waiting", "completed", "failed", "stopped"]
+
+
+class UsageFigures(BaseModel):
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float | None
+
+
+class UsageSummary(BaseModel):
+    total: UsageFigures
+    stages: dict[str, UsageFigures]
+
+
+class ConversationSummary(BaseModel):
+    conversation_id: str
+    title: str
+    status: ConversationStatus
+    created_at: str | None
+    updated_at: str | None
+
+
+class RunWait(BaseModel):
+    uuid: str
+    kind: str | None
+
+
+class RunInfo(BaseModel):
+    run_id: str
+    conversation_id: str
+    goal: str
+    mode: str
+    runtime: str
+    status: RunStatus
+    error: str | None
+    task_type: str | None
+    model: str | None
+    created_at: str | None
+    ended_at: str | None
+    owner: str | None
+    stop_requested: bool
+    resumes: int
+    repeated_calls: int
+    mcp_servers: list[str] | None
+    approval: str
+    can_ask: bool
+    wait: RunWait | None
+    total_tokens: int
+
+
+class ConversationDetail(ConversationSummary):
+    runs: list[RunInfo]
+    usage: UsageSummary
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float | None
