@@ -111,7 +111,7 @@ class LocalWithout(LocalRuntime):
     async def _run_command(
         self, command: str, workspace: Path, cwd: str, on_output: OutputCallback | None = None
     ) -> CommandOutput:
-        return await self._spawn(command, workspace, cwd, on_output)
+        return await self._run_in_sandbox(command, workspace, cwd, on_output)
 
     def _limit_args(self, workspace: Path) -> list[str]:
         return []
