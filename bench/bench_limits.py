@@ -267,7 +267,7 @@ async def main(args: Any) -> int:
     with tempfile.TemporaryDirectory(prefix="planact-bench-") as tmp:
         root = Path(tmp) / "workspace"
         root.mkdir()
-        settings = Settings(_env_file=None, workspace_dir=root)  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, workspace_dir=root)
         watcher_cost(root)
         await local_part(root, settings, args)
         await docker_part(root, settings, args)

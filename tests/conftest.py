@@ -36,7 +36,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values.update(overrides)
     if "database_url" not in overrides:
         place_migrated(tmp_path / "planact.db")  # a copy, not the migrations again
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ def start(client: TestClient, goal: str) -> tuple[str, str]:
 
 
 def is_running_command(m: dict[str, Any]) -> bool:
-    return m["meta"]["action_type"] == "terminal_run" and m["status"] == "running"
+    return bool(m["meta"]["action_type"] == "terminal_run" and m["status"] == "running")
 
 
 def test_stop_during_a_command_closes_the_command_and_the_task(settings: Settings) -> None:

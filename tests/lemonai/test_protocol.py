@@ -485,7 +485,7 @@ def test_upload_then_file_ids_put_files_in_the_workspace(settings: Settings) -> 
             ({"data": {"x": "1"}}, 415),
             ({"content": b"x", "headers": {"Content-Type": "text/plain"}}, 415),
         ):
-            resp = client.post("/lemonai/api/file/upload", **body)  # type: ignore[arg-type]
+            resp = client.post("/lemonai/api/file/upload", **body)
             assert resp.status_code == status and resp.json()["code"] == status
 
 

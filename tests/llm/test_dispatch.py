@@ -141,7 +141,7 @@ def test_a_deadline_must_be_positive(monkeypatch: pytest.MonkeyPatch, name: str)
 
     monkeypatch.setenv(name, "0")
     with pytest.raises(ValidationError, match=name.lower()):
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
 
 
 # litellm builds a pydantic type lazily on this error path, and pydantic warns about it

@@ -16,7 +16,7 @@ def test_every_kind_of_the_contract_is_defined_with_its_wire_spelling() -> None:
         "terminal_run", "search", "browser", "mcp_tool", "summary", "preview",
     }  # fmt: skip
     assert {k.value for k in MessageKind} == wire
-    assert MessageKind.FINISH_SUMMERY == "finish_summery"
+    assert MessageKind.FINISH_SUMMERY.value == "finish_summery"
 
 
 def test_every_action_has_the_stream_kind_the_contract_names() -> None:

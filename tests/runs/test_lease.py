@@ -155,8 +155,8 @@ async def test_recovery_takes_only_runs_whose_owner_lease_expired(
         assert await b.wait(rid_a, timeout=30) == "completed"
         taken = await store.get_run(rid_a)
         assert taken is not None and taken["owner"] == b.instance_id and taken["resumes"] == 1
-        kinds = [m.meta.action_type for m in await store.messages(cid_a, limit=100)]
-        assert kinds == ["question", "auto_reply"]
+        stored = [m.meta.action_type for m in await store.messages(cid_a, limit=100)]
+        assert stored == ["question", "auto_reply"]
         assert reaper.reaped == []  # not yet: a lease's grace after it expired
         # the conversation takes a new run
         await store.start_run("1", cid_a, "again", "auto", "local", owner=b.instance_id)

@@ -95,7 +95,7 @@ async def a_process(tmp_path: Path, db_url: str, llm: ReactiveLLM) -> RunManager
     settings = make_settings(tmp_path, database_url=db_url, lease_seconds=30.0)
     store = Store(db_url)
     store.migrate()
-    manager = RunManager(settings, store, Bus(), llm, BUILTIN)  # type: ignore[arg-type]
+    manager = RunManager(settings, store, Bus(), llm, BUILTIN)
     await manager.open()
     return manager
 

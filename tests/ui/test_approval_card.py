@@ -195,7 +195,9 @@ def test_the_composer_keeps_its_row_and_the_approval_choice_at_desktop_and_phone
         assert abs(centre(stop) - centre(mode)) < 2, phone
         busy = row.bounding_box()
         assert idle and busy and abs(busy["height"] - idle["height"]) < 2, (idle, busy)
-        assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+        size = page.viewport_size
+        assert size is not None
+        assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
         page.get_by_test_id("composer").screenshot(
             path=str(ARTIFACTS / f"composer-running-{'phone' if phone else 'wide'}.png")
         )

@@ -32,7 +32,7 @@ def edit(path: str, old: str, new: str) -> str:
 
 
 def color(locator: object) -> str:
-    return locator.evaluate("e => getComputedStyle(e).color")  # type: ignore[attr-defined]
+    return str(locator.evaluate("e => getComputedStyle(e).color"))  # type: ignore[attr-defined]
 
 
 def go(tmp_path: Path) -> None:
