@@ -9,7 +9,7 @@ import pytest
 from backend.agent.budget import Budget, BudgetExceeded, limits
 from backend.config import Settings
 from backend.llm.base import Completion
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def _completion(tokens: int, cost: float | None) -> Completion:

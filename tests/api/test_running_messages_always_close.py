@@ -100,7 +100,7 @@ def test_shutdown_during_a_command_hands_the_run_to_the_next_start(tmp_path: Pat
     """The server shuts down while a command runs: the run is handed over, not failed; the
     next start continues it. The command is not run again: its `running` message gets its
     `failure` partner saying it was interrupted, and the model reads that."""
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     settings = make_settings(tmp_path)
     llm = ScriptedLLM(

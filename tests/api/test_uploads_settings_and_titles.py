@@ -19,8 +19,8 @@ from backend.config import Settings
 from backend.llm.base import LLMConfigError
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.conftest import make_settings
 from tests.sse_client import collect
+from tests.support.settings import make_settings
 
 
 @contextmanager

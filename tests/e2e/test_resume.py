@@ -18,7 +18,7 @@ from tests.e2e.cluster import follow, messages, open_running, start_json
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, reset
-from tests.runtime.conftest import require_docker
+from tests.support.runtime import require_docker
 
 pytestmark = pytest.mark.e2e
 

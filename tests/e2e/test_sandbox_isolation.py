@@ -22,7 +22,7 @@ import pytest
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import PLANACT, Server, server_env
 from tests.fakellm import FakeModelServer
-from tests.runtime.conftest import require_bwrap, require_docker
+from tests.support.runtime import require_bwrap, require_docker
 
 pytestmark = pytest.mark.e2e
 

@@ -116,7 +116,7 @@ def test_prewarm_only_when_the_default_model_needs_litellm() -> None:
 
 def test_make_llm_reads_the_deadline_settings(tmp_path: Path) -> None:
     from backend.llm.factory import make_llm
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     settings = make_settings(
         tmp_path,

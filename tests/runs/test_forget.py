@@ -19,9 +19,9 @@ from backend.runs import RunManager
 from backend.runs.notify import psycopg_conninfo
 from backend.runtime.base import ActionResult, Runtime
 from backend.store.repo import CONTROL_CHANNEL, Store
-from tests.conftest import make_settings
 from tests.pg import postgres_url, reset
-from tests.runs.test_lease import close
+from tests.support.runs import close
+from tests.support.settings import make_settings
 
 
 class ForgettingRuntime:

@@ -21,7 +21,8 @@ from backend.messages.message import Message
 from backend.runs import RunManager
 from backend.runtime.base import ActionResult
 from backend.store.repo import ConflictError, Store
-from tests.conftest import make_settings
+from tests.support.runs import close
+from tests.support.settings import make_settings
 
 
 @pytest.fixture
@@ -63,11 +64,6 @@ async def manager_on(tmp_path: Path, db_url: str, **kw: Any) -> RunManager:
     m = RunManager(settings, store, Bus(), ScriptedLLM([]), BUILTIN, **kw)
     await m.open()
     return m
-
-
-async def close(m: RunManager) -> None:
-    await m.shutdown()
-    await m.store.close()
 
 
 async def test_ending_changes_only_a_run_that_is_still_running(store: Store) -> None:

@@ -17,8 +17,8 @@ from backend.runtime.sandboxing import (
     local_runtime_for_process,
     local_sandbox,
 )
-from tests.conftest import make_settings
-from tests.runtime.conftest import require_bwrap
+from tests.support.runtime import require_bwrap
+from tests.support.settings import make_settings
 
 TWO_USERS = "alice:tok-a,bob:tok-b"
 

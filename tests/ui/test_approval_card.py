@@ -18,8 +18,8 @@ from playwright.sync_api import Locator, Page, expect
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_ui import conversation_id, send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import conversation_id, send_goal
 
 NewPage = Callable[..., Page]
 

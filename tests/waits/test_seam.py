@@ -28,8 +28,8 @@ from backend.waits import (
     answer_question,
 )
 from tests.agent.scripts import finish, plan_reply, run
-from tests.conftest import make_settings
-from tests.runs.test_resume_points import bury, kill
+from tests.support.runs import bury, kill
+from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.anyio
 
