@@ -63,7 +63,7 @@ class InstantLLM:
 async def in_process(runs: int = 200) -> tuple[float, float]:
     """(model calls per run, ms of framework time per model call) with no HTTP at all."""
     tmp = Path(tempfile.mkdtemp(prefix="planact-bench-"))
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None, database_url=f"sqlite:///{tmp}/db.sqlite", workspace_dir=tmp / "ws"
     )
     store = Store(settings.database_url)

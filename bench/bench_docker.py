@@ -71,7 +71,7 @@ async def local_figures(root: Path, settings: Settings, execs: int) -> None:
 async def main(rounds: int, execs: int) -> int:
     with tempfile.TemporaryDirectory(prefix="planact-bench-") as tmp:
         root = Path(tmp) / "workspace"
-        settings = Settings(_env_file=None, workspace_dir=root)  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, workspace_dir=root)
         await local_figures(root, settings, execs)
 
         probe = DockerRuntime(settings)

@@ -111,7 +111,7 @@ class LocalWithout(LocalRuntime):
     async def _run_command(
         self, command: str, workspace: Path, cwd: str, on_output: OutputCallback | None = None
     ) -> CommandOutput:
-        return await self._spawn(command, workspace, cwd, on_output)
+        return await self._run_in_sandbox(command, workspace, cwd, on_output)
 
     def _limit_args(self, workspace: Path) -> list[str]:
         return []
@@ -267,7 +267,7 @@ async def main(args: Any) -> int:
     with tempfile.TemporaryDirectory(prefix="planact-bench-") as tmp:
         root = Path(tmp) / "workspace"
         root.mkdir()
-        settings = Settings(_env_file=None, workspace_dir=root)  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, workspace_dir=root)
         watcher_cost(root)
         await local_part(root, settings, args)
         await docker_part(root, settings, args)

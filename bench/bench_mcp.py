@@ -25,7 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from backend.tools.mcp import McpManager, parse_servers
-from tests.tools.mcp.conftest import HttpServerProcess
+from tests.support.mcp import HttpServerProcess
 
 SERVER = (
     Path(__file__).resolve().parent.parent

@@ -45,7 +45,7 @@ def settings(tmp: Path, **extra: Any) -> Settings:
         "allowed_hosts": "testserver",
         **extra,
     }
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import statistics
 import sys
 import time
@@ -91,13 +92,13 @@ def main() -> None:
     for kind in ("plain", "quoted-closers", "many-actions"):
         text = big_reply(kind)
         n = len(parse_actions(text))
-        med, best = timeit(lambda text=text: parse_actions(text), 50)
+        med, best = timeit(functools.partial(parse_actions, text), 50)
         print(
             f"100 KB reply ({kind:14}, {len(text) / 1000:.0f} KB, {n:4} actions): "
             f"median {med:.3f} ms, best {best:.3f} ms"
         )
     for name, text in HOSTILE.items():
-        med, best = timeit(lambda text=text: _quiet(text), 5)
+        med, best = timeit(functools.partial(_quiet, text), 5)
         print(f"hostile ~100 KB ({name:18}): median {med:.1f} ms, best {best:.1f} ms")
     med, best = timeit(corpus_once, 50)
     print(

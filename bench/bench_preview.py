@@ -67,7 +67,7 @@ def serve_origin(database_url: str, port: int) -> None:
     """The preview origin alone (a process of its own, as in `planact serve`)."""
 
     async def run() -> None:
-        settings = Settings(  # type: ignore[call-arg]
+        settings = Settings(
             _env_file=None, database_url=database_url, preview_url=f"http://127.0.0.1:{port}"
         )
         store = Store(database_url)
@@ -109,7 +109,7 @@ async def action_to_ready(tmp: Path, runs: int) -> None:
     sandbox = Bubblewrap(path) if path else None
     if sandbox is not None and sandbox.probe() is not None:
         sandbox = None
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None,
         database_url=f"sqlite:///{tmp}/ready.db",
         workspace_dir=tmp / "ws",
@@ -157,7 +157,7 @@ def main(requests: int, runs: int) -> int:
         wait_listening(app_port)
         while not (sockdir / "s").exists():
             time.sleep(0.01)
-        settings = Settings(  # type: ignore[call-arg]
+        settings = Settings(
             _env_file=None,
             database_url=f"sqlite:///{tmp}/bench.db",
             workspace_dir=tmp / "ws",

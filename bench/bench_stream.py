@@ -251,7 +251,7 @@ async def memory_mid_reply(
         gc.collect()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        tasks = [asyncio.create_task(call()) for _ in range(concurrent)]
+        tasks = [asyncio.ensure_future(call()) for _ in range(concurrent)]
         await asyncio.sleep(FIRST_CHUNK_SLACK + chunks * spacing / 2)
         mid = tracemalloc.get_traced_memory()[0]
         await asyncio.gather(*tasks)
@@ -420,7 +420,9 @@ async def main(args: argparse.Namespace) -> None:
         buffered = await cpu_per_chunk(fake, n_buf, 0.0, 2 if args.quick else 3)
         spaced = await cpu_per_chunk(fake, n_spaced, 0.005, 1 if args.quick else 2)
         floor_b, floor_s = buffered["httpx + json.loads"], spaced["httpx + json.loads"]
-        rows = [("client", f"buffered ({n_buf})", "ratio", "spaced 5 ms", "ratio")]
+        rows: list[tuple[str, ...]] = [
+            ("client", f"buffered ({n_buf})", "ratio", "spaced 5 ms", "ratio")
+        ]
         for name in buffered:
             rows.append(
                 (

@@ -59,7 +59,7 @@ def one_run(keep_whole: int) -> tuple[int, list[int], str]:
         script.append(("thinking", _reply(write(f"pkg/part_{i}.py", body) + run(PRINT), sizes)))
     script.append(("thinking", _reply(finish("built"), sizes)))
     tmp = Path(tempfile.mkdtemp(prefix="planact-bench-tokens-"))
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None,
         database_url=f"sqlite:///{tmp}/db.sqlite",
         workspace_dir=tmp / "ws",
@@ -68,8 +68,8 @@ def one_run(keep_whole: int) -> tuple[int, list[int], str]:
     )
     llm = ScriptedLLM(script)
     with TestClient(create_app(settings, llm=llm)) as client:
-        body = {"goal": "build the module", "mode": "agent"}
-        with client.stream("POST", "/api/agent/run", json=body) as resp:
+        goal = {"goal": "build the module", "mode": "agent"}
+        with client.stream("POST", "/api/agent/run", json=goal) as resp:
             _messages, end = collect(resp.iter_lines())
             cid = resp.headers["x-conversation-id"]
         total = client.get(f"/api/conversations/{cid}").json()["total_tokens"]

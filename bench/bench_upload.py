@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from backend.app import create_app
 from backend.llm.testing import ScriptedLLM
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 SIZES_MB = (1, 10, 40)
 REPEAT = 3

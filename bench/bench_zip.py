@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from backend.app import create_app
 from backend.llm.testing import ScriptedLLM
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 GB = 1 << 30
 REPEAT = 5

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,23 +19,7 @@ from tests.fakellm import FakeModelServer  # noqa: E402
 from tests.migrated import place_migrated  # noqa: E402
 from tests.pg import postgres_url, reset  # noqa: E402
 from tests.skipsummary import pytest_terminal_summary  # noqa: E402, F401
-
-
-def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "database_url": f"sqlite:///{tmp_path}/planact.db",
-        "workspace_dir": tmp_path / "workspace",
-        "terminal_timeout": 20,
-        "llm_model": "scripted/model",
-        "llm_retry_base_delay": 0.01,
-        "frontend_dist": tmp_path / "no-ui",
-        # the Host header of Starlette's TestClient
-        "allowed_hosts": "testserver",
-    }
-    values.update(overrides)
-    if "database_url" not in overrides:
-        place_migrated(tmp_path / "planact.db")  # a copy, not the migrations again
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+from tests.support.settings import make_settings  # noqa: E402
 
 
 @pytest.fixture

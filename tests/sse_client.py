@@ -20,6 +20,7 @@ class Event:
 
 
 def iter_events(lines: Iterable[str]) -> Iterator[Event]:
+    data: list[str]
     event, data, eid = "message", [], None
     for raw in lines:
         line = raw.rstrip("\r\n")

@@ -20,7 +20,7 @@ from backend.runs import RunManager
 from backend.store.repo import Store
 from backend.waits import answer_approval
 from tests.agent.scripts import finish, plan_reply, run
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 @dataclass

@@ -7,12 +7,12 @@ import pytest
 
 from backend.cli import _progress_line
 from backend.cli_words import show_command, size_line
-from backend.messages.message import Message
+from backend.messages.message import Message, Status
 
 PADDED = "echo safe" + " " * 400 + "; touch HIDDEN1" + "\n" * 80 + "touch HIDDEN2"
 
 
-def final(kind: str, content: str, status: str) -> Message:
+def final(kind: str, content: str, status: Status) -> Message:
     return Message.build(kind, content, status=status)
 
 

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from backend.llm.base import (
     Completion,
@@ -17,49 +17,29 @@ from backend.llm.base import (
     LLMTimeoutError,
 )
 from backend.llm.litellm_client import LiteLLM, import_litellm
-from backend.llm.openai_compat import OpenAICompatLLM, missing_model_error
+from backend.llm.openai_compat import OpenAICompatLLM
+from backend.llm.options import ClientOptions, ModelClient
 from backend.observe.calls import ModelCall
 from backend.observe.labels import ModelLabels
 
 log = logging.getLogger(__name__)
 
 
-class DispatchLLM:
+class DispatchLLM(ModelClient):
     def __init__(
         self,
         model: str | None,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
         client: Literal["auto", "litellm"] = "auto",
-        timeout: float = 120.0,
-        call_max_seconds: float = 600.0,
-        max_retries: int = 3,
-        max_timeout_retries: int = 1,
-        retry_base_delay: float = 1.0,
-        stream: bool = True,
         known_models: Iterable[str | None] = (),
+        **options: Unpack[ClientOptions],
     ) -> None:
-        common: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "timeout": timeout,
-            "call_max_seconds": call_max_seconds,
-            "max_retries": max_retries,
-            "max_timeout_retries": max_timeout_retries,
-            "retry_base_delay": retry_base_delay,
-            "stream": stream,
-        }
-        self.model = model
+        super().__init__(model, **options)
         self.mode = client
-        self.lean = OpenAICompatLLM(model, **common)
-        self.litellm = LiteLLM(model, **common)
+        self.lean = OpenAICompatLLM(model, **options)
+        self.litellm = LiteLLM(model, **options)
         # the model label of the metrics: the configured models by name, others "other"
         self.labels = ModelLabels([model, *known_models])
-
-    @property
-    def default_model(self) -> str | None:
-        return self.model
 
     def path(self, model: str | None = None) -> Literal["lean", "litellm"]:
         """Which client serves ``model`` (default: the configured model)."""
@@ -76,9 +56,7 @@ class DispatchLLM:
         model: str | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> Completion:
-        use = model or self.model
-        if not use:
-            raise missing_model_error()
+        use = self.model_for(model)
         client = self.lean if self.path(use) == "lean" else self.litellm
         call = ModelCall(self.labels, stage, use, messages)  # metrics, and a span if traced
         try:

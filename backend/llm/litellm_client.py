@@ -33,8 +33,9 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.deadline import Deadline
-from backend.llm.openai_compat import YIELD_EVERY, missing_model_error
-from backend.llm.retry import FirstLive, RetryPolicy, short
+from backend.llm.openai_compat import YIELD_EVERY
+from backend.llm.options import ModelClient
+from backend.llm.retry import FirstLive, short
 
 log = logging.getLogger(__name__)
 
@@ -43,32 +44,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _MISSING_KEY = "Missing credentials"
 
 
-class LiteLLM:
-    def __init__(
-        self,
-        model: str | None,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 120.0,
-        call_max_seconds: float = 600.0,
-        max_retries: int = 3,
-        max_timeout_retries: int = 1,
-        retry_base_delay: float = 1.0,
-        stream: bool = True,
-    ) -> None:
-        self.model = model
-        self.api_key = api_key
-        self.base_url = base_url
-        self.timeout = timeout
-        self.call_max_seconds = call_max_seconds
-        self.retry = RetryPolicy(max_retries, max_timeout_retries, retry_base_delay)
-        self.stream = stream
-
-    @property
-    def default_model(self) -> str | None:
-        return self.model
-
+class LiteLLM(ModelClient):
     async def complete(
         self,
         *,
@@ -77,9 +53,7 @@ class LiteLLM:
         model: str | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> Completion:
-        use_model = model or self.model
-        if not use_model:
-            raise missing_model_error()
+        use_model = self.model_for(model)
         litellm = await _litellm()
         kwargs: dict[str, Any] = {
             "model": use_model,

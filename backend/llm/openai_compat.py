@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
@@ -24,9 +24,10 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.deadline import Deadline
+from backend.llm.options import ClientOptions, ModelClient
 from backend.llm.prices import cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
-from backend.llm.retry import FirstLive, RetryPolicy, short
+from backend.llm.retry import FirstLive, short
 
 log = logging.getLogger(__name__)
 
@@ -40,45 +41,20 @@ MAX_LINE = 16 * 2**20
 ERROR_BODY_LIMIT = 64 * 1024
 
 
-def missing_model_error() -> LLMConfigError:
-    return LLMConfigError(
-        "No model is configured: set LLM_MODEL (a litellm model id such as "
-        "openai/gpt-4o-mini or ollama/qwen2.5-coder) and LLM_API_KEY in .env or the "
-        "environment, restart planact (settings are read at start-up), then try again."
-    )
-
-
-class OpenAICompatLLM:
+class OpenAICompatLLM(ModelClient):
     """The LLM seam over any OpenAI-compatible ``/chat/completions`` endpoint."""
 
     def __init__(
         self,
         model: str | None,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 120.0,
-        call_max_seconds: float = 600.0,
-        max_retries: int = 3,
-        max_timeout_retries: int = 1,
-        retry_base_delay: float = 1.0,
-        stream: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        self.model = model
+        super().__init__(model, **options)
         self.transport = transport
-        self.api_key = api_key
-        self.base_url = base_url
-        self.timeout = timeout
-        self.call_max_seconds = call_max_seconds
-        self.retry = RetryPolicy(max_retries, max_timeout_retries, retry_base_delay)
-        self.stream = stream
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def default_model(self) -> str | None:
-        return self.model
 
     def endpoint(self, model: str) -> Endpoint | None:
         return lean_endpoint(model, self.base_url, self.api_key)
@@ -114,9 +90,7 @@ class OpenAICompatLLM:
         model: str | None = None,
         on_delta: DeltaCallback | None = None,
     ) -> Completion:
-        use_model = model or self.model
-        if not use_model:
-            raise missing_model_error()
+        use_model = self.model_for(model)
         endpoint = self.endpoint(use_model)
         if endpoint is None:
             raise LLMConfigError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ class ScriptedLLM:
     even if the pipeline turns it into an ``error`` message: check ``llm.errors``).
     """
 
-    script: list[tuple[str, Reply]]
+    script: Sequence[tuple[str, Reply]]
     model: str = "scripted/model"
     calls: list[Call] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)

@@ -161,6 +161,19 @@ def cap_text(text: str, limit: int = OUTPUT_CAP, dropped: int = 0) -> str:
     return f"{head}\n[... {cut} characters cut from the middle of the output ...]\n{tail}"
 
 
+def file_failure(verb: str, path: str, exc: OSError, rel: str = "") -> ActionResult:
+    """What a workspace file operation's OSError tells the model: a missing file, a directory
+    where a file was wanted, or the system's words (``rel``: the file the result shows).
+    A path out of the workspace is no OSError: its PathEscapeError goes up to the caller."""
+    if isinstance(exc, FileNotFoundError):
+        message = f"File {path} does not exist."
+    elif isinstance(exc, IsADirectoryError):
+        message = f"{path} is a directory, not a file."
+    else:
+        return ActionResult("failure", f"Could not {verb} {path}: {exc.strerror or exc}", rel)
+    return ActionResult("failure", message, rel or path)
+
+
 def format_command_result(command: str, out: CommandOutput, timeout: float) -> ActionResult:
     stdout = cap_text(out.stdout.decode("utf-8", "replace"), dropped=out.stdout_dropped)
     stderr = cap_text(out.stderr.decode("utf-8", "replace"), dropped=out.stderr_dropped)
@@ -331,14 +344,8 @@ class BaseRuntime:
                 return result
             try:
                 rel = confined.write_atomic(workspace, path.strip(), data, owner)
-            except IsADirectoryError:
-                return ActionResult("failure", f"{path} is a directory.", rel)
-            except PathEscapeError:
-                raise
             except OSError as exc:
-                return ActionResult(
-                    "failure", f"Could not write {path}: {exc.strerror or exc}", rel
-                )
+                return file_failure("write", path, exc, rel)
             return ActionResult("success", f"File {path} written successfully.", rel)
 
         return await anyio.to_thread.run_sync(write)
@@ -362,12 +369,6 @@ class BaseRuntime:
             limit = self.workspace_max_bytes if len(new) > len(old) else None
             try:
                 done = confined.edit_exact(workspace, path.strip(), old, new, owner, limit, used)
-            except FileNotFoundError:
-                return ActionResult("failure", f"File {path} does not exist.", path)
-            except IsADirectoryError:
-                return ActionResult("failure", f"{path} is a directory.", path)
-            except PathEscapeError:
-                raise
             except OSError as exc:
                 if exc.errno == errno.EDQUOT:
                     grown = used + len(new) - len(old)
@@ -379,7 +380,7 @@ class BaseRuntime:
                         "cannot change it; use terminal_run (sed, python).",
                         path,
                     )
-                return ActionResult("failure", f"Could not edit {path}: {exc.strerror or exc}")
+                return file_failure("edit", path, exc)
             if done.count == 0:
                 return ActionResult(
                     "failure",
@@ -411,14 +412,8 @@ class BaseRuntime:
         def read() -> ActionResult:
             try:
                 fd, rel = confined.open_read(workspace, path.strip())
-            except FileNotFoundError:
-                return ActionResult("failure", f"File {path} does not exist.", path)
-            except IsADirectoryError:
-                return ActionResult("failure", f"{path} is a directory, not a file.", path)
-            except PathEscapeError:
-                raise
             except OSError as exc:
-                return ActionResult("failure", f"Could not read {path}: {exc.strerror or exc}")
+                return file_failure("read", path, exc)
             try:
                 size = os.fstat(fd).st_size
                 data = confined.read_fd(fd, READ_CAP * 4 + 1)

@@ -29,11 +29,11 @@ from pathlib import Path
 import anyio
 
 from backend.runtime import reaper
-from backend.runtime.base import BaseRuntime, CommandOutput, OutputCallback, hand_output
+from backend.runtime.base import CommandOutput, OutputCallback, hand_output
 from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.headtail import HeadTail
 from backend.runtime.limits import SandboxLimits
-from backend.runtime.limits.budget import run_within
+from backend.runtime.limits.budget import BudgetedRuntime
 from backend.runtime.limits.cgroups import Cgroups
 from backend.runtime.services import SOCKET_DIR_INSIDE, service_script
 
@@ -43,7 +43,7 @@ STOP_GRACE = 5.0  # seconds the wrapper gets to kill its tree before it is kille
 REAPER = os.path.abspath(reaper.__file__)
 
 
-class LocalRuntime(BaseRuntime):
+class LocalRuntime(BudgetedRuntime):
     name = "local"
     reaper = REAPER  # the wrapper script each command runs under
 
@@ -141,21 +141,7 @@ class LocalRuntime(BaseRuntime):
             start_new_session=True,
         )
 
-    async def _run_command(
-        self,
-        command: str,
-        workspace: Path,
-        cwd: str,
-        on_output: OutputCallback | None = None,
-    ) -> CommandOutput:
-        return await run_within(
-            lambda tee: self._spawn(command, workspace, cwd, tee),
-            workspace,
-            self.workspace_max_bytes,
-            on_output,
-        )
-
-    async def _spawn(
+    async def _run_in_sandbox(
         self,
         command: str,
         workspace: Path,

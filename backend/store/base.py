@@ -11,13 +11,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
     Connection,
     Engine,
     Table,
     text,
+    update,
 )
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -67,6 +68,17 @@ class RunNotOwned(Exception):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id} is no longer owned by this process")
         self.run_id = run_id
+
+
+def update_running(c: Connection, run_id: str, values: dict[str, Any], owner: str | None) -> None:
+    """Write ``values`` to the running run's row; with ``owner``, fenced: only while ``owner``
+    still owns the run (the UPDATE holds the row until the commit), else :class:`RunNotOwned`
+    and nothing is written."""
+    q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+    if owner is None:
+        c.execute(q.values(**values))
+    elif not c.execute(q.where(RUNS.c.owner == owner).values(**values)).rowcount:
+        raise RunNotOwned(run_id)
 
 
 def new_id() -> str:

@@ -18,9 +18,8 @@ from backend.store.base import (
     CONVERSATIONS,
     MESSAGE_CHANNEL,
     MESSAGES,
-    RUNS,
-    RunNotOwned,
     StoreBase,
+    update_running,
 )
 from backend.store.parked import park_in
 from backend.store.tables import utcnow
@@ -44,19 +43,10 @@ class SqlMessages(StoreBase):
         :class:`RunNotOwned` and nothing is written. Returns the stored message."""
 
         def fn(c: Connection) -> Message:
-            if owner is not None:
-                fence = update(RUNS).where(
-                    RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE, RUNS.c.owner == owner
-                )
-                values = {"checkpoint": checkpoint} if checkpoint is not None else {"owner": owner}
-                if not c.execute(fence.values(**values)).rowcount:
-                    raise RunNotOwned(msg.run_id)
-            elif checkpoint is not None:
-                c.execute(
-                    update(RUNS)
-                    .where(RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE)
-                    .values(checkpoint=checkpoint)
-                )
+            if checkpoint is not None:
+                update_running(c, msg.run_id, {"checkpoint": checkpoint}, owner)
+            elif owner is not None:  # nothing to write: the fence alone
+                update_running(c, msg.run_id, {"owner": owner}, owner)
             if wait is not None:
                 park_in(c, msg.run_id, wait)
             return self._insert(c, msg)

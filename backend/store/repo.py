@@ -8,8 +8,9 @@
     waits.py          runs parked while they wait for a person
 
 Each part is a mixin over :class:`~backend.store.base.StoreBase` (the engine and its one
-database thread); :class:`Store` is all of them, and satisfies every Protocol of
-:mod:`backend.store.protocols` (mypy checks it there). Callers import from here.
+database thread); :class:`Store` is all of them: callers take a ``Store`` and import from
+here. (One implementation, so no Protocol per aggregate: the contract suite in tests/store/
+runs every part over SQLite and PostgreSQL.)
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from backend.store.base import (
     TASKS,
     ConflictError,
     NotFoundError,
-    RunNotOwned,
     StoreBase,
     iso,
     new_id,
+    update_running,
 )
 from backend.store.parked import WAITING
 from backend.store.tables import Conversation, Run, Task, utcnow
@@ -192,14 +192,7 @@ class SqlRuns(StoreBase):
         if transcript is not None:
             values["transcript"] = transcript
 
-        def fn(c: Connection) -> None:
-            q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
-            if owner is None:
-                c.execute(q.values(**values))
-            elif not c.execute(q.where(RUNS.c.owner == owner).values(**values)).rowcount:
-                raise RunNotOwned(run_id)
-
-        await self._core(fn)
+        await self._core(lambda c: update_running(c, run_id, values, owner))
 
     async def save_start_files(self, run_id: str, files: str) -> None:
         def fn(c: Connection) -> None:

@@ -3,6 +3,8 @@ corpus_markers.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from backend.actions import FormatError, TruncatedReplyError, parse_actions
@@ -20,7 +22,7 @@ def test_corpus_is_big_enough() -> None:
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=[c.name for c in ALL_CASES])
 def test_corpus(case: Case) -> None:
-    kwargs = {"finish_reason": case.finish_reason, "tool_calls": case.tool_calls}
+    kwargs: dict[str, Any] = {"finish_reason": case.finish_reason, "tool_calls": case.tool_calls}
     if isinstance(case.expect, Err):
         with pytest.raises(FormatError) as info:
             parse_actions(case.text, **kwargs)

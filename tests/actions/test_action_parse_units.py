@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from backend.actions import (
@@ -73,7 +75,7 @@ def test_clean_plain_and_helpers() -> None:
 
 
 def test_native_calls_win_over_text() -> None:
-    calls = [
+    calls: list[dict[str, Any]] = [
         {"id": "1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
     ]
     with pytest.raises(FormatError, match="missing required parameter"):

@@ -19,7 +19,7 @@ from backend.lemonai.translate import translate_all
 from backend.llm.testing import ScriptedLLM
 from backend.messages.message import Message
 from tests.agent.scripts import finish, plan_reply
-from tests.api.test_pipeline_asgi import client_for, post_run
+from tests.support.asgi import client_for, post_run
 
 
 # ---- the new action's module, as a newcomer writes it ----------------------------------

@@ -9,7 +9,7 @@ import pytest
 from backend.agent.budget import Budget, BudgetExceeded, limits
 from backend.config import Settings
 from backend.llm.base import Completion
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def _completion(tokens: int, cost: float | None) -> Completion:
@@ -29,14 +29,14 @@ def test_defaults_match_the_contract(tmp_path: Path) -> None:
 def test_no_limit_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("RUN_MAX_TOKENS", value)
     monkeypatch.setenv("RUN_MAX_COST_USD", value)
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     assert settings.run_max_tokens is None and settings.run_max_cost_usd is None
 
 
 def test_env_values_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUN_MAX_COST_USD", "2.5")
     monkeypatch.setenv("RUN_MAX_MODEL_CALLS", "7")
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     assert (settings.run_max_cost_usd, settings.run_max_model_calls) == (2.5, 7)
 
 

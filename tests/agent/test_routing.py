@@ -34,7 +34,8 @@ def test_keywords_case_insensitive_first_hit_wins(goal: str, expected: str | Non
 
 
 def test_builtin_table_routes_common_goals() -> None:
-    assert match_keywords("Write a python script, run it, save its output", BUILTIN).needs_tools
+    tools = match_keywords("Write a python script, run it, save its output", BUILTIN)
+    assert tools is not None and tools.needs_tools
     chat = match_keywords("What is the capital of France?", BUILTIN)
     assert chat is not None and not chat.needs_tools
 

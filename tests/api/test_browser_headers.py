@@ -17,7 +17,7 @@ from backend.api.headers import UI_POLICY, download_media_type
 from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def directives(policy: str) -> dict[str, list[str]]:

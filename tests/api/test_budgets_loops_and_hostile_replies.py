@@ -12,8 +12,8 @@ from backend.config import Settings
 from backend.llm.base import Completion
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.api.test_pipeline_asgi import client_for, kinds, post_run
-from tests.conftest import make_settings
+from tests.support.asgi import client_for, kinds, post_run
+from tests.support.settings import make_settings
 
 FORMAT_LESSON_MARKERS = ("Allowed actions", "<write_code>", "outside any code fence")
 

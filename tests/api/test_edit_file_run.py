@@ -7,7 +7,7 @@ from pathlib import Path
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, write
-from tests.api.test_pipeline_asgi import client_for, post_run
+from tests.support.asgi import client_for, post_run
 
 
 def test_edited_file_is_listed_and_edited_byte_exact(settings: Settings, tmp_path: Path) -> None:

@@ -22,10 +22,10 @@ from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
 from backend.openapi import ApiInfo, api_path, build_document, operation_of
 from tests.agent.scripts import finish, plan_reply, run
-from tests.api.test_pipeline_asgi import client_for
-from tests.conftest import make_settings
 from tests.openapi_check import check_events
 from tests.sse_client import iter_events
+from tests.support.asgi import client_for
+from tests.support.settings import make_settings
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 

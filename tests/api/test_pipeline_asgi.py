@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from starlette.testclient import TestClient
@@ -12,30 +10,8 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.openapi_check import ResponseCheck
 from tests.sse_client import collect
-
-
-@contextmanager
-def client_for(settings: Settings, llm: ScriptedLLM) -> Iterator[TestClient]:
-    app = create_app(settings, llm=llm)
-    with TestClient(app) as client:
-        # every answer checked against the app's OpenAPI document (tests/openapi_check.py)
-        ResponseCheck(client.get("/api/openapi.json").json()).install(client)
-        yield client
-
-
-def post_run(client: TestClient, body: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any]:
-    with client.stream("POST", "/api/agent/run", json=body) as resp:
-        assert resp.status_code == 200
-        assert resp.headers["content-type"].startswith("text/event-stream")
-        messages, end = collect(resp.iter_lines())
-        return messages, end, resp.headers
-
-
-def kinds(messages: list[dict[str, Any]]) -> list[str]:
-    return [m["meta"]["action_type"] for m in messages]
-
+from tests.support.asgi import client_for, kinds, post_run
 
 SCRIPT = 'import pathlib\nout = "a < b & \\"q\\"\\n"\npathlib.Path("out.txt").write_text(out)\n'
 
@@ -146,7 +122,7 @@ def test_bad_route_reply_means_tools(settings: Settings) -> None:
 
 
 def test_failing_action_skips_the_rest_and_task_fails_after_max_steps(tmp_path: Any) -> None:
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     settings = make_settings(tmp_path, max_steps_per_task=2)
     llm = ScriptedLLM(
@@ -229,7 +205,7 @@ def test_two_tasks_use_a_summary_call_and_notes_flow_between_tasks(settings: Set
 
 def test_missing_model_config_ends_with_a_clear_error(tmp_path: Any) -> None:
     from backend.llm.factory import make_llm
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     settings = make_settings(tmp_path, llm_model=None)
     app = create_app(settings, llm=make_llm(settings))

@@ -54,7 +54,7 @@ def start(client: TestClient, goal: str) -> tuple[str, str]:
 
 
 def is_running_command(m: dict[str, Any]) -> bool:
-    return m["meta"]["action_type"] == "terminal_run" and m["status"] == "running"
+    return bool(m["meta"]["action_type"] == "terminal_run" and m["status"] == "running")
 
 
 def test_stop_during_a_command_closes_the_command_and_the_task(settings: Settings) -> None:
@@ -100,7 +100,7 @@ def test_shutdown_during_a_command_hands_the_run_to_the_next_start(tmp_path: Pat
     """The server shuts down while a command runs: the run is handed over, not failed; the
     next start continues it. The command is not run again: its `running` message gets its
     `failure` partner saying it was interrupted, and the model reads that."""
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     settings = make_settings(tmp_path)
     llm = ScriptedLLM(

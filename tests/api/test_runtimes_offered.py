@@ -15,8 +15,8 @@ from backend.app import create_app
 from backend.llm.testing import ScriptedLLM
 from backend.runtime.names import BUILTIN
 from backend.runtime.sandboxing import SandboxConfigError
-from tests.conftest import make_settings
-from tests.runtime.conftest import require_bwrap
+from tests.support.runtime import require_bwrap
+from tests.support.settings import make_settings
 
 
 def client(tmp_path: Path, **overrides: Any) -> Iterator[TestClient]:

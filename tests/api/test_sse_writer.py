@@ -4,7 +4,7 @@ the end of the stream when the client goes away or stops reading, and HEAD."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 from backend.api.sse import ServerSentEvent, SseResponse
@@ -15,7 +15,7 @@ class Client:
 
     def __init__(self, method: str = "GET", stalled: bool = False) -> None:
         self.scope: dict[str, Any] = {"type": "http", "method": method, "path": "/"}
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[MutableMapping[str, Any]] = []
         self.gone = asyncio.Event()
         self.stalled = stalled  # body sends are never taken
         self.body_seen = asyncio.Event()
@@ -24,7 +24,7 @@ class Client:
         await self.gone.wait()
         return {"type": "http.disconnect"}
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.body" and self.stalled:
             await asyncio.Event().wait()
         self.sent.append(message)

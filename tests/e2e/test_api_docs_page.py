@@ -3,7 +3,6 @@ serves, under the UI's Content-Security-Policy, and asks nothing of another orig
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,27 +10,14 @@ import pytest
 
 from tests.e2e.server import Server, server_env
 from tests.fakellm import FakeModelServer
+from tests.support.browser import launched_chromium
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
-
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 @pytest.fixture
 def chromium() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        if os.environ.get("REQUIRE_BROWSER") == "1":
-            pytest.fail(f"REQUIRE_BROWSER=1 but {CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    yield from launched_chromium()
 
 
 def test_the_docs_page_renders_every_route_from_local_assets(

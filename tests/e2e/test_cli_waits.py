@@ -8,6 +8,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -30,8 +31,14 @@ def thinking_calls(fake_model: FakeModelServer) -> list[str]:
     return [json.dumps(c["messages"]) for c in fake_model.model.calls if c["stage"] == "thinking"]
 
 
+class Terminal(Protocol):
+    """Starts ``planact run ARGS`` on a terminal of its own (``extra``: more environment)."""
+
+    def __call__(self, *args: str, stdout: Path | None = None, **extra: str) -> TerminalSession: ...
+
+
 @pytest.fixture
-def terminal(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[type[TerminalSession]]:
+def terminal(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[Terminal]:
     sessions: list[TerminalSession] = []
     env = {**os.environ, **server_env(tmp_path, fake_model.base_url)}
 
@@ -58,7 +65,7 @@ def marker(tmp_path: Path) -> str | None:
 
 
 def test_an_approved_command_runs_once_after_the_person_says_yes(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Mark")},
@@ -77,7 +84,7 @@ def test_an_approved_command_runs_once_after_the_person_says_yes(
 
 
 def test_with_progress_sent_to_a_file_the_question_is_asked_on_the_terminal(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Mark")},
@@ -99,7 +106,7 @@ def test_with_progress_sent_to_a_file_the_question_is_asked_on_the_terminal(
 
 
 def test_keys_typed_before_the_question_answer_nothing(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Mark")},
@@ -121,7 +128,7 @@ def test_keys_typed_before_the_question_answer_nothing(
 def test_a_refusal_and_its_reason_reach_the_model(
     tmp_path: Path,
     fake_model: FakeModelServer,
-    terminal: type[TerminalSession],
+    terminal: Terminal,
     keys: list[str],
 ) -> None:
     fake_model.script(
@@ -144,7 +151,7 @@ def test_a_refusal_and_its_reason_reach_the_model(
 
 
 def test_approve_all_lets_later_commands_of_the_class_run_without_asking(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Mark twice")},
@@ -161,7 +168,7 @@ def test_approve_all_lets_later_commands_of_the_class_run_without_asking(
 
 
 def test_the_model_asks_and_the_answer_typed_reaches_it(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Pick a colour")},
@@ -183,7 +190,7 @@ def test_the_model_asks_and_the_answer_typed_reaches_it(
 def test_ending_input_at_the_prompt_stops_the_run(
     tmp_path: Path,
     fake_model: FakeModelServer,
-    terminal: type[TerminalSession],
+    terminal: Terminal,
     key: bytes,
 ) -> None:
     fake_model.script(
@@ -204,7 +211,7 @@ def test_ending_input_at_the_prompt_stops_the_run(
 
 
 def test_a_wait_that_times_out_drops_its_prompt_and_the_run_goes_on(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Mark")},
@@ -221,7 +228,7 @@ def test_a_wait_that_times_out_drops_its_prompt_and_the_run_goes_on(
 
 
 def test_ending_input_at_a_question_stops_the_run(
-    tmp_path: Path, fake_model: FakeModelServer, terminal: type[TerminalSession]
+    tmp_path: Path, fake_model: FakeModelServer, terminal: Terminal
 ) -> None:
     fake_model.script(
         {"stage": "planning", "content": plan_reply("Pick")},

@@ -12,8 +12,8 @@ import pytest
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server, running_server
 from tests.fakellm import FakeModelServer
-from tests.runtime.conftest import require_docker
 from tests.sse_client import Event, iter_events
+from tests.support.runtime import require_docker
 
 pytestmark = pytest.mark.e2e
 

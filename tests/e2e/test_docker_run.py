@@ -14,7 +14,7 @@ from tests.e2e.cluster import Worker
 from tests.e2e.server import Server, running_server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, reset
-from tests.runtime.conftest import require_docker
+from tests.support.runtime import require_docker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 

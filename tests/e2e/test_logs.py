@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,7 +153,7 @@ def test_successful_reads_are_debug_lines_and_changes_and_failures_info(
     server = Server(work, env).start()
     try:
         fake_model.script({"stage": "auto_reply", "content": "Hello."})
-        auth = {"headers": {"Authorization": f"Bearer {token}"}}
+        auth: dict[str, Any] = {"headers": {"Authorization": f"Bearer {token}"}}
         server.run({"goal": "say hello", "mode": "chat"}, **auth)
         with server.client() as c:
             assert c.get("/api/health").status_code == 200

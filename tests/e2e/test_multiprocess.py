@@ -194,7 +194,9 @@ def test_kill9_of_a_worker_mid_command_hands_its_run_to_the_other_worker(
     )
     ids = start_json(a, {"goal": "write code"}).json()
     rid, cid = ids["run_id"], ids["conversation_id"]
-    logs = lambda: [p for p in (cluster.tmp / "workspace").rglob("count.log") if cid in str(p)]  # noqa: E731
+
+    def logs() -> list[Path]:
+        return [p for p in (cluster.tmp / "workspace").rglob("count.log") if cid in str(p)]
 
     def command_ran() -> bool:
         running = [m for m in messages(b, cid) if m["meta"]["action_type"] == "terminal_run"]

@@ -75,7 +75,7 @@ class Reader:
 def running_command_seq(server: Server, cid: str) -> int:
     with server.client() as c:
         msgs = c.get(f"/api/conversations/{cid}/messages").json()
-    return max(m["seq"] for m in msgs if m["meta"]["action_type"] == "terminal_run")
+    return int(max(m["seq"] for m in msgs if m["meta"]["action_type"] == "terminal_run"))
 
 
 def test_readers_attached_mid_command_get_the_output_so_far_then_the_rest(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -18,7 +18,7 @@ from tests.e2e.cluster import follow, messages, open_running, start_json
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, reset
-from tests.runtime.conftest import require_docker
+from tests.support.runtime import require_docker
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +60,7 @@ def check_completed_once(server: Server, tmp: Path, cid: str, rid: str) -> dict[
         (row,) = c.get(f"/api/conversations/{cid}").json()["runs"]
     assert row["status"] == "completed" and row["resumes"] == 1
     assert row["repeated_calls"] == 1  # the call in flight, made again
-    return row
+    return cast(dict[str, Any], row)
 
 
 @pytest.fixture
@@ -142,7 +142,10 @@ def test_kill9_mid_command_in_a_docker_sandbox_goes_on_in_a_sandbox_of_the_other
         )
         ids = start_json(a, {"goal": "write code"}).json()
         rid, cid = ids["run_id"], ids["conversation_id"]
-        logs = lambda: [p for p in (tmp_path / "workspace").rglob("count.log") if cid in str(p)]  # noqa: E731
+
+        def logs() -> list[Path]:
+            return [p for p in (tmp_path / "workspace").rglob("count.log") if cid in str(p)]
+
         wait_for(logs, timeout=120, what="the command to run in the sandbox")
         a.kill9()
         msgs, end = follow(b, rid)

@@ -14,7 +14,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -22,7 +22,7 @@ import pytest
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import PLANACT, Server, server_env
 from tests.fakellm import FakeModelServer
-from tests.runtime.conftest import require_bwrap, require_docker
+from tests.support.runtime import require_bwrap, require_docker
 
 pytestmark = pytest.mark.e2e
 
@@ -96,7 +96,7 @@ def attack_output(tmp: Path, fake: FakeModelServer, port: int, **env: str) -> st
             if m["meta"]["action_type"] == "terminal_run" and m["status"] != "running"
         ]
         assert len(results) == 1, results
-        return results[0]
+        return cast(str, results[0])
     finally:
         server.stop()
 

@@ -19,7 +19,7 @@ from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.cluster import follow, open_running, start_json
 from tests.e2e.server import running_server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.runtime.conftest import require_docker
+from tests.support.runtime import require_docker
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 MODE_MARKER = "__lemon_mode__"
 OUT_END = "__lemon_out_end__"
@@ -175,7 +175,7 @@ def _drop_update_status(messages: list[dict[str, Any]]) -> None:
 def _plan(messages: list[dict[str, Any]]) -> dict[str, Any]:
     for m in reversed(messages):
         if (m.get("meta") or {}).get("action_type") == "plan":
-            return m
+            return cast(dict[str, Any], m)
     raise ClientCrash("plan of undefined: an action or task arrived before any plan")
 
 
@@ -289,8 +289,8 @@ def render(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What Message.vue / Planing.vue / Observation.vue / MessageFileList draw."""
     view: list[dict[str, Any]] = []
     for m in messages:
-        meta = m.get("meta")
-        kind = (meta or {}).get("action_type")
+        meta = m.get("meta") or {}
+        kind = meta.get("action_type")
         if m.get("role") == "assistant" and m.get("is_temp") and not meta:
             view.append({"kind": "waiting", "text": m.get("content", "")})
         elif kind == "plan":

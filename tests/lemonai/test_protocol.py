@@ -7,55 +7,17 @@ import base64
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
-from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import LLMError, ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.conftest import make_settings
 from tests.lemonai.client import render, replay, sse_data
-
-JSON = {"Content-Type": "application/json"}
-
-
-@contextmanager
-def lemon_client(settings: Settings, llm: ScriptedLLM) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, llm=llm), base_url="http://127.0.0.1") as client:
-        yield client
-
-
-def create(client: TestClient, content: str = "a goal", **headers: str) -> str:
-    resp = client.post("/lemonai/api/conversation", json={"content": content}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    return str(resp.json()["data"]["conversation_id"])
-
-
-def stream_run(
-    client: TestClient, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> tuple[list[str], list[str], Any]:
-    """(raw data lines, decoded tokens, response headers) of one run."""
-    raw: list[str] = []
-    with client.stream(
-        "POST",
-        "/lemonai/api/agent/run",
-        content=json.dumps(body),
-        headers={**JSON, "Accept": "text/event-stream", **(headers or {})},
-    ) as resp:
-        assert resp.status_code == 200, resp.read()
-        assert resp.headers["content-type"].startswith("text/event-stream")
-        lines = list(resp.iter_lines())
-        events = [ln for ln in lines if ln.startswith("event:")]
-        raw = list(sse_data(lines))
-        tokens = [base64.b64decode(d, validate=True).decode("utf-8") for d in raw]
-        assert events == ["event: message"] * len(raw)
-        return raw, tokens, resp.headers
+from tests.support.lemonai import JSON, create, lemon_client, stream_run
+from tests.support.settings import make_settings
 
 
 def agent_messages(tokens: list[str]) -> list[dict[str, Any]]:
@@ -485,7 +447,7 @@ def test_upload_then_file_ids_put_files_in_the_workspace(settings: Settings) -> 
             ({"data": {"x": "1"}}, 415),
             ({"content": b"x", "headers": {"Content-Type": "text/plain"}}, 415),
         ):
-            resp = client.post("/lemonai/api/file/upload", **body)  # type: ignore[arg-type]
+            resp = client.post("/lemonai/api/file/upload", **body)
             assert resp.status_code == status and resp.json()["code"] == status
 
 

@@ -14,7 +14,7 @@ from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
 from backend.uploads import cut_name
 from tests.agent.scripts import finish, plan_reply
-from tests.lemonai.test_protocol import create, lemon_client, stream_run
+from tests.support.lemonai import create, lemon_client, stream_run
 
 EMOJI = "\U0001f600"  # 4 bytes of UTF-8
 

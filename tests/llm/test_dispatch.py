@@ -116,7 +116,7 @@ def test_prewarm_only_when_the_default_model_needs_litellm() -> None:
 
 def test_make_llm_reads_the_deadline_settings(tmp_path: Path) -> None:
     from backend.llm.factory import make_llm
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     settings = make_settings(
         tmp_path,
@@ -141,7 +141,7 @@ def test_a_deadline_must_be_positive(monkeypatch: pytest.MonkeyPatch, name: str)
 
     monkeypatch.setenv(name, "0")
     with pytest.raises(ValidationError, match=name.lower()):
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
 
 
 # litellm builds a pydantic type lazily on this error path, and pydantic warns about it

@@ -18,7 +18,7 @@ def test_the_runs_own_kinds_are_defined_with_their_wire_spelling() -> None:
         "error", "stop", "approval", "ask_user", "summary",
     }  # fmt: skip
     assert {k.value for k in MessageKind} == wire
-    assert MessageKind.FINISH_SUMMERY == "finish_summery"
+    assert MessageKind.FINISH_SUMMERY.value == "finish_summery"
 
 
 def test_the_wire_kinds_are_the_runs_own_and_every_actions_each_once() -> None:

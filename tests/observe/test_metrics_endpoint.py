@@ -19,9 +19,9 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.llm.dispatch import DispatchLLM
 from tests.agent.scripts import finish, plan_reply, run
-from tests.conftest import make_settings
 from tests.fakellm import FakeModelServer
 from tests.sse_client import collect
+from tests.support.settings import make_settings
 
 LOOPBACK = ("127.0.0.1", 50000)
 ELSEWHERE = ("10.1.2.3", 50000)

@@ -25,9 +25,9 @@ from backend.runtime.sandboxing import sandbox_cgroups
 from backend.store.repo import Store
 from backend.tools.kit import Tools
 from backend.workspace import workspace_path
-from tests.conftest import make_settings
-from tests.previews.test_previews_e2e import processes_with
-from tests.runtime.conftest import require_bwrap
+from tests.support.previews import processes_with
+from tests.support.runtime import require_bwrap
+from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.bwrap
 

@@ -3,9 +3,7 @@ preview origin), a static page's script runs, and a previewed page cannot read t
 
 from __future__ import annotations
 
-import os
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,27 +11,9 @@ import pytest
 
 from tests.agent.scripts import write
 from tests.fakellm import FakeModelServer
-from tests.previews.conftest import PreviewServer, app_script, done
-from tests.previews.test_previews_e2e import start_app
-from tests.ui.conftest import CHROMIUM, LAUNCH_ARGS
+from tests.support.previews import PreviewServer, app_script, done, start_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        if os.environ.get("REQUIRE_BROWSER") == "1":
-            pytest.fail(f"REQUIRE_BROWSER=1 but {CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def test_the_previewed_app_runs_in_the_browser_and_cannot_read_the_api(

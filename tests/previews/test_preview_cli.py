@@ -15,9 +15,8 @@ import pytest
 
 from tests.e2e.server import PLANACT, free_port, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.previews.conftest import app_script, done, preview_tag, write_app
-from tests.previews.test_previews_e2e import processes_with
-from tests.runtime.conftest import require_bwrap
+from tests.support.previews import app_script, done, preview_tag, processes_with, write_app
+from tests.support.runtime import require_bwrap
 
 pytestmark = [pytest.mark.e2e, pytest.mark.bwrap]
 

@@ -13,8 +13,14 @@ from pydantic import ValidationError
 from backend.config import Settings
 from backend.previews.links import PreviewLinks, new_token
 from tests.fakellm import FakeModelServer
-from tests.previews.conftest import app_script, done, preview_tag, start_preview_server, write_app
-from tests.previews.test_previews_e2e import preview_message
+from tests.support.previews import (
+    app_script,
+    done,
+    preview_message,
+    preview_tag,
+    start_preview_server,
+    write_app,
+)
 
 
 def scope_with_host(host: str) -> dict[str, object]:

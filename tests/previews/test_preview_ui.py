@@ -13,10 +13,8 @@ from typing import Any
 import pytest
 
 from tests.fakellm import FakeModelServer
-from tests.previews.conftest import PreviewServer, start_preview_server
-from tests.previews.test_preview_browser import chromium  # noqa: F401 (a fixture)
-from tests.previews.test_previews_e2e import processes_with, start_app
-from tests.ui.conftest import DIST
+from tests.support.browser import DIST
+from tests.support.previews import PreviewServer, processes_with, start_app, start_preview_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.bwrap]
 
@@ -34,7 +32,7 @@ def ui_preview_server(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[P
 def test_the_app_panel_shows_reloads_stops_and_restarts_the_preview(
     ui_preview_server: PreviewServer,
     fake_model: FakeModelServer,
-    chromium: Any,  # noqa: F811
+    chromium: Any,
     width: int,
 ) -> None:
     from playwright.sync_api import expect

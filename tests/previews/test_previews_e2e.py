@@ -9,7 +9,6 @@ import hashlib
 import os
 import secrets
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,41 +19,19 @@ from backend.api.previews import PreviewOut
 from tests.agent.scripts import run, write
 from tests.e2e.server import wait_for
 from tests.fakellm import FakeModelServer
-from tests.previews.conftest import (
+from tests.support.previews import (
     PreviewServer,
     app_script,
     done,
+    preview_message,
     preview_tag,
+    processes_with,
+    start_app,
     start_preview_server,
     write_app,
 )
 
 pytestmark = pytest.mark.e2e
-
-
-def processes_with(marker: str) -> list[int]:
-    """Pids of the processes whose command line holds ``marker`` (any user, any sandbox)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if marker.encode() in fh.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
-def preview_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    found = [
-        m
-        for m in messages
-        if m["meta"]["action_type"] == "preview" and m["status"] in ("success", "failure")
-    ]
-    assert found, [m["meta"]["action_type"] for m in messages]
-    return found[-1]
 
 
 REACH = (
@@ -63,32 +40,6 @@ REACH = (
     "    print('API REACHED')\n"
     "except OSError as exc:\n    print('API unreachable:', exc)\" {port}; "
 )
-
-
-def start_app(
-    ps: PreviewServer, fake_model: FakeModelServer, marker: str, before: str = ""
-) -> tuple[str, str]:
-    """Run a goal whose model writes and previews the app; (conversation id, preview URL).
-    ``before``: shell text the service runs first."""
-    app_script(
-        fake_model,
-        write_app() + preview_tag(8080, f"{before}python3 app.py 8080 {marker}", name="app"),
-        done(),
-    )
-    messages, end, headers = ps.server.run({"goal": "Build me an app and show it"})
-    assert end["status"] == "completed", messages[-3:]
-    msg = preview_message(messages)
-    assert msg["status"] == "success", msg["content"]
-    entry = msg["meta"]["json"][0]
-    assert entry["name"] == "app" and entry["port"] == 8080 and entry["path"] == "/"
-    assert entry["url"].startswith(ps.preview_base + "/p/")
-    assert entry["url"] in msg["content"]
-    # the summary lists the running preview (after the files, an entry without a filepath)
-    [summary] = [m for m in messages if m["meta"]["action_type"] == "finish_summery"]
-    assert {"preview": entry} in summary["meta"]["json"]
-    assert f"- app: {entry['url']}" in summary["content"]
-    assert any(f.get("filepath") == "app.py" for f in summary["meta"]["json"])
-    return headers["x-conversation-id"], entry["url"]
 
 
 def test_a_previewed_app_serves_its_page_api_uploads_and_websocket(

@@ -16,10 +16,10 @@ from backend.app import create_app
 from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.local import LocalRuntime
 from backend.store.db import head_revision
-from tests.conftest import make_settings
 from tests.pg import postgres_url, wipe
 from tests.readiness.forwarder import Forwarder
-from tests.runtime.conftest import require_bwrap, require_docker
+from tests.support.runtime import require_bwrap, require_docker
+from tests.support.settings import make_settings
 
 
 @pytest.fixture

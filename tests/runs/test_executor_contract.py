@@ -16,11 +16,11 @@ from backend.runs.lease import new_instance_id
 from backend.runs.notify import make_notifier
 from backend.store.repo import Store
 from tests.agent.scripts import finish, plan_reply, write
-from tests.conftest import make_settings
 from tests.e2e.cluster import Worker
 from tests.e2e.server import server_env
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, wipe
+from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.e2e
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import cast
 
 import psycopg
 import pytest
@@ -18,9 +19,9 @@ from backend.runs import RunManager
 from backend.runs.notify import psycopg_conninfo
 from backend.runtime.base import ActionResult, Runtime
 from backend.store.repo import CONTROL_CHANNEL, Store
-from tests.conftest import make_settings
 from tests.pg import postgres_url, reset
-from tests.runs.test_lease import close
+from tests.support.runs import close
+from tests.support.settings import make_settings
 
 
 class ForgettingRuntime:
@@ -68,8 +69,9 @@ async def two_managers(
     url = postgres_url()
     reset(url)
     held, own = ForgettingRuntime(), ForgettingRuntime()
-    worker = await process(tmp_path, url, "worker", held)
-    server = await process(tmp_path, url, "serve", own)
+    # the runtime's part the manager calls on forget and at start; the rest is never called
+    worker = await process(tmp_path, url, "worker", cast(Runtime, held))
+    server = await process(tmp_path, url, "serve", cast(Runtime, own))
     return worker, held, server, own
 
 

@@ -21,7 +21,8 @@ from backend.messages.message import Message
 from backend.runs import RunManager
 from backend.runtime.base import ActionResult
 from backend.store.repo import ConflictError, Store
-from tests.conftest import make_settings
+from tests.support.runs import close
+from tests.support.settings import make_settings
 
 
 @pytest.fixture
@@ -63,11 +64,6 @@ async def manager_on(tmp_path: Path, db_url: str, **kw: Any) -> RunManager:
     m = RunManager(settings, store, Bus(), ScriptedLLM([]), BUILTIN, **kw)
     await m.open()
     return m
-
-
-async def close(m: RunManager) -> None:
-    await m.shutdown()
-    await m.store.close()
 
 
 async def test_ending_changes_only_a_run_that_is_still_running(store: Store) -> None:
@@ -155,8 +151,8 @@ async def test_recovery_takes_only_runs_whose_owner_lease_expired(
         assert await b.wait(rid_a, timeout=30) == "completed"
         taken = await store.get_run(rid_a)
         assert taken is not None and taken["owner"] == b.instance_id and taken["resumes"] == 1
-        kinds = [m.meta.action_type for m in await store.messages(cid_a, limit=100)]
-        assert kinds == ["question", "auto_reply"]
+        stored = [m.meta.action_type for m in await store.messages(cid_a, limit=100)]
+        assert stored == ["question", "auto_reply"]
         assert reaper.reaped == []  # not yet: a lease's grace after it expired
         # the conversation takes a new run
         await store.start_run("1", cid_a, "again", "auto", "local", owner=b.instance_id)

@@ -12,7 +12,7 @@ from backend.llm.testing import ScriptedLLM
 from backend.messages.bus import Bus
 from backend.runs import RunManager
 from backend.store.repo import Store
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def test_a_runtime_asked_from_many_threads_at_once_is_made_once(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from backend.agent.resume import INTERRUPTED_ACTION, NOT_RUN
 from backend.runs import RunManager
-from tests.runs.test_resume_points import DEADLINE, ReactiveLLM, a_process, bury
+from tests.support.runs import DEADLINE, ReactiveLLM, a_process, bury
 
 # bounded: it waits for a file the test creates once the run was taken over elsewhere
 WAITS_FOR_GO = "for i in $(seq 2400); do [ -f go ] && break; sleep 0.05; done; echo ran >> log.txt"

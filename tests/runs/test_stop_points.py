@@ -17,7 +17,7 @@ from backend.messages.bus import Bus
 from backend.runs import RunManager
 from backend.store.repo import Store
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 class SteppingTask(asyncio.tasks._PyTask):  # type: ignore[name-defined,misc]

@@ -11,7 +11,7 @@ from backend.messages.bus import Bus
 from backend.runs import RunManager
 from backend.store.repo import Store
 from tests.agent.scripts import finish, plan_reply, run
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 async def test_a_stop_right_after_the_run_let_go_ends_it_stopped(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from backend.actions.model import Action
 from backend.actions.registry import run_action
 from backend.runtime.base import OUTPUT_CAP, READ_CAP, ActionResult, BaseRuntime
-from tests.runtime.conftest import (
+from tests.support.runtime import (
     RuntimeFactory,
     eventually,
     host_count_marked,

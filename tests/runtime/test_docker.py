@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from backend.runtime.docker import LABEL_OWNER, LABEL_WORKSPACE, DockerRuntime
-from tests.runtime.conftest import (
+from tests.support.runtime import (
     eventually,
     read,
     require_docker,

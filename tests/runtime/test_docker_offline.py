@@ -13,7 +13,7 @@ from backend.runtime.base import RuntimeUnavailable
 from backend.runtime.docker import DockerRuntime
 from backend.runtime.docker.engine import is_gone
 from backend.runtime.docker.ownership import host_path
-from tests.runtime.conftest import read, run, runtime_settings, write
+from tests.support.runtime import read, run, runtime_settings, write
 
 
 async def test_no_engine_is_a_failure_result_not_an_exception(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from backend.runtime.limits import MB, SandboxLimits, parse_size
 from backend.runtime.limits.cgroups import Cgroups
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def test_the_mb_settings_take_the_place_of_the_size_strings(tmp_path: Path) -> None:

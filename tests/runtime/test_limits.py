@@ -17,7 +17,7 @@ import pytest
 
 from backend.runtime import confined
 from backend.runtime.base import ActionResult
-from tests.runtime.conftest import RuntimeFactory, run, stdout_of, wait_for_file
+from tests.support.runtime import RuntimeFactory, run, stdout_of, wait_for_file
 
 MB = 1024 * 1024
 SANDBOXED = [

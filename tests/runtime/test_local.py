@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.procs import alive
-from tests.runtime.conftest import eventually, wait_for_file
+from tests.support.runtime import eventually, wait_for_file
 
 # a server stand-in: runs one command that leaves escaped processes, never returns
 SERVER = r"""

@@ -16,7 +16,7 @@ import pytest
 from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.limits import MB, SandboxLimits
 from backend.runtime.local import LocalRuntime
-from tests.runtime.conftest import (
+from tests.support.runtime import (
     eventually,
     host_count_marked,
     require_bwrap,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backend.actions.model import Action
 from backend.actions.registry import run_action
-from tests.runtime.conftest import RuntimeFactory
+from tests.support.runtime import RuntimeFactory
 
 # prints, then waits (bounded) for a file that the output callback creates on "first"
 WAIT_FOR_GO = (

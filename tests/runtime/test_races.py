@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from backend.runtime import confined
-from tests.runtime.conftest import RuntimeFactory, read, run, stdout_of, wait_for_file, write
+from tests.support.runtime import RuntimeFactory, read, run, stdout_of, wait_for_file, write
 
 ATTEMPTS = 3000  # read_file + write_code actions, half each
 SECRET = "HOST-SECRET-d41d8cd9"

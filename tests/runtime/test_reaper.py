@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from backend.runtime.local import REAPER
-from tests.runtime.conftest import eventually, host_count_marked, wait_for_file
+from tests.support.runtime import eventually, host_count_marked, wait_for_file
 
 
 async def test_a_burst_of_stop_signals_still_kills_what_the_command_started(

@@ -23,10 +23,10 @@ from backend.runtime.local import LocalRuntime
 from backend.runtime.names import BUILTIN
 from backend.runtime.sandboxing import SandboxConfigError, local_runtime_for_process
 from tests.agent.scripts import finish, plan_reply, run
-from tests.conftest import make_settings
 from tests.e2e.server import server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.sse_client import collect
+from tests.support.settings import make_settings
 
 PLANNING_NOTE = "inside the tiny test runtime"
 THINKING_NOTE = "the tiny test runtime; commands are only echoed"

@@ -17,8 +17,8 @@ from backend.runtime.sandboxing import (
     local_runtime_for_process,
     local_sandbox,
 )
-from tests.conftest import make_settings
-from tests.runtime.conftest import require_bwrap
+from tests.support.runtime import require_bwrap
+from tests.support.settings import make_settings
 
 TWO_USERS = "alice:tok-a,bob:tok-b"
 
@@ -97,7 +97,7 @@ def test_sandbox_network_has_one_meaning_for_both_sandboxes(
     monkeypatch: pytest.MonkeyPatch, value: str, meaning: str
 ) -> None:
     monkeypatch.setenv("SANDBOX_NETWORK", value)
-    assert Settings(_env_file=None).sandbox_network == meaning  # type: ignore[call-arg]
+    assert Settings(_env_file=None).sandbox_network == meaning
 
 
 def test_two_users_on_an_unsandboxed_local_runtime_are_refused(tmp_path: Path) -> None:

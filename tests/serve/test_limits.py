@@ -9,7 +9,7 @@ from pathlib import Path
 
 from backend.serve import FD_RESERVE, edge_limits
 from backend.serve.protocol import EdgeLimits, raw_response
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def test_the_connection_cap_fits_the_open_files_limit(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def rig() -> Iterator[Rig]:
     for c in r.clients:
         c.close()
     for conn in list(r.state.connections):
-        conn.transport.abort()  # type: ignore[union-attr]
+        conn.transport.abort()
     r.spin()
     loop.close()
 

@@ -1,5 +1,4 @@
-"""The store contract suite runs every test over SQLite and PostgreSQL, against the
-Protocols of backend/store/protocols.py (the tests type their store with them)."""
+"""The store contract suite runs every test over SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from backend.store.protocols import StoreProtocol
 from backend.store.repo import Store
 from tests.pg import postgres_url, wipe
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def store(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[StoreProtocol]:
+async def store(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Store]:
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/db.sqlite"
     else:

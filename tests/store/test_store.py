@@ -5,8 +5,7 @@ import asyncio
 import pytest
 
 from backend.messages.message import Message
-from backend.store.protocols import ConversationStore, StoreProtocol
-from backend.store.repo import ConflictError, NotFoundError, RunNotOwned
+from backend.store.repo import ConflictError, NotFoundError, RunNotOwned, Store
 
 
 def msg(cid: str, rid: str, kind: str = "x") -> Message:
@@ -16,7 +15,7 @@ def msg(cid: str, rid: str, kind: str = "x") -> Message:
 
 
 async def test_seq_strictly_increases_per_conversation_under_concurrency(
-    store: StoreProtocol,
+    store: Store,
 ) -> None:
     a = await store.create_conversation("1", "a")
     b = await store.create_conversation("1", "b")
@@ -31,7 +30,7 @@ async def test_seq_strictly_increases_per_conversation_under_concurrency(
     assert [m.seq for m in await store.messages(a, after=45)] == [46, 47, 48, 49, 50]
 
 
-async def test_one_active_run_per_conversation(store: StoreProtocol) -> None:
+async def test_one_active_run_per_conversation(store: Store) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     with pytest.raises(ConflictError):
@@ -43,7 +42,7 @@ async def test_one_active_run_per_conversation(store: StoreProtocol) -> None:
         await store.start_run("2", cid, "g", "auto", "local")
 
 
-async def test_users_see_only_their_own(store: ConversationStore) -> None:
+async def test_users_see_only_their_own(store: Store) -> None:
     cid = await store.create_conversation("1", "mine")
     assert await store.get_conversation("2", cid) is None
     assert await store.list_conversations("2") == []
@@ -52,7 +51,7 @@ async def test_users_see_only_their_own(store: ConversationStore) -> None:
     assert conv is not None and conv.title == "mine"
 
 
-async def test_usage_per_stage_and_total(store: StoreProtocol) -> None:
+async def test_usage_per_stage_and_total(store: Store) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     await store.record_usage(cid, rid, "planning", "m", 10, 5, 0.001)
@@ -70,7 +69,7 @@ async def test_usage_per_stage_and_total(store: StoreProtocol) -> None:
     assert usage.total.cost == pytest.approx(0.001)
 
 
-async def test_delete_cascades(store: StoreProtocol) -> None:
+async def test_delete_cascades(store: Store) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     await store.append_message(msg(cid, rid))
@@ -81,7 +80,7 @@ async def test_delete_cascades(store: StoreProtocol) -> None:
 
 
 async def test_a_fenced_write_lands_only_while_its_owner_owns_the_running_run(
-    store: StoreProtocol,
+    store: Store,
 ) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "agent", "local", owner="a")

@@ -1,32 +1,15 @@
-"""Each aggregate Protocol of the Store, over SQLite and PostgreSQL: runs and their tasks,
-leases and ownership, messages (kinds, open actions), and that the Store is every one."""
+"""Each aggregate of the Store, over SQLite and PostgreSQL: runs and their tasks, leases and
+ownership, messages (kinds, open actions)."""
 
 from __future__ import annotations
-
-import pytest
 
 from backend.actions import registry
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.store.protocols import (
-    ConversationStore,
-    LeaseStore,
-    MessageStore,
-    RunStore,
-    StoreProtocol,
-    UsageStore,
-)
+from backend.store.repo import Store
 
 
-@pytest.mark.parametrize(
-    "protocol",
-    [ConversationStore, RunStore, LeaseStore, MessageStore, UsageStore, StoreProtocol],
-)
-def test_the_store_is_each_aggregate(store: StoreProtocol, protocol: type) -> None:
-    assert isinstance(store, protocol)
-
-
-async def _run(store: StoreProtocol, owner: str | None = None) -> tuple[str, str]:
+async def _run(store: Store, owner: str | None = None) -> tuple[str, str]:
     cid = await store.create_conversation("1", "t")
     return cid, await store.start_run("1", cid, "g", "auto", "local", owner=owner)
 
@@ -37,7 +20,7 @@ def _msg(cid: str, rid: str, kind: str, status: str = "success", uuid: str = "")
     return m
 
 
-async def test_messages_filter_by_kind_given_as_enum_or_string(store: StoreProtocol) -> None:
+async def test_messages_filter_by_kind_given_as_enum_or_string(store: Store) -> None:
     cid, rid = await _run(store)
     for kind in ("question", "write_code", "terminal_run", "edit_file", "finish_summery"):
         await store.append_message(_msg(cid, rid, kind))
@@ -52,7 +35,7 @@ async def test_messages_filter_by_kind_given_as_enum_or_string(store: StoreProto
 
 
 async def test_open_messages_are_running_actions_without_a_final_partner(
-    store: StoreProtocol,
+    store: Store,
 ) -> None:
     cid, rid = await _run(store)
     await store.append_message(_msg(cid, rid, "task", "running", "t1"))
@@ -62,7 +45,7 @@ async def test_open_messages_are_running_actions_without_a_final_partner(
     assert [m.uuid for m in await store.open_messages(rid)] == ["a1"]  # tasks pair elsewhere
 
 
-async def test_tasks_of_a_run_and_the_running_ones(store: StoreProtocol) -> None:
+async def test_tasks_of_a_run_and_the_running_ones(store: Store) -> None:
     cid, rid = await _run(store)
     await store.save_tasks(
         rid, cid, [{"id": "t1", "title": "A"}, {"id": "t2", "title": "B", "status": "running"}]
@@ -72,7 +55,7 @@ async def test_tasks_of_a_run_and_the_running_ones(store: StoreProtocol) -> None
     assert [t["id"] for t in await store.running_tasks(rid)] == ["t1"]
 
 
-async def test_a_run_ends_once_and_only_by_its_owner(store: StoreProtocol) -> None:
+async def test_a_run_ends_once_and_only_by_its_owner(store: Store) -> None:
     cid, rid = await _run(store, owner="i1")
     assert await store.running_run_of(cid) == rid
     assert await store.end_run(rid, "failed", "x", owner="i2") is False
@@ -85,7 +68,7 @@ async def test_a_run_ends_once_and_only_by_its_owner(store: StoreProtocol) -> No
 
 
 async def test_a_run_whose_owner_lease_expired_is_orphaned_and_can_be_claimed(
-    store: StoreProtocol,
+    store: Store,
 ) -> None:
     await store.renew_instance("dead", "serve", 60)
     await store.renew_instance("live", "worker", 60)
@@ -102,7 +85,7 @@ async def test_a_run_whose_owner_lease_expired_is_orphaned_and_can_be_claimed(
     assert {i["id"] for i in await store.instances()} == {"live"}
 
 
-async def test_a_stop_request_is_recorded_on_running_runs_only(store: StoreProtocol) -> None:
+async def test_a_stop_request_is_recorded_on_running_runs_only(store: Store) -> None:
     cid, rid = await _run(store, owner="i1")
     assert await store.request_stop(rid) == {"owner": "i1", "conversation_id": cid}
     assert await store.run_flags([rid, "nope"]) == {rid: ("running", True, "i1")}
@@ -111,7 +94,7 @@ async def test_a_stop_request_is_recorded_on_running_runs_only(store: StoreProto
 
 
 async def test_a_runs_mcp_server_pick_is_stored_for_the_process_that_executes_it(
-    store: StoreProtocol,
+    store: Store,
 ) -> None:
     cid = await store.create_conversation("1", "t")
     picked = await store.start_run("1", cid, "g", "auto", "local", mcp_servers=["calc"])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from backend.store.protocols import ConversationStore, StoreProtocol
+from backend.store.repo import Store
 
 
-async def test_search_by_title_and_goal_literally_and_per_user(store: StoreProtocol) -> None:
+async def test_search_by_title_and_goal_literally_and_per_user(store: Store) -> None:
     sales = await store.create_conversation("1", "Sales 100% Report")
     weather = await store.create_conversation("1", "Weather")
     other = await store.create_conversation("2", "Sales of another user")
@@ -25,7 +25,7 @@ async def test_search_by_title_and_goal_literally_and_per_user(store: StoreProto
     assert await ids("sales", "2") == {other}
 
 
-async def test_rename_and_default_titles(store: ConversationStore) -> None:
+async def test_rename_and_default_titles(store: Store) -> None:
     cid = await store.create_conversation("1", "")
     assert await store.rename_conversation("2", cid, "not mine") is False
     assert await store.retitle_if_default(cid, ("",), "first goal") is True
@@ -36,7 +36,7 @@ async def test_rename_and_default_titles(store: ConversationStore) -> None:
     assert conv is not None and conv.title == "Chosen"
 
 
-async def test_uploads_are_remembered_until_a_run_changes_them(store: StoreProtocol) -> None:
+async def test_uploads_are_remembered_until_a_run_changes_them(store: Store) -> None:
     cid = await store.create_conversation("1", "")
     await store.record_uploads(cid, [("b.csv", 3), ("a/data.csv", 10)])
     assert await store.uploaded_files(cid) == ["a/data.csv", "b.csv"]

@@ -17,19 +17,7 @@ import pytest
 
 from tests.e2e.server import Server, server_env
 from tests.fakellm import FakeModelServer
-
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-ROOT = Path(__file__).resolve().parents[2]
-DIST = ROOT / "frontend" / "dist"
-ARTIFACTS = ROOT / "test-artifacts"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
+from tests.support.browser import ARTIFACTS, CHROMIUM, DIST, launched_chromium
 
 
 def _missing() -> str | None:
@@ -62,20 +50,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     reason = _missing()
-    if reason:
-        if os.environ.get("REQUIRE_BROWSER") == "1":
-            pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import expect, sync_playwright
+    if reason is None:
+        from playwright.sync_api import expect
 
-    expect.set_options(timeout=20_000)
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+        expect.set_options(timeout=20_000)
+    yield from launched_chromium(reason)
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from playwright.sync_api import Locator, Page, expect
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_ui import conversation_id, send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import conversation_id, send_goal
 
 NewPage = Callable[..., Page]
 
@@ -195,7 +195,9 @@ def test_the_composer_keeps_its_row_and_the_approval_choice_at_desktop_and_phone
         assert abs(centre(stop) - centre(mode)) < 2, phone
         busy = row.bounding_box()
         assert idle and busy and abs(busy["height"] - idle["height"]) < 2, (idle, busy)
-        assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+        size = page.viewport_size
+        assert size is not None
+        assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
         page.get_by_test_id("composer").screenshot(
             path=str(ARTIFACTS / f"composer-running-{'phone' if phone else 'wide'}.png")
         )

@@ -18,8 +18,7 @@ from playwright.sync_api import Page, Request, expect
 from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.server import Server
 from tests.fakellm import FakeModelServer
-from tests.ui.test_live import model_called
-from tests.ui.test_ui import conversation_id, send_goal
+from tests.support.ui import conversation_id, model_called, send_goal
 
 NewPage = Callable[..., Page]
 

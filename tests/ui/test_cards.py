@@ -13,9 +13,8 @@ from playwright.sync_api import Page, expect
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.e2e.server import Server
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_live import model_called
-from tests.ui.test_ui import send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import model_called, send_goal
 
 NewPage = Callable[..., Page]
 
@@ -32,7 +31,7 @@ def edit(path: str, old: str, new: str) -> str:
 
 
 def color(locator: object) -> str:
-    return locator.evaluate("e => getComputedStyle(e).color")  # type: ignore[attr-defined]
+    return str(locator.evaluate("e => getComputedStyle(e).color"))  # type: ignore[attr-defined]
 
 
 def go(tmp_path: Path) -> None:

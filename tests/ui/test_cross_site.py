@@ -19,7 +19,7 @@ from playwright.sync_api import Frame, Page
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import CHROMIUM, LAUNCH_ARGS
+from tests.support.browser import CHROMIUM, LAUNCH_ARGS
 
 NewPage = Callable[..., Page]
 

@@ -15,9 +15,9 @@ from playwright.sync_api import Page, expect
 from backend.runtime.names import BUILTIN
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.runtime.conftest import require_bwrap
-from tests.ui.conftest import DIST
-from tests.ui.test_ui import send_goal
+from tests.support.browser import DIST
+from tests.support.runtime import require_bwrap
+from tests.support.ui import send_goal
 
 NewPage = Callable[..., Page]
 

@@ -5,32 +5,15 @@ phone layout and the sticky sidebar head."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import Server, server_env, wait_for
+from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS, DIST
-from tests.ui.test_ui import conversation_id, send_goal, workspace_file
-
-NewPage = Callable[..., Page]
-
-
-@contextmanager
-def server_with(tmp_path: Path, fake: FakeModelServer, **env: str) -> Iterator[Server]:
-    values = server_env(tmp_path, fake.base_url, FRONTEND_DIST=str(DIST))
-    values.update(env)
-    for key in [k for k, v in values.items() if v == ""]:
-        del values[key]
-    server = Server(tmp_path, values).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import NewPage, conversation_id, send_goal, server_with, workspace_file
 
 
 def drop_file(page: Page, name: str, text: str) -> None:

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.server import Server
 from tests.fakellm import FakeModelServer
-from tests.ui.test_waiting import script_marker_task, start_waiting
+from tests.support.ui import script_marker_task, start_waiting
 
 NewPage = Callable[..., Page]
 

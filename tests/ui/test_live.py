@@ -10,10 +10,10 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import Server, wait_for
+from tests.e2e.server import Server
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_ui import send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import model_called, send_goal
 
 NewPage = Callable[..., Page]
 
@@ -25,15 +25,6 @@ WAIT_FOR_GO = (
     "echo first; echo oops >&2; "
     "for i in $(seq 600); do [ -f go ] && break; sleep 0.05; done; echo second"
 )
-
-
-def model_called(fake: FakeModelServer, stage: str) -> None:
-    """Wait (bounded) for the model call of ``stage``: a cold server may take a while."""
-    wait_for(
-        lambda: any(c["stage"] == stage for c in fake.model.calls),
-        timeout=120,
-        what=f"the {stage} model call",
-    )
 
 
 def test_answer_text_appears_before_the_message_is_stored(

@@ -15,8 +15,8 @@ from playwright.sync_api import Page, expect
 from tests.agent.scripts import finish, plan_reply
 from tests.e2e.server import Server, server_env
 from tests.fakellm import FakeModelServer
-from tests.tools.mcp.conftest import stdio
-from tests.ui.conftest import DIST
+from tests.support.browser import DIST
+from tests.support.mcp import stdio
 
 NewPage = Callable[..., Page]
 

@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 from tests.agent.scripts import finish, plan_reply
 from tests.e2e.server import Server
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_ui import send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import send_goal
 
 NewPage = Callable[..., Page]
 

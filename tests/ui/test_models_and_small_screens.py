@@ -14,9 +14,8 @@ from playwright.sync_api import Page, expect
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_files_models_and_layout import NewPage, server_with
-from tests.ui.test_ui import conversation_id, script_two_tasks, send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import NewPage, conversation_id, script_two_tasks, send_goal, server_with
 
 TWO_MODELS = "openai/fake-model,openai/other-model"
 

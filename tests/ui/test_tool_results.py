@@ -14,9 +14,9 @@ from playwright.sync_api import Page, expect
 from tests.agent.scripts import finish, plan_reply
 from tests.e2e.server import Server, server_env
 from tests.fakellm import FakeModelServer
+from tests.support.browser import DIST
 from tests.tools.search.fakesearch import FakeSearch
 from tests.tools.web.site import Site
-from tests.ui.conftest import DIST
 
 NewPage = Callable[..., Page]
 TOOLS_SERVER = Path(__file__).resolve().parents[1] / "tools" / "mcp" / "servers" / "tools_server.py"

@@ -13,50 +13,13 @@ import httpx
 from playwright.sync_api import Dialog, Page, Route, expect
 
 from backend.runtime.names import BUILTIN
-from tests.agent.scripts import finish, plan_reply, run, write
+from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS, DIST
+from tests.support.browser import ARTIFACTS, DIST
+from tests.support.ui import HELLO, conversation_id, script_two_tasks, send_goal, workspace_file
 
 NewPage = Callable[..., Page]
-
-HELLO = 'print("hello from planact")  # <b> & "quotes" — ünïcode\n'
-
-
-def send_goal(page: Page, goal: str, mode: str | None = None) -> None:
-    if mode:
-        page.get_by_test_id("mode").select_option(mode)
-    box = page.get_by_test_id("goal-input")
-    box.fill(goal)
-    box.press("Enter")
-
-
-def conversation_id(page: Page) -> str:
-    wait_for(lambda: "#/c/" in page.url, what="the conversation id in the URL")
-    return page.url.split("#/c/", 1)[1]
-
-
-def workspace_file(tmp_path: Path, cid: str, rel: str) -> Path:
-    hits = list((tmp_path / "workspace").glob(f"*/Conversation_{cid}/{rel}"))
-    assert len(hits) == 1, hits
-    return hits[0]
-
-
-def script_two_tasks(fake: FakeModelServer, summary: str = "## Done\nWrote **hello.py**.") -> None:
-    fake.script(
-        {
-            "stage": "planning",
-            "content": plan_reply("Write the script", "Run it", prose="Two steps."),
-        },
-        {
-            "stage": "thinking",
-            "content": "<think>First the file.</think>\n"
-            + write("hello.py", HELLO)
-            + finish("Wrote hello.py."),
-        },
-        {"stage": "thinking", "content": run("python3 hello.py") + finish("It printed hello.")},
-        {"stage": "summary", "content": summary},
-    )
 
 
 def test_goal_shows_plan_actions_and_summary(

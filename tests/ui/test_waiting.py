@@ -11,37 +11,18 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.agent.scripts import finish, plan_reply, run
+from tests.agent.scripts import finish, plan_reply
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_ui import send_goal
+from tests.support.browser import ARTIFACTS
+from tests.support.ui import MARK, script_marker_task, send_goal, start_waiting
 
 NewPage = Callable[..., Page]
-
-# appends, so a second run of the command would show as a second line
-MARK = "echo ran >> marker.txt"
 
 
 def markers(tmp_path: Path) -> list[str]:
     """The marker file's contents, one per marker file anywhere in the workspaces."""
     return [p.read_text() for p in (tmp_path / "workspace").rglob("marker.txt")]
-
-
-def script_marker_task(fake: FakeModelServer, *after: dict[str, str]) -> None:
-    fake.script(
-        {"stage": "planning", "content": plan_reply("Make the marker")},
-        {"stage": "thinking", "content": "I'll make it.\n" + run(MARK) + finish("Made it.")},
-        *after,
-    )
-
-
-def start_waiting(page: Page, server: Server, goal: str = "make a marker") -> None:
-    page.goto(server.url)
-    picker = page.get_by_label("Approval", exact=True)
-    expect(picker).to_be_visible()
-    picker.select_option("always")
-    send_goal(page, goal, mode="agent")
 
 
 def model_saw(fake: FakeModelServer, text: str) -> bool:

@@ -28,8 +28,8 @@ from backend.waits import (
     answer_question,
 )
 from tests.agent.scripts import finish, plan_reply, run
-from tests.conftest import make_settings
-from tests.runs.test_resume_points import bury, kill
+from tests.support.runs import bury, kill
+from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -76,7 +76,7 @@ async def a_process(
     values = {"database_url": db_url, "lease_seconds": 30.0, **settings}
     store = Store(db_url)
     store.migrate()
-    m = RunManager(make_settings(tmp_path, **values), store, Bus(), llm, BUILTIN)  # type: ignore[arg-type]
+    m = RunManager(make_settings(tmp_path, **values), store, Bus(), llm, BUILTIN)
     await m.open()
     made.append(m)
     return m

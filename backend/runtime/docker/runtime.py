@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 from backend.runtime.base import (
-    BaseRuntime,
     CommandOutput,
     OutputCallback,
     PromptNote,
@@ -32,7 +31,7 @@ from backend.runtime.docker.runner import RunnerGone, run_with_runner, runner_fo
 from backend.runtime.docker.sandboxes import Sandboxes
 from backend.runtime.docker.services import ExecProcess, spawn_docker
 from backend.runtime.docker.tasks import shielded
-from backend.runtime.limits.budget import run_within
+from backend.runtime.limits.budget import BudgetedRuntime
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class DockerRuntime(BaseRuntime):
+class DockerRuntime(BudgetedRuntime):
     name = "docker"
     prompt_note = PromptNote(
         planning="in a Docker sandbox", thinking="a Docker sandbox; the folder is /workspace"
@@ -150,20 +149,6 @@ class DockerRuntime(BaseRuntime):
         if os.geteuid() != 0:
             return None  # only root can give files away; ours are ours
         return self.sandboxes.file_owner(os.path.realpath(workspace))
-
-    async def _run_command(
-        self,
-        command: str,
-        workspace: Path,
-        cwd: str,
-        on_output: OutputCallback | None = None,
-    ) -> CommandOutput:
-        return await run_within(
-            lambda tee: self._run_in_sandbox(command, workspace, cwd, tee),
-            workspace,
-            self.workspace_max_bytes,
-            on_output,
-        )
 
     async def _run_in_sandbox(
         self,

@@ -28,7 +28,7 @@ from pathlib import Path
 import anyio
 
 from backend.runtime import confined
-from backend.runtime.base import CommandOutput, OutputCallback, hand_output
+from backend.runtime.base import BaseRuntime, CommandOutput, OutputCallback, hand_output
 from backend.runtime.headtail import HeadTail
 
 INTERVAL = 0.1  # seconds between two samples of the workspace's size...
@@ -126,6 +126,35 @@ async def run_within(
         stdout_dropped=out.dropped,
         stderr_dropped=err.dropped,
     )
+
+
+class BudgetedRuntime(BaseRuntime):
+    """A runtime whose commands run in a sandbox of its own (:meth:`_run_in_sandbox`), each
+    held to the workspace budget by :func:`run_within`."""
+
+    async def _run_command(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
+        return await run_within(
+            lambda tee: self._run_in_sandbox(command, workspace, cwd, tee),
+            workspace,
+            self.workspace_max_bytes,
+            on_output,
+        )
+
+    async def _run_in_sandbox(
+        self,
+        command: str,
+        workspace: Path,
+        cwd: str,
+        on_output: OutputCallback | None = None,
+    ) -> CommandOutput:
+        """The command alone, as :meth:`BaseRuntime._run_command` says it must run."""
+        raise NotImplementedError
 
 
 def _noted(out: CommandOutput, limit: int) -> CommandOutput:

@@ -12,9 +12,9 @@ from starlette.testclient import TestClient
 
 from backend.app import create_app
 from backend.tools.mcp import McpConfigError
-from tests.conftest import make_settings
 from tests.procs import alive
-from tests.tools.mcp.conftest import HttpServerProcess, stdio
+from tests.support.mcp import HttpServerProcess, stdio
+from tests.support.settings import make_settings
 
 
 def servers_file(tmp_path: Path, servers: dict[str, object]) -> Path:

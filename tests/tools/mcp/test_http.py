@@ -11,7 +11,7 @@ import pytest
 
 from backend.runtime.base import OUTPUT_CAP
 from backend.tools.mcp import McpManager
-from tests.tools.mcp.conftest import HttpServerProcess, free_port
+from tests.support.mcp import HttpServerProcess, free_port
 
 Make = Callable[..., McpManager]
 

@@ -20,7 +20,7 @@ from backend.tools.mcp.parts import (
     TextResourcePart,
     part_dict,
 )
-from tests.tools.mcp.conftest import stdio
+from tests.support.mcp import stdio
 
 ROOT = Path(__file__).resolve().parents[3]
 PARTS: tuple[type[BaseModel], ...] = (TextPart, BinaryPart, TextResourcePart, ResourceLinkPart)

@@ -17,7 +17,7 @@ from backend.runtime.base import OUTPUT_CAP
 from backend.tools.mcp import McpManager
 from backend.tools.mcp.manager import BACKOFF_MAX
 from tests.procs import alive
-from tests.tools.mcp.conftest import await_until, server_pid, stdio
+from tests.support.mcp import await_until, server_pid, stdio
 
 Make = Callable[..., McpManager]
 

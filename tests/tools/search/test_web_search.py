@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from backend.tools.search import SearchConfig, WebSearch, offered, web_search
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 from tests.tools.search.fakesearch import HITS, FakeSearch
 
 

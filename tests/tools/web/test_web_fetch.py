@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend.tools.web import FetchConfig, WebFetch, offered, web_fetch
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 from tests.tools.web.site import Site
 
 
