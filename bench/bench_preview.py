@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import socket
 import statistics
@@ -59,6 +60,12 @@ def wait_listening(port: int, deadline: float = 30.0) -> float:
         except OSError:
             time.sleep(0.002)
     raise RuntimeError(f"nothing listens on {port}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def p50(values: list[float]) -> float:
@@ -221,6 +228,25 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
                 ra, rb = BIG / statistics.median(x) / 1e6, BIG / statistics.median(y) / 1e6
                 print(f"10 MB {label}: direct {ra:7.0f} MB/s   proxied {rb:7.0f} MB/s", end="")
                 print(f"   ratio {rb / ra:4.2f} (goal >= 0.8)")
+            # CPU per 10 MB of each process (steadier than the wall clock on a loaded machine:
+            # on a saturated machine throughput follows the CPU a byte costs)
+            procs = {"client": os.getpid(), "app": app.pid, "forwarder": fwd.pid}
+            procs["origin"] = origin.pid
+            print("CPU per 10 MB (user+system ms; forwarder and origin: the proxy's cost):")
+            for label, call in (
+                ("download", lambda base: c.request("PUT", f"{base}/big/{BIG}")),
+                ("upload", lambda base: c.post(base + "/upload", content=body)),
+            ):
+                for way, base in (("direct", direct), ("proxied", proxied)):
+                    before = {k: cpu_seconds(pid) for k, pid in procs.items()}
+                    for _ in range(big_repeats):
+                        call(base)
+                    used = {
+                        k: (cpu_seconds(pid) - before[k]) / big_repeats * 1000
+                        for k, pid in procs.items()
+                    }
+                    parts = "  ".join(f"{k} {v:5.1f}" for k, v in used.items())
+                    print(f"  {label:8} {way:7}  {parts}  total {sum(used.values()):5.1f}")
         with (
             connect(direct.replace("http", "ws") + "/ws") as wa,
             connect(proxied.replace("http", "ws") + "/ws") as wb,
