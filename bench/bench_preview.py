@@ -5,7 +5,8 @@
 
 The app (tests/previews/sample_app.py, standard library) runs on the host; its forwarder
 (backend/runtime/forwarder.py) beside it; the preview origin (backend/previews/listener.py)
-in a process of its own; the client (httpx, websockets) here.
+in a process of its own, on uvloop as in `planact serve`; the client (httpx, websockets)
+here. The 10 MB bodies go --big-repeats times each way, direct and proxied interleaved.
 Goals: small GET p50 <= 2 ms added; a 10 MB body >= 0.8x direct throughput; WebSocket echo
 round trip <= 2 ms added; action -> ready <= 1 s above the app's own start (bubblewrap when it
 works here, else unsandboxed). Prints figures; asserts nothing.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import socket
 import statistics
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 from websockets.sync.client import connect
 
 from backend.config import Settings
@@ -59,6 +62,12 @@ def wait_listening(port: int, deadline: float = 30.0) -> float:
     raise RuntimeError(f"nothing listens on {port}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def p50(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
@@ -75,7 +84,9 @@ def serve_origin(database_url: str, port: int) -> None:
         assert await listener.start()
         await asyncio.Event().wait()
 
-    asyncio.run(run())
+    # on uvloop, as `planact serve` runs (uvicorn's loop="auto")
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(run())
 
 
 def added(direct: list[float], proxied: list[float]) -> None:
@@ -144,7 +155,7 @@ async def action_to_ready(tmp: Path, runs: int) -> None:
     print(f"  added                             {p50(action) - p50(own):8.1f} ms  (goal <= 1000)")
 
 
-def main(requests: int, runs: int) -> int:
+def main(requests: int, runs: int, big_repeats: int) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="planact-bench-preview-"))
     try:
         app_port, origin_port = free_port(), free_port()
@@ -205,18 +216,37 @@ def main(requests: int, runs: int) -> int:
             da, db = paired(
                 lambda: c.request("PUT", f"{direct}/big/{BIG}"),
                 lambda: c.request("PUT", f"{proxied}/big/{BIG}"),
-                10,
+                big_repeats,
             )
             body = b"x" * BIG
             ua, ub = paired(
                 lambda: c.post(direct + "/upload", content=body),
                 lambda: c.post(proxied + "/upload", content=body),
-                10,
+                big_repeats,
             )
             for label, x, y in (("download", da, db), ("upload", ua, ub)):
                 ra, rb = BIG / statistics.median(x) / 1e6, BIG / statistics.median(y) / 1e6
                 print(f"10 MB {label}: direct {ra:7.0f} MB/s   proxied {rb:7.0f} MB/s", end="")
                 print(f"   ratio {rb / ra:4.2f} (goal >= 0.8)")
+            # CPU per 10 MB of each process (steadier than the wall clock on a loaded machine:
+            # on a saturated machine throughput follows the CPU a byte costs)
+            procs = {"client": os.getpid(), "app": app.pid, "forwarder": fwd.pid}
+            procs["origin"] = origin.pid
+            print("CPU per 10 MB (user+system ms; forwarder and origin: the proxy's cost):")
+            for label, call in (
+                ("download", lambda base: c.request("PUT", f"{base}/big/{BIG}")),
+                ("upload", lambda base: c.post(base + "/upload", content=body)),
+            ):
+                for way, base in (("direct", direct), ("proxied", proxied)):
+                    before = {k: cpu_seconds(pid) for k, pid in procs.items()}
+                    for _ in range(big_repeats):
+                        call(base)
+                    used = {
+                        k: (cpu_seconds(pid) - before[k]) / big_repeats * 1000
+                        for k, pid in procs.items()
+                    }
+                    parts = "  ".join(f"{k} {v:5.1f}" for k, v in used.items())
+                    print(f"  {label:8} {way:7}  {parts}  total {sum(used.values()):5.1f}")
         with (
             connect(direct.replace("http", "ws") + "/ws") as wa,
             connect(proxied.replace("http", "ws") + "/ws") as wb,
@@ -246,8 +276,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--big-repeats", type=int, default=20)
     parser.add_argument("--origin", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.origin:
         serve_origin(args.origin[0], int(args.origin[1]))
-    sys.exit(main(args.requests, args.runs))
+    sys.exit(main(args.requests, args.runs, args.big_repeats))

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
-import httpx
+import httpcore
 from starlette.types import Message, Receive, Scope, Send
-from websockets.asyncio.client import unix_connect
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from backend.previews.handoff import receive_connection
 from backend.previews.links import PreviewLinks
-from backend.previews.sockets import fd_path, open_socket
+from backend.previews.upstream import app_pool
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 from backend.store.tables import utcnow
@@ -63,6 +64,13 @@ WS_SKIP = HOP_BY_HOP | {
     "sec-websocket-protocol",
     "origin",
 }
+HOP_BY_HOP_B = frozenset(h.encode() for h in HOP_BY_HOP)
+UPSTREAM_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.TimeoutException,
+    httpcore.UnsupportedProtocol,
+)
 NOT_FOUND = b"Not found."
 
 
@@ -82,14 +90,13 @@ class PreviewProxy:
         self.links = links
         self.workspace_root = workspace_root
         self._rows: dict[str, tuple[float, dict[str, Any] | None]] = {}
-        self._clients: dict[str, tuple[int, httpx.AsyncClient]] = {}
+        self._pools: dict[str, httpcore.AsyncConnectionPool] = {}
         self._touched: dict[str, float] = {}
 
     async def aclose(self) -> None:
-        for fd, client in self._clients.values():
-            await client.aclose()
-            os.close(fd)
-        self._clients.clear()
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()
 
     # -- finding the preview ---------------------------------------------------------------
     async def _row(self, token: str) -> dict[str, Any] | None:
@@ -191,18 +198,12 @@ class PreviewProxy:
         )
         return root if str(row["socket"]).startswith(root + "/") else None
 
-    def _client(self, row: dict[str, Any]) -> httpx.AsyncClient:
+    def _pool(self, row: dict[str, Any]) -> httpcore.AsyncConnectionPool:
         sock = str(row["socket"])
-        held = self._clients.get(sock)
-        if held is None:
-            fd = open_socket(sock, self._trusted(row))  # held while the client is
-            client = httpx.AsyncClient(
-                transport=httpx.AsyncHTTPTransport(uds=fd_path(fd)),
-                timeout=httpx.Timeout(None, connect=10.0),
-                follow_redirects=False,
-            )
-            held = self._clients[sock] = (fd, client)
-        return held[1]
+        pool = self._pools.get(sock)
+        if pool is None:
+            pool = self._pools[sock] = app_pool(sock, self._trusted(row))
+        return pool
 
     async def _http(
         self,
@@ -219,38 +220,31 @@ class PreviewProxy:
         has_body = any(
             k == b"content-length" or k == b"transfer-encoding" for k, _ in scope["headers"]
         )
-        try:
-            client = self._client(row)
-        except OSError:
-            await _plain(send, 502, b"The preview's app is not reachable.")
-            return
-        request = client.build_request(
-            scope["method"], url, headers=headers, content=_body(receive) if has_body else None
+        request = httpcore.Request(
+            scope["method"],
+            url,
+            headers=headers,
+            content=_body(receive) if has_body else None,
         )
         try:
-            response = await client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            response = await self._pool(row).handle_async_request(request)
+        except UPSTREAM_ERRORS as exc:
             await _plain(send, 502, f"The preview's app did not answer: {exc}".encode())
             return
+        stream: Any = response.stream
         try:
-            out = [
-                (k.lower(), v)
-                for k, v in response.headers.raw
-                if k.lower().decode("latin-1") not in HOP_BY_HOP
-            ]
+            out = [(k.lower(), v) for k, v in response.headers if k.lower() not in HOP_BY_HOP_B]
             # the head goes out with the first chunk of the body (one write: no small
             # segment waiting for the client's delayed ACK)
-            chunks = response.aiter_raw()
+            chunks = stream.__aiter__()
             first = await anext(chunks, b"")
-            await send(
-                {"type": "http.response.start", "status": response.status_code, "headers": out}
-            )
+            await send({"type": "http.response.start", "status": response.status, "headers": out})
             await send({"type": "http.response.body", "body": first, "more_body": True})
             async for chunk in chunks:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:
-            await response.aclose()
+            await stream.aclose()
 
     # -- a service over WebSocket ----------------------------------------------------------
     async def _websocket(
@@ -267,14 +261,14 @@ class PreviewProxy:
             if k.decode("latin-1") not in WS_SKIP
         ]
         try:
-            fd = open_socket(str(row["socket"]), self._trusted(row))
+            sock = await receive_connection(str(row["socket"]), self._trusted(row))
         except OSError:
             await send({"type": "websocket.close", "code": 1011})
             return
         try:
-            upstream = await unix_connect(
-                fd_path(fd),
+            upstream = await connect(
                 uri,
+                sock=sock,
                 additional_headers=extra,
                 subprotocols=scope.get("subprotocols") or None,
                 max_size=None,
@@ -282,10 +276,9 @@ class PreviewProxy:
                 open_timeout=10,
             )
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError):
+            sock.close()
             await send({"type": "websocket.close", "code": 1011})
             return
-        finally:
-            os.close(fd)
         async with upstream:
             await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
 

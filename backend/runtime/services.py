@@ -6,8 +6,9 @@ Local runtime: the service runs under the same reaper and bubblewrap rules as a 
 sandbox's own network namespace, the same limits), with one more bind: ``socket_dir``, a
 folder the server made, at :data:`SOCKET_DIR_INSIDE`. Beside the service runs the
 forwarder (:mod:`backend.runtime.forwarder`) with the sandbox's python3: it listens on Unix
-sockets in that folder and joins their connections to ``127.0.0.1:<port>`` inside the
-sandbox's namespace. Nothing of the host's network is opened to the sandbox.
+sockets in that folder and answers each connection with a socket connected to
+``127.0.0.1:<port>`` inside the sandbox's namespace (:mod:`backend.previews.handoff`).
+Nothing of the host's network is opened to the sandbox.
 """
 
 from __future__ import annotations

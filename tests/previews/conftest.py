@@ -11,12 +11,7 @@ import pytest
 
 from tests.fakellm import FakeModelServer
 from tests.support.browser import launched_chromium
-from tests.support.previews import PreviewServer, start_preview_server
-
-RUNTIMES = [
-    pytest.param("local-bwrap", marks=pytest.mark.bwrap),
-    pytest.param("docker", marks=pytest.mark.docker),
-]
+from tests.support.previews import RUNTIMES, PreviewServer, start_preview_server
 
 
 @pytest.fixture(params=RUNTIMES)

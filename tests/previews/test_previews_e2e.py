@@ -20,6 +20,7 @@ from tests.agent.scripts import run, write
 from tests.e2e.server import wait_for
 from tests.fakellm import FakeModelServer
 from tests.support.previews import (
+    RUNTIMES,
     PreviewServer,
     app_script,
     done,
@@ -150,7 +151,7 @@ def test_the_file_listing_gives_html_pages_a_preview_url(
         assert c.post(url).status_code == 405
 
 
-@pytest.mark.parametrize("runtime", ["local-bwrap"])
+@pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_killed_owner_leaves_no_service_and_its_previews_read_stopped(
     runtime: str, tmp_path: Path, fake_model: FakeModelServer
 ) -> None:

@@ -84,6 +84,29 @@ def test_leftovers_are_live_processes_of_the_user_but_the_runner(tmp_path: Path)
     assert sandbox_runner.leftovers(13, 1000, str(tmp_path)) == ["10"]
 
 
+def fake_stat(proc: Path, pid: str, ppid: int, sid: int) -> None:
+    (proc / pid / "stat").write_text(f"{pid} (a (b) c) S {ppid} {sid} {sid} 0 -1 4194304\n")
+
+
+def test_the_sweep_spares_the_sessions_of_services_not_leftovers(tmp_path: Path) -> None:
+    """A session led by a docker exec (parent 0) other than the runner is a service's."""
+    for pid, ppid, sid in [
+        ("1", 0, 1),  # the container's init
+        ("13", 0, 13),  # the runner (an exec)
+        ("20", 0, 20),  # a service (an exec)
+        ("21", 20, 20),  # its app
+        ("30", 13, 30),  # a command of the runner, in a session of its own
+        ("31", 1, 31),  # a command's leftover: setsid and a double fork
+        ("32", 1, 20),  # an orphan still in the service's session
+    ]:
+        fake_process(tmp_path, pid, "S", 1000)
+        fake_stat(tmp_path, pid, ppid, sid)
+    sessions = sandbox_runner.service_sessions(13, str(tmp_path))
+    assert sessions == [20]
+    left = sandbox_runner.leftovers(13, 1000, str(tmp_path), spare=tuple(sessions))
+    assert sorted(left, key=int) == ["1", "30", "31"]  # init is another uid in a sandbox
+
+
 def test_exit_codes_and_message_lines() -> None:
     assert sandbox_runner.exit_code(3) == 3
     assert sandbox_runner.exit_code(-9) == 137  # killed by SIGKILL, as a shell says

@@ -9,10 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.server import Server, free_port, server_env
 from tests.fakellm import FakeModelServer
 from tests.support.runtime import require_bwrap, require_docker
+
+# the runtimes previews are tested in
+RUNTIMES = [
+    pytest.param("local-bwrap", marks=pytest.mark.bwrap),
+    pytest.param("docker", marks=pytest.mark.docker),
+]
 
 
 def processes_with(marker: str) -> list[int]:

@@ -1,30 +1,38 @@
 """Services in a docker sandbox (a preview's app, backend/previews): a ``docker exec`` in the
 conversation's container that outlives the action.
 
-The service runs as a uid of its own (the sandbox user's group), so that the command
-runner's clean-up after every command (it kills every process of the sandbox user) leaves
-it alone, and so that stopping it (``kill -KILL -1`` as that uid) kills all it started and
-nothing else. It holds its sandbox busy (no idle removal, no sweep) while it runs; the
-container's removal (delete, the server's end, a dead owner reaped) ends it. Its forwarder
-listens in a folder of the workspace (``/workspace/.preview/<id>``): the server reaches it
-through :mod:`backend.previews.sockets`.
+The service runs as the sandbox user, as the commands do (it reads and writes what they
+wrote, and the container's limits hold for it: memory, processes, CPU, the file size
+``ulimit``). The command runner's clean-up after a command spares it: a session led by a
+``docker exec`` (parent outside the container) is a service, which no command can make or
+join (scripts/sandbox_runner.py). Stopping it kills its session and every descendant
+(scripts/service_stop.py, the exec found by its ``PLANACT_SERVICE`` token). Its stdin is
+the server's connection: when the server goes away (killed too), a watchdog of the service
+kills every process of the sandbox user, as the runner does. It holds its sandbox busy (no
+idle removal, no sweep) while it runs; the container's removal (delete, the server's end, a
+dead owner reaped) ends it too. Its forwarder listens in a folder of the workspace
+(``/workspace/.preview/<id>``): the server reaches it through
+:mod:`backend.previews.sockets`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
+import secrets
+import socket
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from docker.utils.socket import frames_iter
 
 from backend.runtime.docker.containers import ENVIRONMENT, SANDBOX_DIR, Sandbox
-from backend.runtime.docker.engine import API_ERRORS, close_stream
+from backend.runtime.docker.engine import API_ERRORS
+from backend.runtime.docker.scripts import SERVICE_STOP
 from backend.runtime.services import service_script
 
 if TYPE_CHECKING:
@@ -33,48 +41,71 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVICE_UID_OFFSET = 100_000  # a service's uid: the sandbox user's + this + a counter
 STOP_WAIT = 10.0
-_slots = itertools.count()
+# The service's stdin is the server's connection. At its end while the service's shell (or
+# what it exec'd) lives, the server went away: every process of the sandbox user is killed.
+# At its end after the service ended (the server hangs up then), the watchdog just exits.
+# The command reads nothing from it (PLANACT_SERVICE stays in its environment: what the
+# shell exec's is found by it too); the watchdog is no job of the shell's (a `wait` in the
+# command does not wait for it).
+WATCHDOG = (
+    "exec 3<&0 </dev/null\n"
+    "root=$$\n"
+    "((while read -r -u 3 _; do :; done\n"
+    ' s=$(cat "/proc/$root/stat" 2>/dev/null) && [[ $s != *") Z "* ]] && kill -KILL -1'
+    ") >/dev/null 2>&1 &)\n"
+    "exec 3<&-\n"
+)
 
 
 class ExecProcess:
     """A detached-lifetime exec, looking like an asyncio subprocess to its Service."""
 
-    def __init__(self, engine: Engine, sandbox: Sandbox, user: str, exec_id: str) -> None:
+    def __init__(
+        self, engine: Engine, sandbox: Sandbox, user: str, exec_id: str, token: str
+    ) -> None:
         self.engine = engine
         self.sandbox = sandbox
         self.user = user
         self.exec_id = exec_id
+        self.token = token  # its PLANACT_SERVICE: how service_stop.py finds it
         self.stdout = asyncio.StreamReader()
         self.stderr = asyncio.StreamReader()
         self.returncode: int | None = None
         self.pid = 0
         self._loop = asyncio.get_running_loop()
         self._done: asyncio.Future[int] = self._loop.create_future()
-        self._stream: Any = None
-        self._lock = threading.Lock()
+        self._sock: Any = None
 
     def start(self, client: Any) -> None:
         """Start the exec and pump its output (a thread); called on a worker thread."""
-        stream = client.api.exec_start(self.exec_id, stream=True, demux=True)
-        with self._lock:
-            self._stream = stream
-        threading.Thread(target=self._pump, args=(client, stream), daemon=True).start()
+        sock = client.api.exec_start(self.exec_id, socket=True)
+        client.api._disable_socket_timeout(sock)
+        self._sock = sock
+        threading.Thread(target=self._pump, args=(client, sock), daemon=True).start()
 
-    def _pump(self, client: Any, stream: Any) -> None:
+    def _pump(self, client: Any, sock: Any) -> None:
         try:
-            for out, err in stream:
-                if out:
-                    self._loop.call_soon_threadsafe(self.stdout.feed_data, out)
-                if err:
-                    self._loop.call_soon_threadsafe(self.stderr.feed_data, err)
+            for stream, data in frames_iter(sock, tty=False):  # type: ignore[no-untyped-call]
+                if stream == 1:
+                    self._loop.call_soon_threadsafe(self.stdout.feed_data, data)
+                elif stream == 2:
+                    self._loop.call_soon_threadsafe(self.stderr.feed_data, data)
         except Exception:  # the container went away
             pass
         code = -1
         with contextlib.suppress(*API_ERRORS):
             code = client.api.exec_inspect(self.exec_id).get("ExitCode") or 0
+        self._hang_up()  # its watchdog, left behind, sees the service gone and exits
         self._loop.call_soon_threadsafe(self._finish, code)
+
+    def _hang_up(self) -> None:
+        raw = getattr(self._sock, "_sock", self._sock)
+        with contextlib.suppress(Exception):
+            raw.shutdown(socket.SHUT_RDWR)
+        for closable in (self._sock, raw):
+            with contextlib.suppress(Exception):
+                closable.close()
 
     def _finish(self, code: int) -> None:
         self.stdout.feed_eof()
@@ -93,7 +124,8 @@ class ExecProcess:
         self._loop.create_task(self.stop())
 
     async def stop(self) -> None:
-        """Kill every process of the service's uid in the container; wait for the exec."""
+        """Kill the service's session and all it started in the container; wait for the
+        exec."""
         if self._done.done():
             return
         client = self.engine.current
@@ -103,7 +135,9 @@ class ExecProcess:
                 return
             with contextlib.suppress(*API_ERRORS):
                 kill = client.api.exec_create(
-                    self.sandbox.container_id, ["bash", "-c", "kill -KILL -1"], user=self.user
+                    self.sandbox.container_id,
+                    ["python3", "-I", "-S", "-c", SERVICE_STOP, self.token],
+                    user=self.user,
                 )["Id"]
                 client.api.exec_start(kill)
 
@@ -112,9 +146,8 @@ class ExecProcess:
             async with asyncio.timeout(STOP_WAIT):
                 await self.wait()
         except TimeoutError:
-            with self._lock:
-                if self._stream is not None:
-                    close_stream(self._stream)
+            # hanging up makes its watchdog kill every process of the sandbox user
+            await anyio.to_thread.run_sync(self._hang_up)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(STOP_WAIT):
                     await self.wait()
@@ -133,12 +166,12 @@ async def spawn_docker(
     key = os.path.realpath(workspace)
     sandbox = await sandboxes.acquire(key)  # busy until the service ends
     try:
-        uid, gid = (int(x) for x in sandbox.user.split(":"))
-        user = f"{uid + SERVICE_UID_OFFSET + next(_slots) % 50_000}:{gid}"
+        user = sandbox.user  # the commands' own
+        token = secrets.token_hex(12)
         inside = f"{SANDBOX_DIR}/{Path(socket_dir).relative_to(key).as_posix()}"
-        script = service_script(command, port, inside)
+        script = WATCHDOG + service_script(command, port, inside)
         client = await engine.client()
-        env = {**ENVIRONMENT, "PYTHONUNBUFFERED": "1"}
+        env = {**ENVIRONMENT, "PYTHONUNBUFFERED": "1", "PLANACT_SERVICE": token}
 
         def create() -> str:
             return str(
@@ -148,13 +181,15 @@ async def spawn_docker(
                     user=user,
                     workdir=SANDBOX_DIR,
                     environment=env,
+                    stdin=True,
                     stdout=True,
                     stderr=True,
+                    tty=False,
                 )["Id"]
             )
 
         exec_id = await anyio.to_thread.run_sync(create)
-        process = ExecProcess(engine, sandbox, user, exec_id)
+        process = ExecProcess(engine, sandbox, user, exec_id, token)
         await anyio.to_thread.run_sync(process.start, client)
         return process
     except BaseException:

@@ -3,7 +3,8 @@
 - ``sandbox_runner.py``: the long-lived command runner (``python3 -c``), one per sandbox;
 - ``wrapper.sh``: one command per ``docker exec`` for images without python3;
 - ``killer.sh``: kills a ``wrapper.sh`` command (a stop, or the server's deadline);
-- ``sweeper.sh``: kills what the sandbox user left running (the exec path's clean-up).
+- ``sweeper.sh``: kills what the sandbox user left running (the exec path's clean-up);
+- ``service_stop.py``: stops one preview service (its session and its descendants).
 
 Each file says how it is called. They are passed to the interpreter as text (``-c``), so the
 image needs nothing of ours.
@@ -22,3 +23,4 @@ RUNNER = read("sandbox_runner.py")
 WRAPPER = read("wrapper.sh")
 KILLER = read("killer.sh")
 SWEEPER = read("sweeper.sh")
+SERVICE_STOP = read("service_stop.py")

@@ -10,8 +10,9 @@ and writes JSON lines on stdout: {"hello": PID} once, then per run
 Runs each command as `bash -c` in a new session. It enforces the timeouts itself (the limit
 holds inside the container), kills a command's whole process group when it times out, is
 killed, or ends, and, whenever no command is left running, every process of the sandbox user
-but itself (what escaped the group: setsid, double forks) before it reports the end. It
-kills everything and exits when stdin closes (the server went away).
+but itself and the previews' services (what escaped the group: setsid, double forks) before
+it reports the end. It kills everything, services too, and exits when stdin closes (the
+server went away).
 
 Runs on the image's python3, whatever its version: standard library only, Python 3.6
 syntax (typing generics, no ``from __future__``). Only ever inside a sandbox: it kills every
@@ -64,8 +65,34 @@ def killpg(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def leftovers(me: int, uid: int, proc: str = "/proc") -> List[str]:
-    """Pids of the live (not zombie) processes of ``uid`` but ``me``."""
+def stat_of(pid: str, proc: str = "/proc") -> Tuple[int, int]:
+    """(parent pid, session id) of a process; OSError/ValueError when it is gone."""
+    with open("%s/%s/stat" % (proc, pid)) as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[3])
+
+
+def service_sessions(me: int, proc: str = "/proc") -> List[int]:
+    """Sessions led by a live exec of the sandbox user other than this runner: a process
+    whose parent is outside the container (pid 0) is one the server started with `docker
+    exec` (a preview's service), never one a command made; what it starts stays in its
+    session (setsid leaves it: then it is a leftover)."""
+    found = []
+    for entry in os.listdir(proc):
+        if not entry.isdigit() or int(entry) in (me, 1):
+            continue
+        try:
+            ppid, sid = stat_of(entry, proc)
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == 0 and sid == int(entry):
+            found.append(sid)
+    return found
+
+
+def leftovers(me: int, uid: int, proc: str = "/proc", spare: Tuple[int, ...] = ()) -> List[str]:
+    """Pids of the live (not zombie) processes of ``uid`` but ``me`` and those of the
+    sessions ``spare``."""
     found = []
     for entry in os.listdir(proc):
         if not entry.isdigit() or int(entry) == me:
@@ -81,20 +108,34 @@ def leftovers(me: int, uid: int, proc: str = "/proc") -> List[str]:
                         break
         except (OSError, ValueError, IndexError):
             continue
-        if owner == uid and state != "Z":
-            found.append(entry)
+        if owner != uid or state == "Z":
+            continue
+        if spare:
+            try:
+                if stat_of(entry, proc)[1] in spare:
+                    continue
+            except (OSError, ValueError, IndexError):
+                continue  # gone
+        found.append(entry)
     return found
 
 
-def sweep() -> None:
-    """No command is running: every process of the sandbox user but this runner is a
-    leftover (setsid, double forks): kill them all and make sure they are gone."""
+def sweep(everything: bool = False) -> None:
+    """No command is running: every process of the sandbox user but this runner and the
+    services (:func:`service_sessions`) is a leftover (setsid, double forks): kill them all
+    and make sure they are gone. ``everything``: the services too (the server went away)."""
     me, uid = os.getpid(), os.getuid()
     for _ in range(400):
-        if not leftovers(me, uid):
+        spare = () if everything else tuple(service_sessions(me))
+        left = leftovers(me, uid, spare=spare)
+        if not left:
             return
-        with contextlib.suppress(OSError):
-            os.kill(-1, signal.SIGKILL)
+        if not spare:
+            with contextlib.suppress(OSError):
+                os.kill(-1, signal.SIGKILL)
+        for pid in left if spare else ():
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
         time.sleep(0.005)
 
 
@@ -168,7 +209,7 @@ class Runner:
     def hang_up(self) -> None:
         for run in self.runs.values():
             killpg(run.proc.pid)
-        sweep()
+        sweep(everything=True)
         sys.exit(0)
 
     def read(self, key: selectors.SelectorKey) -> None:
