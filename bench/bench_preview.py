@@ -233,10 +233,14 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
             procs = {"client": os.getpid(), "app": app.pid, "forwarder": fwd.pid}
             procs["origin"] = origin.pid
             print("CPU per 10 MB (user+system ms; forwarder and origin: the proxy's cost):")
-            for label, call in (
-                ("download", lambda base: c.request("PUT", f"{base}/big/{BIG}")),
-                ("upload", lambda base: c.post(base + "/upload", content=body)),
-            ):
+
+            def download(base: str) -> httpx.Response:
+                return c.request("PUT", f"{base}/big/{BIG}")
+
+            def upload(base: str) -> httpx.Response:
+                return c.post(base + "/upload", content=body)
+
+            for label, call in (("download", download), ("upload", upload)):
                 for way, base in (("direct", direct), ("proxied", proxied)):
                     before = {k: cpu_seconds(pid) for k, pid in procs.items()}
                     for _ in range(big_repeats):

@@ -9,59 +9,19 @@ import dataclasses
 import shutil
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from backend.actions.model import Action
-from backend.actions.registry import ActionContext, Done, execute
-from backend.config import Settings
-from backend.previews.host import PreviewHost
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
 from backend.runtime.sandboxing import sandbox_cgroups
-from backend.store.repo import Store
-from backend.tools.kit import Tools
-from backend.workspace import workspace_path
+from tests.support.preview_bench import Bench, make_bench
 from tests.support.previews import processes_with
 from tests.support.runtime import require_bwrap
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.bwrap
-
-
-@dataclass
-class Bench:
-    settings: Settings
-    store: Store
-    host: PreviewHost
-    ctx: ActionContext
-    cid: str
-
-    async def preview(self, **params: str) -> Done:
-        return await execute(self.ctx, Action("preview", params))
-
-    async def rows(self) -> list[dict[str, Any]]:
-        return await self.host.rows(self.cid)
-
-
-async def make_bench(
-    tmp_path: Path, runtime: LocalRuntime | None = None, **overrides: Any
-) -> Bench:
-    sandbox = require_bwrap()
-    values: dict[str, Any] = {"preview_socket_dir": tmp_path / "pv", "preview_start_timeout": 20}
-    settings = make_settings(tmp_path, **{**values, **overrides})
-    store = Store(settings.database_url)
-    await asyncio.to_thread(store.migrate)
-    cid = await store.create_conversation("u1", "previews")
-    workspace = workspace_path(Path(settings.workspace_dir).resolve(), "u1", cid)
-    workspace.mkdir(parents=True)
-    host = PreviewHost(settings, store, "instance-1")
-    runtime = runtime or LocalRuntime(sandbox=sandbox)
-    ctx = ActionContext(runtime, workspace, tools=Tools(previews=host))
-    return Bench(settings, store, host, ctx, cid)
 
 
 @pytest.fixture

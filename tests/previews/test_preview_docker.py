@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from backend.runtime.docker import DockerRuntime
-from tests.previews.conftest import APP
-from tests.previews.test_preview_action import Bench, make_bench
-from tests.previews.test_previews_e2e import processes_with
-from tests.runtime.conftest import require_docker, run, runtime_settings, stdout_of
+from tests.support.preview_bench import Bench, make_bench
+from tests.support.previews import APP, processes_with
+from tests.support.runtime import require_docker, run, runtime_settings, stdout_of
 
 pytestmark = pytest.mark.docker
 
@@ -35,6 +34,7 @@ async def docker_bench(tmp_path: Path) -> AsyncIterator[Bench]:
 
 
 async def command(b: Bench, text: str) -> str:
+    assert isinstance(b.ctx.runtime, DockerRuntime)
     result = await run(b.ctx.runtime, b.ctx.workspace, text)
     assert result.status == "success", result.content
     return stdout_of(result)
