@@ -108,9 +108,9 @@ def kill(manager: RunManager, run_id: str) -> None:
     """kill -9, as far as the store can tell: from now on nothing of this process reaches
     the store (a write already under way completes, or not, as it would)."""
     manager.store._core = manager.store._run = _gone  # type: ignore[method-assign]
-    ctx = manager._contexts.get(run_id)
-    if ctx is not None:
-        ctx.control.lost = True
+    control = record.control if (record := manager.runs.get(run_id)) is not None else None
+    if control is not None:
+        control.lost = True
 
 
 async def bury(manager: RunManager, db_url: str) -> None:
@@ -148,7 +148,7 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
     (owner.workspace("1", cid) / "given.txt").write_text("given\n")
     cid, rid = await owner.start("1", "write code", conversation_id=cid, mode="agent")
     rid_box.append(rid)
-    first = owner._tasks.get(rid)
+    first = owner.runs.task(rid)
     if first is not None:
         await asyncio.wait({first}, timeout=DEADLINE)
     SteppingTask.hook = None
