@@ -12,31 +12,17 @@ from backend.actions import FormatError, extract_thinking, parse_actions, regist
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry import ActionContext, Done
 from backend.actions.values import scrub, scrub_data
-from backend.agent.asking import (
-    NOT_AS_APPROVED,
-    approved_as_shown,
-    ask_approval,
-    ask_question,
-    rejection,
-)
 from backend.agent.errors import LimitExceeded, StuckLoop
 from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
+from backend.agent.steps import Step, Steps, waited_turn
 from backend.agent.tool_notices import tool_notice
-from backend.agent.transcript import (
-    STUCK_REPEATS,
-    Outcome,
-    Transcript,
-    Turn,
-    describe,
-    turn_from,
-)
+from backend.agent.transcript import STUCK_REPEATS, Transcript, Turn, describe
 from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.runtime.base import OutputCallback, cap_text
-from backend.waits.classes import asks
+from backend.runtime.base import OutputCallback
 from backend.workspace import scan
 
 if TYPE_CHECKING:
@@ -44,7 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OBSERVATION_CAP = 12_000
 # replies longer than this are parsed on a worker thread, so the event loop never waits
 THREAD_PARSE_CHARS = 20_000
 
@@ -53,10 +38,45 @@ async def run_task(
     ctx: RunContext, task: dict[str, Any], tasks: list[dict[str, Any]], notes: list[str]
 ) -> str:
     """Run one task to its `finish`; returns the finish note. Raises TaskFailed."""
+    transcript = await _task_transcript(ctx, task, tasks, notes)
+    ctx.begin_task(transcript)  # checkpointed; restored when the run is resumed
+    if (turn := waited_turn(ctx)) is not None:  # it waited for a person: the turn goes on
+        note = await run_actions(ctx, task, turn.actions, turn)
+        if note is not None:
+            return note
+        _add_turn(transcript, turn, task)
+    format_errors = 0
+    for _step in range(ctx.deps.settings.max_steps_per_task):
+        completion, parsed = await _next_reply(ctx, task, transcript)
+        if isinstance(parsed, FormatError):
+            format_errors += 1
+            _add_unusable(ctx, transcript, task, parsed, format_errors)
+            continue
+        format_errors = 0
+        reply = scrub(completion.text)
+        if not reply.strip():  # native tool calls: say what was called
+            reply = "(tool calls) " + "; ".join(describe(a) for a in parsed)
+        turn = Turn(reply=reply, actions=parsed)
+        ctx.begin_turn(turn)  # checkpointed with the action messages
+        note = await run_actions(ctx, task, parsed, turn)
+        if note is not None:
+            return note
+        _add_turn(transcript, turn, task)
+    raise LimitExceeded(
+        f"Task '{task['title']}' failed: it did not finish within "
+        f"{ctx.deps.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
+        "MAX_STEPS_PER_TASK, or split the goal into smaller steps."
+    )
+
+
+async def _task_transcript(
+    ctx: RunContext, task: dict[str, Any], tasks: list[dict[str, Any]], notes: list[str]
+) -> Transcript:
+    """The task's prompt: the actions offered, the goal, the plan, the notes so far."""
     files = sorted(await anyio.to_thread.run_sync(scan, ctx.state.workspace))
     workspace_note = ctx.deps.runtime.prompt_note.thinking
     specs, tool_notes = await offered_actions(ctx, task["id"])
-    transcript = Transcript(
+    return Transcript(
         [
             {
                 "role": "system",
@@ -82,69 +102,55 @@ async def run_task(
             },
         ]
     )
-    ctx.begin_task(transcript)  # checkpointed; restored when the run is resumed
-    if ctx.answer is not None and ctx.state.pending is not None:  # it waited for a person
-        turn = turn_from(ctx.state.pending)
-        ctx.turn, ctx.turn_after = turn, int(ctx.state.pending["after_seq"])
-        note = await run_actions(ctx, task, turn.actions, turn)
-        if note is not None:
-            return note
-        _add_turn(transcript, turn, task)
-    format_errors = 0
-    for _step in range(ctx.deps.settings.max_steps_per_task):
-        narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
-        completion = await ctx.call_model(
-            "thinking",
-            transcript.messages(),
-            specialist=True,
-            on_delta=ctx.live.prose(narration, MessageKind.THINKING),
+
+
+async def _next_reply(
+    ctx: RunContext, task: dict[str, Any], transcript: Transcript
+) -> tuple[Completion, list[Action] | FormatError]:
+    """The model's next reply and its actions (or why it has none); its reasoning and its
+    words are published (a reply with no usable action is shown as such)."""
+    narration = uuid.uuid4().hex  # the agent's words before its actions (live, then stored)
+    completion = await ctx.call_model(
+        "thinking",
+        transcript.messages(),
+        specialist=True,
+        on_delta=ctx.live.prose(narration, MessageKind.THINKING),
+    )
+    thoughts, parsed = await read_reply(completion)
+    for thought in thoughts:
+        await ctx.publish(Message.build(MessageKind.THINKING, scrub(thought), task_id=task["id"]))
+    if isinstance(parsed, FormatError) and not parsed.words:
+        # a format problem: the person sees what the model wrote, and that it was unusable
+        # (its live prose, streamed as `narration`, becomes that message)
+        await ctx.publish(
+            unusable_message(
+                parsed.user, completion.text, stage="action", task_id=task["id"], uuid=narration
+            )
         )
-        thoughts, parsed = await read_reply(completion)
-        for thought in thoughts:
-            await ctx.publish(
-                Message.build(MessageKind.THINKING, scrub(thought), task_id=task["id"])
-            )
-        if isinstance(parsed, FormatError) and not parsed.words:
-            # a format problem: the person sees what the model wrote, and that it was unusable
-            # (its live prose, streamed as `narration`, becomes that message)
-            await ctx.publish(
-                unusable_message(
-                    parsed.user, completion.text, stage="action", task_id=task["id"], uuid=narration
-                )
-            )
-        elif words := prose_of(completion.text):  # the agent's words (a refusal too)
-            await ctx.publish(narration_message(scrub(words), task["id"], narration))
-        if isinstance(parsed, FormatError):
-            format_errors += 1
-            if format_errors >= ctx.deps.settings.max_format_errors:
-                raise LimitExceeded(
-                    f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
-                    f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
-                    "or choose a model that follows the action format."
-                )
-            # never put the malformed text into the history
-            transcript.add(
-                Turn(
-                    reply="(reply had no usable action)",
-                    format_error=str(parsed),
-                    brief_error=parsed.user,
-                )
-            )
-            continue
-        format_errors = 0
-        reply = scrub(completion.text)
-        if not reply.strip():  # native tool calls: say what was called
-            reply = "(tool calls) " + "; ".join(describe(a) for a in parsed)
-        turn = Turn(reply=reply, actions=parsed)
-        ctx.begin_turn(turn)  # checkpointed with the action messages
-        note = await run_actions(ctx, task, parsed, turn)
-        if note is not None:
-            return note
-        _add_turn(transcript, turn, task)
-    raise LimitExceeded(
-        f"Task '{task['title']}' failed: it did not finish within "
-        f"{ctx.deps.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
-        "MAX_STEPS_PER_TASK, or split the goal into smaller steps."
+    elif words := prose_of(completion.text):  # the agent's words (a refusal too)
+        await ctx.publish(narration_message(scrub(words), task["id"], narration))
+    return completion, parsed
+
+
+def _add_unusable(
+    ctx: RunContext,
+    transcript: Transcript,
+    task: dict[str, Any],
+    parsed: FormatError,
+    format_errors: int,
+) -> None:
+    """A reply with no usable action: the model reads why (never the malformed text); past
+    MAX_FORMAT_ERRORS in a row the task fails."""
+    if format_errors >= ctx.deps.settings.max_format_errors:
+        raise LimitExceeded(
+            f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
+            f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
+            "or choose a model that follows the action format."
+        )
+    transcript.add(
+        Turn(
+            reply="(reply had no usable action)", format_error=str(parsed), brief_error=parsed.user
+        )
     )
 
 
@@ -194,106 +200,67 @@ async def run_actions(
 ) -> str | None:
     """Run actions in order through the action registry; the first failure skips the rest.
     Fills the turn's outcomes for the model; returns the finish note when the task finished.
-    An action that needs a person (an approval, ask_user) parks the run (asking.py); resumed
-    with the answer (``ctx.answer``), the turn goes on from that action."""
-    failed = False
-    state = ctx.state
-    waited = state.wait["index"] if state.wait is not None and ctx.answer is not None else -1
-    for index, action in enumerate(actions):
-        if index < waited:  # ran before the run waited (their outcomes are in the turn)
+    Each action is a step (backend/agent/steps.py): a turn resumed after a wait goes on
+    from the action it waited on, with the answer; one that needs a person asks first."""
+    steps = Steps(ctx, task["id"], turn)
+    for step in steps.walk(actions):
+        if steps.failed:  # an earlier action failed
+            await step.skip()
             continue
-        answer = ctx.answer if index == waited else None
-        if answer is not None:  # used now: a later checkpoint goes on without it
-            state.wait, ctx.answer = None, None
-        defn = registry.get(action.type)
-        label = scrub(defn.label(action)) if defn else action.type
-        kind = defn.kind if defn else action.type
-        if failed:
-            await ctx.publish(
-                Message.build(
-                    kind,
-                    "Skipped: an earlier action in the same reply failed.",
-                    status="failure",
-                    task_id=task["id"],
-                    filepath=action.params.get("path", ""),
-                    meta_content=label,
-                )
-            )
-            turn.outcomes.append(Outcome(label, "skipped", "(an earlier action failed)"))
+        if not await step.cleared():  # the person said no (or answered the question)
             continue
-        if answer is None:  # (a resumed action's warnings were noted before it waited)
-            for warning in action.warnings:
-                turn.outcomes.append(Outcome(label, "warning", warning))
-        if defn is not None and defn.asks_person and (state.can_ask or answer is not None):
-            if answer is None:
-                await ask_question(ctx, task["id"], action, index)
-            ok = answer.get("decision") == "answer"
-            text = answer.get("answer", "") if ok else rejection(answer)
-            turn.outcomes.append(Outcome(label, "ok" if ok else "FAILED", scrub(text)))
-            failed = not ok
-            continue
-        action_class = defn.approval if defn is not None else None
-        if answer is None and asks(state.approval, action_class, state.approved_classes):
-            await ask_approval(ctx, task["id"], action, str(action_class), index)
-        if answer is not None and answer.get("decision") == "approve_all" and action_class:
-            state.approved_classes.append(action_class)
-        if answer is not None and answer.get("decision") not in ("approve", "approve_all"):
-            turn.outcomes.append(Outcome(label, "FAILED", rejection(answer)))
-            failed = True
-            continue
-        if answer is not None and not approved_as_shown(action, answer):  # never: guarded
-            await ctx.publish(
-                Message.build(kind, NOT_AS_APPROVED, status="failure", task_id=task["id"])
-            )
-            turn.outcomes.append(Outcome(label, "FAILED", NOT_AS_APPROVED))
-            failed = True
-            continue
-        if defn is not None and defn.ends_task:
-            done = await defn.handler(action_context(ctx), action)
-            note = scrub(done.content.strip()) or "Done."
-            await ctx.publish(Message.build(kind, note, task_id=task["id"]))
-            return note
-        uid = uuid.uuid4().hex
-        path = action.params.get("path", "")
-        await ctx.publish(
-            Message.build(
-                kind,
-                scrub(defn.running(action)) if defn else action.type,
-                status="running",
-                task_id=task["id"],
-                filepath=path,
-                uuid=uid,
-                meta_content=label,
-            )
-        )
-        live = defn is not None and defn.streams_output
-        done = await _execute(ctx, action, ctx.live.command_output(uid, kind) if live else None)
-        if defn is not None and defn.writes_files and done.ok and done.filepath:
-            ctx.state.written.add(done.filepath)
-        done.content = scrub(done.content)  # e.g. a NUL printed by a command
-        done.data = scrub_data(done.data)
-        await ctx.publish(
-            Message.build(
-                kind,
-                done.content,
-                status="success" if done.ok else "failure",
-                task_id=task["id"],
-                filepath=done.filepath or path,
-                url=done.url,
-                json=done.data,
-                uuid=uid,
-                meta_content=label,
-            )
-        )
-        verdict = "ok" if done.ok else "FAILED"
-        turn.outcomes.append(Outcome(label, verdict, cap_text(done.content, OBSERVATION_CAP)))
-        failed = not done.ok
-    turn.footer = (
-        "An action failed; fix the problem and continue."
-        if failed
-        else "All actions ran. Continue, or <finish> when the task is done."
-    )
+        if step.ends_task:
+            return await _finish(ctx, step)
+        step.ran(await _run(ctx, step))
+    steps.end()
     return None
+
+
+async def _finish(ctx: RunContext, step: Step) -> str:
+    """The action that ends the task: its note."""
+    assert step.defn is not None
+    done = await step.defn.handler(action_context(ctx), step.action)
+    note = scrub(done.content.strip()) or "Done."
+    await ctx.publish(Message.build(step.kind, note, task_id=step.task_id))
+    return note
+
+
+async def _run(ctx: RunContext, step: Step) -> Done:
+    """One action, between its `running` message and its final one."""
+    action, defn, kind = step.action, step.defn, step.kind
+    uid = uuid.uuid4().hex
+    path = action.params.get("path", "")
+    await ctx.publish(
+        Message.build(
+            kind,
+            scrub(defn.running(action)) if defn else action.type,
+            status="running",
+            task_id=step.task_id,
+            filepath=path,
+            uuid=uid,
+            meta_content=step.label,
+        )
+    )
+    live = defn is not None and defn.streams_output
+    done = await _execute(ctx, action, ctx.live.command_output(uid, kind) if live else None)
+    if defn is not None and defn.writes_files and done.ok and done.filepath:
+        ctx.state.written.add(done.filepath)
+    done.content = scrub(done.content)  # e.g. a NUL printed by a command
+    done.data = scrub_data(done.data)
+    await ctx.publish(
+        Message.build(
+            kind,
+            done.content,
+            status="success" if done.ok else "failure",
+            task_id=step.task_id,
+            filepath=done.filepath or path,
+            url=done.url,
+            json=done.data,
+            uuid=uid,
+            meta_content=step.label,
+        )
+    )
+    return done
 
 
 def action_context(ctx: RunContext, on_output: OutputCallback | None = None) -> ActionContext:

@@ -25,7 +25,7 @@ from backend.runtime.base import cap_text
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
 
-OBSERVATION_CAP = 12_000  # as the task loop's (backend/agent/code_act.py)
+OBSERVATION_CAP = 12_000  # as a task step's (backend/agent/steps.py)
 INTERRUPTED_ACTION = (
     "Interrupted: the process running this run stopped before this action finished. It was "
     "not run again; check what it did before running it again."

@@ -15,12 +15,11 @@ import shutil
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from backend.agent.context import RunContext
-from backend.agent.control import RunControl
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
@@ -33,6 +32,7 @@ from backend.runs.begin import build_context
 from backend.runs.closing import close_unexecuted
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
+from backend.runs.local import Followers, LocalRun, LocalRuns
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.observed import observed_run
 from backend.runs.sandboxes import Runtimes
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
     from backend.llm.base import LLM
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-CANCEL_REPEAT = 0.2  # seconds between repeated cancellations of a run that must stop
 
 
 class ShuttingDown(Exception):
@@ -93,13 +91,14 @@ class RunManager:
         self.kind = kind
         self.runtimes = Runtimes(settings, self.instance_id, runtimes)
         self.executor: Executor = executor or InlineExecutor(self.launch)
+        self.runs = LocalRuns()  # the runs of this process, one record each
         self.lease = LeaseKeeper(
             store,
             self.instance_id,
             kind,
             settings.lease_seconds,
-            local_runs=self.local_runs,
-            stop_local=lambda run_id, lost: self._stop_local(run_id, lost=lost),
+            local_runs=self.runs.controls,
+            stop_local=lambda run_id, lost: self.runs.stop(run_id, lost=lost),
             runtimes=self.runtimes.loaded,
             take_over=self.take_over,
             sweep=lambda: parking.sweep(self),
@@ -107,18 +106,9 @@ class RunManager:
         # queue workers: defer the job of a run taken over (set by backend/runs/worker.py)
         self.requeue: Callable[[str], Awaitable[None]] | None = None
         self.accepting = True
-        self._tasks: dict[str, asyncio.Task[str]] = {}
-        self._contexts: dict[str, RunContext] = {}
-        self._listeners: dict[str, Listener] = {}
-        self._delta_listeners: dict[str, DeltaSink] = {}
-        self._created: dict[str, dict[str, Any]] = {}  # inline runs: their row, as written
-        self._started: set[str] = set()
-        self._cancellers: dict[str, asyncio.Task[None]] = {}
         self._cleanups: set[asyncio.Future[None]] = set()
         self._opened = False
         self._closed = False
-        self._grace_over = False
-        self._handing_over = False  # SIGTERM: runs are handed over at their next step
         self.executing = False  # the executor is started: answered runs can be resumed
 
     @classmethod
@@ -195,40 +185,9 @@ class RunManager:
         instead lets its own run go on up to ``grace``, then stops it."""
         self.accepting = False
         if self.kind == "cli":
-            await self._stop_after(grace)
-            return
-        self._handing_over = True
-        for live in self._contexts.values():
-            live.control.handing_over = True
-        tasks = [t for t in self._tasks.values() if not t.done()]
-        if tasks and grace > 0:
-            log.warning("shutting down: handing %d active run(s) over", len(tasks))
-            await asyncio.wait(tasks, timeout=grace)
-        for rid, task in list(self._tasks.items()):
-            ctx = self._contexts.get(rid)
-            if not task.done() and ctx is not None and rid not in self._cancellers:
-                self._cancellers[rid] = asyncio.create_task(
-                    self._cancel_until_done(rid, ctx.control), name=f"hand-over-{rid}"
-                )
-        remaining = [t for t in self._tasks.values() if not t.done()]
-        if remaining:
-            await asyncio.wait(remaining)
-
-    async def _stop_after(self, grace: float) -> None:
-        tasks = [t for t in self._tasks.values() if not t.done()]
-        if tasks and grace > 0:
-            log.warning("shutting down: %d active run(s), %.0f s to finish", len(tasks), grace)
-            await asyncio.wait(tasks, timeout=grace)
-        self._grace_over = True  # a run that registers from now on stops at once
-        for rid, task in list(self._tasks.items()):
-            if not task.done():
-                ctx = self._contexts.get(rid)
-                if ctx is not None:
-                    ctx.control.shutting_down = True
-                self._stop_local(rid)
-        remaining = [t for t in self._tasks.values() if not t.done()]
-        if remaining:
-            await asyncio.wait(remaining)
+            await self.runs.stop_all(grace)
+        else:
+            await self.runs.hand_over(grace)
 
     async def shutdown(self, grace: float = 0.0) -> None:
         if self._closed:
@@ -292,12 +251,12 @@ class RunManager:
             approval=approval or self.settings.approval_mode,
             can_ask=can_ask,
         )
-        if listener is not None:
-            self._listeners[rid] = listener
-        if delta_listener is not None:  # live deltas of a run of this process (the CLI)
-            self._delta_listeners[rid] = delta_listener
+        if listener is not None or delta_listener is not None:  # (the CLI: its own run)
+            self.runs.follow(rid, Followers(listener, delta_listener))
+        record = None
         if owner is not None:  # executed here: no need to read back what we just wrote
-            self._created[rid] = {
+            record = self.runs.enter(rid)
+            record.row = {
                 "run_id": rid,
                 "conversation_id": cid,
                 "user_id": user_id,
@@ -317,45 +276,59 @@ class RunManager:
             await self.executor.submit(rid)
         except Exception as exc:
             log.exception("could not hand run %s to the executor", rid)
+            self.runs.unfollow(rid)
+            if record is not None:
+                self.runs.leave(record)
             await self.close_unexecuted(rid, "failed", f"The run could not be queued: {exc}")
             raise
         return cid, rid
 
     def launch(self, run_id: str) -> asyncio.Task[str]:
         """Execute a run of this instance in the background (the inline executor)."""
-        task = asyncio.create_task(self.execute(run_id), name=f"run-{run_id}")
-        self._tasks[run_id] = task
-        task.add_done_callback(lambda t: self._after(run_id, t))
+        record = self.runs.enter(run_id)
+        record.task = task = asyncio.create_task(self.execute(run_id), name=f"run-{run_id}")
+        task.add_done_callback(lambda t: self._after(record, t))
         return task
 
-    def _after(self, run_id: str, task: asyncio.Task[str]) -> None:
-        """A run task that died without ending its run (cancelled before it began, or a
-        bug before the pipeline): end the run here, with its messages closed."""
+    def _after(self, record: LocalRun, task: asyncio.Task[str]) -> None:
+        """The run's task is done: its record is dropped (also when it was cancelled before
+        it began). A task that died without ending its run (cancelled before it began, or a
+        bug before the pipeline): the run is ended here, with its messages closed."""
+        if record.task is task:  # (not a newer execution's)
+            self.runs.leave(record)
         if not task.cancelled() and task.exception() is None:
             return
+        run_id = record.run_id
         if not task.cancelled():
             log.error("run %s crashed", run_id, exc_info=task.exception())
         stopped = task.cancelled()
         reason = "" if stopped else f"Internal error: {task.exception()!r}"
-        self._background(self._end_abandoned(run_id, stopped, reason))
+        self.background(self._end_abandoned(run_id, stopped, reason))
 
-    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+    def background(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` on its own, holding a reference until it is done."""
         self._cleanups.add(task := asyncio.ensure_future(work))
         task.add_done_callback(self._cleanups.discard)
 
     async def _end_abandoned(self, run_id: str, stopped: bool, reason: str) -> None:
-        self._contexts.pop(run_id, None)
-        self._started.discard(run_id)
         try:
-            await self.close_unexecuted(run_id, "stopped" if stopped else "failed", reason)
+            if await self.close_unexecuted(run_id, "stopped" if stopped else "failed", reason):
+                self.runs.unfollow(run_id)  # it ended: nobody follows it any more
         finally:
             self.bus.mark_done(run_id)
 
     async def execute(self, run_id: str) -> str:
         """Run ``run_id`` here to its end: take it if it is queued, refuse it if another
         instance owns it or it already ended. Returns the final status."""
-        run = self._created.pop(run_id, None) or await self.store.run_for_execution(run_id)
+        record = self.runs.enter(run_id)
+        try:
+            return await self._execute(record)
+        finally:
+            self.runs.leave(record)
+
+    async def _execute(self, record: LocalRun) -> str:
+        run_id, row, record.row = record.run_id, record.row, None
+        run = row or await self.store.run_for_execution(run_id)
         if run is None or run["status"] != "running":
             return run["status"] if run else "missing"
         if run["owner"] is None:
@@ -367,6 +340,7 @@ class RunManager:
         elif run["owner"] != self.instance_id:
             return "taken"
         user_id, cid = str(run["user_id"]), str(run["conversation_id"])
+        followers = self.runs.followers(run_id)  # (kept while the run waits: parked)
         ctx = await build_context(
             run,
             settings=self.settings,
@@ -376,23 +350,21 @@ class RunManager:
             runtime=self.runtime(run["runtime"]),
             tools=self.tools,
             workspace=self.workspace(user_id, cid),
-            shutting_down=self._grace_over,
-            listener=self._listeners.get(run_id),  # (kept while the run waits: parked)
-            delta_listener=self._delta_listeners.get(run_id),
+            shutting_down=self.runs.shutting_down,
+            listener=followers.listener,
+            delta_listener=followers.delta_listener,
             owner=self.instance_id,
         )
-        ctx.control.handing_over = self._handing_over
-        self._contexts[run_id] = ctx
+        ctx.control.handing_over = self.runs.handing_over
+        record.context = ctx
         floor = await last_stored(self.store, ctx) if ctx.resumed else 0
         self.bus.mark_live(run_id, floor, in_flight=ctx.live)
-        current = asyncio.current_task()
-        if run_id not in self._tasks and current is not None:
-            self._tasks[run_id] = current
+        if record.task is None:  # a queue worker's job
+            record.task = asyncio.current_task()
         logged = log_context(run_id=run_id, conversation_id=cid, user=user_id)
         try:  # with its metrics and, if traced, under the run's trace
-            return await observed_run(self.store, run, ctx, self._drive(ctx))
+            return await observed_run(self.store, run, ctx, self._drive(record, ctx))
         finally:
-            self._tasks.pop(run_id, None)
             logged.reset()
 
     def answer_owner(self) -> str | None:
@@ -413,9 +385,9 @@ class RunManager:
             self.store, self.bus, self.workspace, self.instance_id, run_id, status, reason
         )
 
-    async def _drive(self, ctx: RunContext) -> str:
+    async def _drive(self, record: LocalRun, ctx: RunContext) -> str:
         status = "failed"
-        self._started.add(ctx.run_id)
+        record.started = True
         try:
             status = await run_pipeline(ctx, self.specialists)
         finally:
@@ -435,14 +407,8 @@ class RunManager:
                     )
             finally:
                 if status != PARKED:
-                    self._listeners.pop(ctx.run_id, None)
-                    self._delta_listeners.pop(ctx.run_id, None)
+                    self.runs.unfollow(ctx.run_id)
                 self.bus.mark_done(ctx.run_id)
-                self._contexts.pop(ctx.run_id, None)
-                self._started.discard(ctx.run_id)
-                canceller = self._cancellers.pop(ctx.run_id, None)
-                if canceller is not None and canceller is not asyncio.current_task():
-                    canceller.cancel()
         return status
 
     # -- stop, wait, delete ---------------------------------------------------------------
@@ -452,10 +418,10 @@ class RunManager:
         info = await self.store.request_stop(run_id)
         if info is None:
             return False
-        ctx = self._contexts.get(run_id)
-        if ctx is not None:
-            self._stop_local(run_id)
-            if ctx.control.ending:
+        control = record.control if (record := self.runs.get(run_id)) is not None else None
+        if control is not None:
+            self.runs.stop(run_id)
+            if control.ending:
                 # it may be parking: a stop recorded after it let go of the run (it has no
                 # owner then) is not seen by it, so the run is ended here
                 await parking.stop_parked(self, run_id)
@@ -471,47 +437,17 @@ class RunManager:
 
     def _on_control(self, kind: str, arg: str) -> None:
         if kind == "forget":
-            self._background(self.runtimes.forget_announced(arg, self.workspace))
+            self.background(self.runtimes.forget_announced(arg, self.workspace))
             return
-        if kind != "stop":
+        if kind != "stop" or (record := self.runs.get(arg)) is None:
             return
-        run_id = arg
-        if run_id in self._created:  # not begun yet: it begins stopped
-            self._created[run_id]["stop_requested"] = True
-        if run_id in self._contexts:
-            self._stop_local(run_id)
-
-    def _stop_local(self, run_id: str, *, lost: bool = False) -> None:
-        """Stop a run of this process: raise its flag and cancel its task again and again
-        until it has ended (a swallowed cancellation cannot lose a stop)."""
-        ctx = self._contexts.get(run_id)
-        if ctx is None:
-            return
-        ctx.control.stop_requested = True
-        if lost:
-            ctx.control.lost = True
-        if run_id in self._cancellers:
-            return
-        self._cancellers[run_id] = asyncio.create_task(
-            self._cancel_until_done(run_id, ctx.control), name=f"stop-{run_id}"
-        )
-
-    async def _cancel_until_done(self, run_id: str, control: RunControl) -> None:
-        while True:
-            task = self._tasks.get(run_id)
-            if task is None or task.done():
-                return
-            if run_id in self._started and not control.ending:
-                task.cancel()
-            await asyncio.wait({task}, timeout=CANCEL_REPEAT)
-
-    def local_runs(self) -> dict[str, RunControl]:
-        """The runs executing in this process, by id."""
-        return {rid: ctx.control for rid, ctx in self._contexts.items()}
+        if record.row is not None:  # not begun yet: it begins stopped
+            record.row["stop_requested"] = True
+        self.runs.stop(arg)
 
     async def wait(self, run_id: str, timeout: float | None = None) -> str | None:  # noqa: ASYNC109
         """Wait for a run to end (on any process); its final status, or None on timeout."""
-        task = self._tasks.get(run_id)
+        task = self.runs.task(run_id)
         if task is not None:
             done, _ = await asyncio.wait({task}, timeout=timeout)
             if not done:

@@ -6,43 +6,41 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from backend.runs.takeover import Host
+from backend.runs.local import LocalRuns
+from backend.runs.takeover import Host, submitter
 from backend.waits.answers import Host as AnswerHost
 from backend.waits.answers import expire_waits
 
 log = logging.getLogger(__name__)
 
 
-class RunManager(Host, AnswerHost, Protocol):
-    """What parking needs of the process's run manager (backend/runs/manager.py)."""
+class ParkingHost(Host, AnswerHost, Protocol):
+    """What parking needs of the process's run manager (backend/runs/manager.py): its
+    public side, beside taking over (``Host``) and answering (``AnswerHost``)."""
 
     executing: bool  # its executor is started: answered runs can be resumed
-    _tasks: dict[str, asyncio.Task[str]]  # the runs executing here
-    _listeners: dict[str, Any]  # the runs started here (a `planact run`: its own)
+    runs: LocalRuns  # the runs of this process
 
-    def _background(self, work: Coroutine[Any, Any, None]) -> None: ...
+    def background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on its own (the manager holds it until it is done)."""
 
 
-def answer_owner(m: RunManager) -> str | None:
+def answer_owner(m: ParkingHost) -> str | None:
     """Who runs a run answered in this process: this process (inline, `planact run`), or
     nobody yet (queued for a worker)."""
-    return m.instance_id if _submit(m) is None else None
+    return m.instance_id if submitter(m) is None else None
 
 
-def _submit(m: RunManager) -> Callable[[str], Awaitable[None]] | None:
-    return m.requeue or (None if m.executor.runs_here else m.executor.submit)
-
-
-async def resume_answered(m: RunManager, run_id: str) -> None:
+async def resume_answered(m: ParkingHost, run_id: str) -> None:
     """The answer took the run (``answer_owner``): execute it from its checkpoint."""
-    submit = _submit(m)
+    submit = submitter(m)
     if submit is not None:
         await submit(run_id)
         return
-    old = m._tasks.get(run_id)  # the task that parked it may still be letting go of it
+    old = m.runs.task(run_id)  # the task that parked it may still be letting go of it
     if old is None or old.done():
         m.launch(run_id)
         return
@@ -51,10 +49,10 @@ async def resume_answered(m: RunManager, run_id: str) -> None:
         await asyncio.wait({old})
         m.launch(run_id)
 
-    m._background(after_old())
+    m.background(after_old())
 
 
-async def let_go(m: RunManager, run_id: str, uuid: str) -> None:
+async def let_go(m: ParkingHost, run_id: str, uuid: str) -> None:
     """The run parked on ``uuid`` left this process: it has no owner from now on (unless
     it was answered meanwhile: then it is already someone's; or a stop came: it ends)."""
     stop = await m.store.release_parked(run_id, m.instance_id, uuid)
@@ -62,7 +60,7 @@ async def let_go(m: RunManager, run_id: str, uuid: str) -> None:
         await m.close_unexecuted(run_id, "stopped", "")
 
 
-async def stop_parked(m: RunManager, run_id: str) -> bool:
+async def stop_parked(m: ParkingHost, run_id: str) -> bool:
     """A stop of a run parked with no owner: it ends here, its wait message failed."""
     if not await m.store.take_parked(run_id, m.instance_id):
         return False
@@ -70,7 +68,7 @@ async def stop_parked(m: RunManager, run_id: str) -> bool:
     return True
 
 
-async def sweep(m: RunManager) -> int:
+async def sweep(m: ParkingHost) -> int:
     """Waits whose owner died before it let go: released (or ended, if stopped meanwhile);
     waits past APPROVAL_TIMEOUT: rejected, the run goes on (once this process can resume
     runs: its executor is started). Returns how many timed out."""
@@ -83,4 +81,4 @@ async def sweep(m: RunManager) -> int:
     if not m.executing:
         return 0
     # a `planact run` times out only its own run (it takes no other process's run)
-    return await expire_waits(m, set(m._listeners) if m.kind == "cli" else None)
+    return await expire_waits(m, m.runs.followed() if m.kind == "cli" else None)

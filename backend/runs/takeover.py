@@ -53,7 +53,7 @@ async def take_over(m: Host, run_id: str, dead_owner: str) -> bool:
     others (it ends when its own run does)."""
     if m.kind == "cli":
         return False
-    submit = m.requeue or (None if m.executor.runs_here else m.executor.submit)
+    submit = submitter(m)
     owner = m.instance_id if submit is None else None  # None: queued again
     resumes = await m.store.take_over(run_id, dead_owner, owner)
     if resumes is None:
@@ -70,6 +70,12 @@ async def take_over(m: Host, run_id: str, dead_owner: str) -> bool:
     else:
         await submit(run_id)  # a worker claims it and goes on
     return True
+
+
+def submitter(m: Host) -> Callable[[str], Awaitable[None]] | None:
+    """Where a run this process goes on with is sent: None when it executes here (inline,
+    `planact run`), else the queue (a worker's requeue, or the queue executor)."""
+    return m.requeue or (None if m.executor.runs_here else m.executor.submit)
 
 
 async def unresumable(store: Store, run_id: str) -> str:

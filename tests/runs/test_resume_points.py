@@ -65,7 +65,7 @@ async def one_run(tmp_path: Path, db_url: str, crash_at: int | None) -> dict[str
     (owner.workspace("1", cid) / "given.txt").write_text("given\n")
     cid, rid = await owner.start("1", "write code", conversation_id=cid, mode="agent")
     rid_box.append(rid)
-    first = owner._tasks.get(rid)
+    first = owner.runs.task(rid)
     if first is not None:
         await asyncio.wait({first}, timeout=DEADLINE)
     SteppingTask.hook = None

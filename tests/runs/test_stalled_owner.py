@@ -37,7 +37,8 @@ async def test_an_owner_that_wakes_after_a_take_over_writes_nothing_more(
     taker = None
     try:
         cid, rid = await stalled.start("1", "run it", mode="agent")
-        stalled_task = stalled._tasks[rid]
+        stalled_task = stalled.runs.task(rid)
+        assert stalled_task is not None
         await command_running(stalled, cid)
         # the process stops renewing its lease (it is paused) and the lease ends
         await bury(stalled, db_url)

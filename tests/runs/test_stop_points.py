@@ -61,7 +61,7 @@ async def one_run(manager: RunManager, stop_at: int | None) -> dict[str, Any]:
         steps += 1
         if stop_at is not None and steps == stop_at and rid_box:
             calls_at_stop.append(len(llm.calls))
-            manager._stop_local(rid_box[0])
+            manager.runs.stop(rid_box[0])
             task.cancel()  # lands exactly at the await point this step resumes from
 
     SteppingTask.hook = hook

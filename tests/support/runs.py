@@ -81,9 +81,9 @@ def kill(manager: RunManager, run_id: str) -> None:
     """kill -9, as far as the store can tell: from now on nothing of this process reaches
     the store (a write already under way completes, or not, as it would)."""
     manager.store._core = manager.store._run = _gone  # type: ignore[method-assign]
-    ctx = manager._contexts.get(run_id)
-    if ctx is not None:
-        ctx.control.lost = True
+    control = record.control if (record := manager.runs.get(run_id)) is not None else None
+    if control is not None:
+        control.lost = True
 
 
 async def bury(manager: RunManager, db_url: str) -> None:

@@ -178,7 +178,8 @@ async def test_an_approved_command_under_way_when_its_process_died_is_not_run_ag
             break
         await asyncio.sleep(0.01)
     assert ran(owner, cid) == 1
-    task = owner._tasks[rid]
+    task = owner.runs.task(rid)
+    assert task is not None
     kill(owner, rid)
     task.cancel()
     await asyncio.wait({task}, timeout=30)
