@@ -25,8 +25,8 @@ from backend.runs.local import LocalRun
 from backend.store.repo import Store
 from backend.waits import answer_approval
 from tests.agent.scripts import finish, plan_reply, run
-from tests.support.settings import make_settings
 from tests.pg import postgres_url, wipe
+from tests.support.settings import make_settings
 
 DEADLINE = 30.0
 # bounded: it waits for a file the test creates (or for the run to be cancelled)
@@ -34,7 +34,9 @@ WAITS_FOR_GO = "for i in $(seq 600); do [ -f go ] && break; sleep 0.05; done; ec
 
 
 @asynccontextmanager
-async def a_manager(tmp_path: Path, script: Sequence[tuple[str, Reply]]) -> AsyncIterator[RunManager]:
+async def a_manager(
+    tmp_path: Path, script: Sequence[tuple[str, Reply]]
+) -> AsyncIterator[RunManager]:
     settings = make_settings(tmp_path)
     store = Store(settings.database_url)
     store.migrate()
