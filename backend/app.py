@@ -25,8 +25,8 @@ from backend.api import ready as ready_api
 from backend.api import runtimes as runtimes_api
 from backend.api import settings as settings_api
 from backend.api.auth import AuthMiddleware
+from backend.api.cross_site import GuardMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
-from backend.api.guard import GuardMiddleware
 from backend.api.headers import BrowserHeadersMiddleware
 from backend.api.logcontext import LogContextMiddleware
 from backend.api.models import Health
@@ -126,7 +126,7 @@ def create_app(
             # let the probe finish (a ping) so that no half-made engine client leaks
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(checker, 10)
-            await manager.shutdown()  # after SIGTERM's drain (cli.py): stops what is left
+            await manager.shutdown()  # after SIGTERM's drain (runs/server.py): stops what is left
             await preview_listener.close()
             await mcp_servers.aclose()
             if own_llm is not None:

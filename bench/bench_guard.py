@@ -1,4 +1,4 @@
-"""The run's stop-checked runtime, forwarding generically (backend/runs/guard.py) against the
+"""The run's stop-checked runtime, forwarding generically (backend/runs/stop_checked.py) against the
 hand-written forwarder it replaced (from git, the merge base with main), in the same run:
 `uv run python bench/bench_guard.py`. Prints, never asserts."""
 
@@ -17,7 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backend.agent.control import RunControl
-from backend.runs.guard import StopCheckedRuntime
+from backend.runs.stop_checked import StopCheckedRuntime
 from backend.runtime.local import LocalRuntime
 
 BASELINE = "49030bf"  # the hand-written forwarder (Protocol, BaseRuntime and guard edited)
@@ -27,7 +27,7 @@ LOOKUPS = 200_000
 
 def hand_written() -> Any:
     src = subprocess.run(
-        ["git", "show", f"{BASELINE}:backend/runs/guard.py"],
+        ["git", "show", f"{BASELINE}:backend/runs/stop_checked.py"],
         capture_output=True,
         text=True,
         check=True,

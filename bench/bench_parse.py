@@ -3,7 +3,7 @@
 Also hostile replies: a 5 MB reply of `<write_code>` openers (refused at
 the size cap now; main scanned it, timed here as the same scan without the cap), the
 largest such reply under the cap, and how long the event loop stalls while one is read
-(main parsed on the loop; code_act now reads big replies on a worker thread).
+(main parsed on the loop; the task loop now reads big replies on a worker thread).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backend.actions import FormatError, parse_actions
 from backend.actions.model import MAX_REPLY_CHARS
 from backend.actions.scanner import Scanner
-from backend.agent.code_act import read_reply
+from backend.agent.task_loop import read_reply
 from backend.llm.base import Completion
 from tests.actions.corpus import CASES as BASE_CASES
 from tests.actions.corpus_markers import MARKER_CASES

@@ -75,7 +75,7 @@ def main() -> int:
         tmp.replace(out)
 
     signal.signal(signal.SIGUSR1, dump)
-    from backend.cli import main as planact
+    from backend.cli.main import main as planact
 
     return planact(["serve", *rest])
 

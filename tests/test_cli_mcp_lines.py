@@ -4,7 +4,7 @@ tool's progress is printed live, and its result is still printed after it."""
 from __future__ import annotations
 
 from backend.agent.tool_notices import tool_notice
-from backend.cli import Progress, _progress_line
+from backend.cli.main import Progress, _progress_line
 from backend.messages.message import Message
 
 

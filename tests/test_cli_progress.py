@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.cli import Progress, _progress_line, final_line
+from backend.cli.main import Progress, _progress_line, final_line
 from backend.messages.message import Message
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from backend.cli_waits import (
+from backend.cli.waits import (
     REASON_MAX,
     Answer,
     Terminal,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backend.agent.specialists import BUILTIN
-from backend.cli_waits import Answer, Follower, Terminal, Waits
+from backend.cli.waits import Answer, Follower, Terminal, Waits
 from backend.llm.testing import ScriptedLLM
 from backend.messages.bus import Bus
 from backend.messages.message import Message

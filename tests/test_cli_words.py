@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from backend.cli import _progress_line
-from backend.cli_words import show_command, size_line
+from backend.cli.main import _progress_line
+from backend.cli.words import show_command, size_line
 from backend.messages.message import Message, Status
 
 PADDED = "echo safe" + " " * 400 + "; touch HIDDEN1" + "\n" * 80 + "touch HIDDEN2"

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.actions import messages
+from backend.actions import corrections
 from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS
 
 NAME_KEYS = ("name", "tool", "tool_name", "action")
@@ -65,12 +65,12 @@ def from_mapping(name: str, args: Any) -> RawAction:
             try:
                 args = _DECODER.decode(args)
             except json.JSONDecodeError as exc:
-                action.error = messages.bad_arguments(name, f"invalid JSON: {exc.msg}")
+                action.error = corrections.bad_arguments(name, f"invalid JSON: {exc.msg}")
                 return action
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        action.error = messages.bad_arguments(name, "not a JSON object")
+        action.error = corrections.bad_arguments(name, "not a JSON object")
         return action
     for key, value in args.items():
         if value is None:  # `"cwd": null` means: not given
@@ -129,7 +129,7 @@ def native_calls(tool_calls: list[dict[str, Any]]) -> list[RawAction]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             action = RawAction(name="?", known=True)
-            action.error = messages.bad_arguments("?", "the tool call has no function name")
+            action.error = corrections.bad_arguments("?", "the tool call has no function name")
             actions.append(action)
             continue
         actions.append(from_mapping(name, fn.get("arguments")))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from backend.actions import messages
+from backend.actions import corrections
 from backend.actions.jsoncalls import RawAction, native_calls
 from backend.actions.model import (
     KNOWN_ACTIONS,
@@ -65,7 +65,7 @@ def parse_actions(
     size = len(text) + sum(len(str(c)) for c in tool_calls or ())
     if size > MAX_REPLY_CHARS:
         raise FormatError(
-            messages.too_large(size, MAX_REPLY_CHARS),
+            corrections.too_large(size, MAX_REPLY_CHARS),
             user=f"a reply was too large ({size:,} characters; the limit is {MAX_REPLY_CHARS:,})",
         )
     try:
@@ -74,12 +74,12 @@ def parse_actions(
         raise
     except RecursionError:
         raise FormatError(
-            messages.unreadable("it is nested too deeply"), user="a reply was nested too deeply"
+            corrections.unreadable("it is nested too deeply"), user="a reply was nested too deeply"
         ) from None
     except Exception as exc:  # a bug of ours: still a format error, never a crashed run
         log.exception("parse_actions failed on a %d-character reply", len(text))
         raise FormatError(
-            messages.unreadable(type(exc).__name__), user="a reply could not be read"
+            corrections.unreadable(type(exc).__name__), user="a reply could not be read"
         ) from exc
 
 
@@ -91,7 +91,9 @@ def _parse(
         calls = native_calls(tool_calls)
         if cut and calls and calls[-1].error is not None:
             # the arguments were cut off mid-JSON
-            raise TruncatedReplyError(messages.truncated(calls[-1].name, "arguments", "", cut=True))
+            raise TruncatedReplyError(
+                corrections.truncated(calls[-1].name, "arguments", "", cut=True)
+            )
         return [_validate(raw, cut=False, last=False) for raw in calls]
 
     scan = Scanner(text).run()
@@ -100,31 +102,31 @@ def _parse(
     for raw in chosen:
         if raw.truncated is not None:
             raise TruncatedReplyError(
-                messages.truncated(raw.name, raw.truncated, _path_of(raw), cut=cut)
+                corrections.truncated(raw.name, raw.truncated, _path_of(raw), cut=cut)
             )
     if not chosen:
         if scan.unclosed_reasoning:
             marker = scan.unclosed_marker
             if cut:
-                raise TruncatedReplyError(messages.unclosed_reasoning(marker, cut=True))
+                raise TruncatedReplyError(corrections.unclosed_reasoning(marker, cut=True))
             raise FormatError(
-                messages.unclosed_reasoning(marker, cut=False),
+                corrections.unclosed_reasoning(marker, cut=False),
                 user="a reply never closed its reasoning block",
             )
         if cut:
-            raise TruncatedReplyError(messages.cut_before_action())
+            raise TruncatedReplyError(corrections.cut_before_action())
         if scan.reasoning_calls:
             raise FormatError(
-                messages.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),
+                corrections.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),
                 user="a reply called a tool from its reasoning (nothing was run)",
             )
         if scan.header_in_analysis:
             raise FormatError(
-                messages.analysis_not_ended(),
+                corrections.analysis_not_ended(),
                 user="a reply's reasoning ran into its next message (nothing was run)",
             )
         raise FormatError(
-            messages.no_action(list(dict.fromkeys(scan.mentions))),
+            corrections.no_action(list(dict.fromkeys(scan.mentions))),
             user="a reply held no action",
             words=not scan.mentions and not any(m in text for m in ("{", "```", "</", "/>")),
         )
@@ -143,7 +145,7 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
         raise FormatError(raw.error, user=f"the arguments of a `{raw.name}` call were unreadable")
     if not raw.known:
         raise FormatError(
-            messages.unknown_action(raw.name),
+            corrections.unknown_action(raw.name),
             user=f"a reply asked for an unknown action `{raw.name}`",
         )
     spec = KNOWN_ACTIONS[raw.name]
@@ -160,7 +162,7 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             continue
         if name in params:
             raise FormatError(
-                messages.duplicate_param(spec, name),
+                corrections.duplicate_param(spec, name),
                 user=f"`{spec.name}` gave `{name}` more than once",
             )
         if needs_cleaning:
@@ -172,13 +174,13 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
             value = trim_path(value)
         if name in (*_PATHS, "command") and "\x00" in value:
             raise FormatError(
-                messages.nul_character(spec.name, name),
+                corrections.nul_character(spec.name, name),
                 user=f"the `{name}` of `{spec.name}` held a NUL character",
             )
         joined = join_surrogates(value)
         if joined is None:
             raise FormatError(
-                messages.invalid_characters(spec.name, name),
+                corrections.invalid_characters(spec.name, name),
                 user=f"the `{name}` of `{spec.name}` held an invalid character (a lone surrogate)",
             )
         params[name] = joined
@@ -186,16 +188,16 @@ def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
     if missing:
         if cut and last and not raw.closed:
             raise TruncatedReplyError(
-                messages.truncated(spec.name, missing[0], params.get("path", ""), cut=True)
+                corrections.truncated(spec.name, missing[0], params.get("path", ""), cut=True)
             )
         raise FormatError(
-            messages.missing_params(spec, missing),
+            corrections.missing_params(spec, missing),
             user=f"`{spec.name}` was missing {', '.join(missing)}",
         )
     for name in _NON_EMPTY:
         if name in params and not params[name].strip():
             raise FormatError(
-                messages.empty_param(spec, name), user=f"`{spec.name}` had an empty `{name}`"
+                corrections.empty_param(spec, name), user=f"`{spec.name}` had an empty `{name}`"
             )
     if "cwd" in params and not params["cwd"].strip():
         del params["cwd"]

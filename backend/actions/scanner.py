@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from backend.actions import messages
+from backend.actions import corrections
 from backend.actions.jsoncalls import (
     RawAction,
     calls_in,
@@ -319,7 +319,7 @@ class Scanner(ParamReader):
             if pos >= self.n or self._last_brace < pos:
                 action.truncated = "arguments"
             else:
-                action.error = messages.bad_arguments(name, "not a JSON object")
+                action.error = corrections.bad_arguments(name, "not a JSON object")
             self.actions.append(action)
             return pos
         obj, end = decoded

@@ -47,7 +47,7 @@ class RunContext:
     # (the CLI); made only while someone follows the run
     delta_listener: DeltaSink | None = None
     live: Live = field(default_factory=Live)
-    # the current task's transcript and turn (code_act.py hands them over), checkpointed
+    # the current task's transcript and turn (task_loop.py hands them over), checkpointed
     transcript: Transcript | None = None
     turn: Turn | None = None
     turn_after: int = 0  # the seq of the last message before the current turn

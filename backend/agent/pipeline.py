@@ -12,7 +12,6 @@ import anyio
 from backend.actions.values import scrub
 from backend.agent.asking import Parked
 from backend.agent.budget import limits
-from backend.agent.code_act import run_task
 from backend.agent.context import RunContext
 from backend.agent.control import RunStopped
 from backend.agent.ending import close_run
@@ -26,6 +25,7 @@ from backend.agent.runlog import PARKED as PARKED
 from backend.agent.runlog import logged_run
 from backend.agent.specialists import Specialist
 from backend.agent.summary import summarize
+from backend.agent.task_loop import run_task
 from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind

@@ -6,7 +6,7 @@ actions that ran before it waited (their outcomes are in the turn already) and g
 the answer at the action it waited on. An action that needs a person asks first (a
 question, an approval): the run parks (backend/agent/asking.py) and the answer resumes it
 here. Once an action failed, the later ones are skipped. The task loop
-(backend/agent/code_act.py) runs what the steps let through."""
+(backend/agent/task_loop.py) runs what the steps let through."""
 
 from __future__ import annotations
 

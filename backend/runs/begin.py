@@ -11,9 +11,9 @@ from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink
 from backend.agent.publisher import Listener, Publisher
 from backend.agent.state import RunState
-from backend.runs.guard import StopCheckedRuntime
 from backend.runs.history import conversation_history
 from backend.runs.notify import Notifier
+from backend.runs.stop_checked import StopCheckedRuntime
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
 

@@ -35,7 +35,7 @@ from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.local import Followers, LocalRun, LocalRuns
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
 from backend.runs.observed import observed_run
-from backend.runs.sandboxes import Runtimes
+from backend.runs.runtimes import Runtimes
 from backend.runs.takeover import last_stored, take_over
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime

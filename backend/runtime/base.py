@@ -93,8 +93,9 @@ class RuntimeUnavailable(Exception):
 
 class RuntimeOperations(Protocol):
     """The workspace operations the actions' handlers call: the one place a new one is
-    declared (its implementation goes in :class:`BaseRuntime`). A run's view of its runtime
-    (backend/runs/guard.py) checks the run's stop flag before each of them, read from here."""
+    declared (its implementation goes in :class:`BaseRuntime`). A run's view of its
+    runtime (backend/runs/stop_checked.py) checks the run's stop flag before each of them,
+    read from here."""
 
     async def write_file(self, workspace: Path, path: str, content: str) -> ActionResult: ...
 

@@ -13,7 +13,7 @@ import pytest
 from backend.actions import FormatError, parse_actions, registry
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry import ActionContext, ActionDef, Done
-from backend.cli import Progress
+from backend.cli.main import Progress
 from backend.config import Settings
 from backend.lemonai.translate import translate_all
 from backend.llm.testing import ScriptedLLM

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.cli import Progress
+from backend.cli.main import Progress
 from backend.lemonai.translate import translate_all
 from backend.messages.message import Message
 

@@ -1,5 +1,5 @@
-"""A run's view of its runtime (backend/runs/guard.py) checks the run's stop flag before every
-operation of RuntimeOperations and passes everything else through as it is. A new operation
+"""A run's view of its runtime (backend/runs/stop_checked.py) checks the run's stop flag before
+every operation of RuntimeOperations and passes everything else through as it is. A new operation
 is declared in one place, the protocol in backend/runtime/base.py (and implemented by the
 runtime): written here in a temporary module that extends the protocol, it is stop-checked
 with nothing else edited."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from backend.agent.control import RunControl, RunStopped
-from backend.runs.guard import StopCheckedRuntime
+from backend.runs.stop_checked import StopCheckedRuntime
 from backend.runtime import base
 from backend.runtime.base import RuntimeOperations, operation_names
 from backend.runtime.local import LocalRuntime

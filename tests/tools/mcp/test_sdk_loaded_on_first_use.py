@@ -9,7 +9,7 @@ import sys
 
 CHECK = """
 import json, sys
-import backend.app, backend.cli, backend.runs.worker
+import backend.app, backend.cli.main, backend.runs.worker
 from backend.tools.mcp import McpManager
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))))
 """

@@ -1,4 +1,4 @@
-"""The cross-site guard's rules (backend/api/guard.py), table-driven over a tiny app; the
+"""The cross-site guard's rules (backend/api/cross_site.py), table-driven over a tiny app; the
 real server is exercised in tests/e2e/test_security_http.py and tests/ui/test_cross_site.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from backend.api.guard import GuardMiddleware, parse_authority, parse_origin
+from backend.api.cross_site import GuardMiddleware, parse_authority, parse_origin
 
 
 async def ok(_request: Request) -> Response:

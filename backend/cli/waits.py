@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from backend.actions import registry
-from backend.cli_words import show_command, size_line
+from backend.cli.words import show_command, size_line
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.waits import WaitError, answer_approval, answer_question

@@ -19,9 +19,9 @@ from backend.actions import registry as actions
 from backend.agent.narration import NARRATION
 from backend.agent.tool_notices import NOTICE
 from backend.agent.unusable import UNUSABLE
-from backend.cli_files import check_input_files, upload_inputs
-from backend.cli_waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
-from backend.cli_words import person_line
+from backend.cli.files import check_input_files, upload_inputs
+from backend.cli.waits import Follower, Terminal, Waits, follow, needs_terminal, to_person
+from backend.cli.words import person_line
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
