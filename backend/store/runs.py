@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -49,39 +49,46 @@ class SqlRuns(StoreBase):
         NotFoundError if no conversation."""
         rid = new_id()
 
-        def fn(s: Session) -> str:
-            # take the conversation row's lock (PostgreSQL) before checking for a live run
-            conv = s.execute(
-                select(Conversation).where(Conversation.id == cid).with_for_update()
-            ).scalar_one_or_none()
-            if conv is None or conv.user_id != user_id:
+        def fn(c: Connection) -> str:
+            now = utcnow()
+            # marks the conversation running and takes its row's lock (PostgreSQL) before
+            # the check for a live run: one statement for the SELECT … FOR UPDATE and UPDATE
+            found = c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == cid, CONVERSATIONS.c.user_id == user_id)
+                .values(status=ACTIVE, updated_at=now)
+            ).rowcount
+            if not found:
                 raise NotFoundError(cid)
-            active = s.scalar(
-                select(func.count()).where(Run.conversation_id == cid, Run.status == ACTIVE)
-            )
+            r = RUNS.c
+            active = c.execute(
+                select(func.count()).where(r.conversation_id == cid, r.status == ACTIVE)
+            ).scalar()
             if active:
                 raise ConflictError(cid)
-            s.add(
-                Run(
-                    id=rid,
-                    conversation_id=cid,
-                    goal=goal,
-                    mode=mode,
-                    runtime=runtime,
-                    owner=owner,
-                    stop_requested=False,
-                    model=model,
-                    mcp_servers=None if mcp_servers is None else json.dumps(mcp_servers),
-                    approval=approval,
-                    can_ask=can_ask,
-                )
+            c.execute(
+                insert(RUNS),
+                [
+                    {
+                        "id": rid,
+                        "conversation_id": cid,
+                        "goal": goal,
+                        "mode": mode,
+                        "runtime": runtime,
+                        "owner": owner,
+                        "stop_requested": False,
+                        "model": model,
+                        "mcp_servers": None if mcp_servers is None else json.dumps(mcp_servers),
+                        "approval": approval,
+                        "can_ask": can_ask,
+                        "created_at": now,
+                    }
+                ],
             )
-            conv.status = ACTIVE
-            conv.updated_at = utcnow()
             return rid
 
         try:
-            return await self._run(fn)
+            return await self._core(fn)
         except IntegrityError as exc:  # another process's run won the race
             raise ConflictError(cid) from exc
 
