@@ -6,6 +6,7 @@ strictly increasing per conversation on PostgreSQL too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -23,6 +24,7 @@ from backend.store.base import (
     StoreBase,
 )
 from backend.store.parked import park_in
+from backend.store.runs import run_values
 from backend.store.tables import utcnow
 
 
@@ -36,26 +38,28 @@ class SqlMessages(StoreBase):
         checkpoint: str | None = None,
         wait: dict[str, Any] | None = None,
         owner: str | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> Message:
         """Store a message, assigning its ``seq``, and (same transaction) the run's
-        ``checkpoint`` and the wait it parks on (``store.waits.wait_values``) when given.
-        ``owner``: fenced, stored only while the run is running and ``owner`` still owns it
-        (the same UPDATE of the run's row, which holds it until the commit); otherwise
-        :class:`RunNotOwned` and nothing is written. Returns the stored message."""
+        ``checkpoint``, its ``run_fields`` (``store.runs.RUN_FIELDS``) and the wait it parks
+        on (``store.waits.wait_values``) when given. ``owner``: fenced, stored only while
+        the run is running and ``owner`` still owns it (the same UPDATE of the run's row,
+        which holds it until the commit); otherwise :class:`RunNotOwned` and nothing is
+        written. Returns the stored message."""
+        values = run_values(checkpoint, run_fields)
 
         def fn(c: Connection) -> Message:
             if owner is not None:
                 fence = update(RUNS).where(
                     RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE, RUNS.c.owner == owner
                 )
-                values = {"checkpoint": checkpoint} if checkpoint is not None else {"owner": owner}
-                if not c.execute(fence.values(**values)).rowcount:
+                if not c.execute(fence.values(**(values or {"owner": owner}))).rowcount:
                     raise RunNotOwned(msg.run_id)
-            elif checkpoint is not None:
+            elif values:
                 c.execute(
                     update(RUNS)
                     .where(RUNS.c.id == msg.run_id, RUNS.c.status == ACTIVE)
-                    .values(checkpoint=checkpoint)
+                    .values(**values)
                 )
             if wait is not None:
                 park_in(c, msg.run_id, wait)

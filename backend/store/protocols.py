@@ -9,6 +9,7 @@ runs over both databases against these Protocols.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -79,9 +80,15 @@ class RunStore(Protocol):
         """Store the run's trace context (backend/observe)."""
 
     async def save_checkpoint(
-        self, run_id: str, checkpoint: str, transcript: str | None = None, owner: str | None = None
+        self,
+        run_id: str,
+        checkpoint: str,
+        transcript: str | None = None,
+        owner: str | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> None:
-        """``owner``: fenced (RunNotOwned when another process owns the run now)."""
+        """``owner``: fenced (RunNotOwned when another process owns the run now).
+        ``run_fields``: the run's ``start_files``/``task_type``, in the same UPDATE."""
 
     async def save_start_files(self, run_id: str, files: str) -> None: ...
     async def take_over(self, run_id: str, expected: str, owner: str | None) -> int | None:
@@ -142,10 +149,12 @@ class MessageStore(Protocol):
         checkpoint: str | None = None,
         wait: dict[str, Any] | None = None,
         owner: str | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> Message:
-        """Store a message, assigning its ``seq`` (and the run's checkpoint and the wait
-        it parks on, same transaction). ``owner``: only while it owns the running run
-        (RunNotOwned otherwise, nothing written). Returns the stored message."""
+        """Store a message, assigning its ``seq`` (and the run's checkpoint, its
+        ``run_fields`` and the wait it parks on, same transaction). ``owner``: only while
+        it owns the running run (RunNotOwned otherwise, nothing written). Returns the
+        stored message."""
 
     async def messages(
         self,

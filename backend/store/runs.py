@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
@@ -25,6 +26,20 @@ from backend.store.base import (
 )
 from backend.store.parked import WAITING
 from backend.store.tables import Conversation, Run, Task, utcnow
+
+# a run's fields written with its next checkpoint (RunContext.store_with_next_checkpoint)
+RUN_FIELDS = frozenset({"start_files", "task_type"})
+
+
+def run_values(checkpoint: str | None, run_fields: Mapping[str, str] | None) -> dict[str, str]:
+    """The run row's values a checkpoint write sets: the checkpoint and ``run_fields``."""
+    values = dict(run_fields or {})
+    unknown = set(values) - RUN_FIELDS
+    if unknown:
+        raise ValueError(f"not a run field written with a checkpoint: {sorted(unknown)}")
+    if checkpoint is not None:
+        values["checkpoint"] = checkpoint
+    return values
 
 
 class SqlRuns(StoreBase):
@@ -199,11 +214,17 @@ class SqlRuns(StoreBase):
 
     # -- checkpoints and take-over ----------------------------------------------------------
     async def save_checkpoint(
-        self, run_id: str, checkpoint: str, transcript: str | None = None, owner: str | None = None
+        self,
+        run_id: str,
+        checkpoint: str,
+        transcript: str | None = None,
+        owner: str | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> None:
-        """The run's checkpoint and (when given) its current task's finished turns.
-        ``owner``: fenced as ``append_message`` is (:class:`RunNotOwned`, nothing written)."""
-        values = {"checkpoint": checkpoint}
+        """The run's checkpoint, its ``run_fields`` (:data:`RUN_FIELDS`) and (when given)
+        its current task's finished turns, in one UPDATE. ``owner``: fenced as
+        ``append_message`` is (:class:`RunNotOwned`, nothing written)."""
+        values = run_values(checkpoint, run_fields)
         if transcript is not None:
             values["transcript"] = transcript
 
