@@ -58,6 +58,8 @@ class RunContext:
     answer: dict[str, Any] | None = None
     # the run's trace when traces are on (backend/observe): stages and tasks from messages
     trace: RunTrace | None = None
+    # run fields written with the next checkpoint (store_with_next_checkpoint)
+    unsaved_fields: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.live = Live(self.delta_listener, wanted=self._wants_deltas, publish=self.publish_delta)
@@ -106,7 +108,12 @@ class RunContext:
             self.state.reply_published += 1
         try:
             return await self.publisher.publish(
-                msg, self._stored, cancelled=cancelled, checkpoint=self.checkpoint(), wait=wait
+                msg,
+                self._stored,
+                cancelled=cancelled,
+                checkpoint=self.checkpoint(),
+                wait=wait,
+                run_fields=self._take_unsaved_fields(),
             )
         except RunNotOwned:
             raise self._taken_over() from None
@@ -163,13 +170,28 @@ class RunContext:
                 state.pending = None
         return state.to_json()
 
+    def store_with_next_checkpoint(self, **fields: str) -> None:
+        """Run fields (``start_files``, ``task_type``: store.runs.RUN_FIELDS) written in the
+        UPDATE of the run's next checkpoint (before its next model call, or with its next
+        message) rather than a transaction of their own. Nothing reads them before: a run
+        resumed from an earlier checkpoint goes on from a step that sets them again."""
+        self.unsaved_fields.update(fields)
+
+    def _take_unsaved_fields(self) -> dict[str, str] | None:
+        fields, self.unsaved_fields = self.unsaved_fields, {}
+        return fields or None
+
     async def save_checkpoint(self) -> None:
         """Before a model call: the checkpoint and the task's finished turns."""
         if not self.control.lost:
             checkpoint = self.checkpoint()
             try:
                 await self.deps.store.save_checkpoint(
-                    self.run_id, checkpoint, self.state.turns_json(), self.publisher.owner
+                    self.run_id,
+                    checkpoint,
+                    self.state.turns_json(),
+                    self.publisher.owner,
+                    self._take_unsaved_fields(),
                 )
             except RunNotOwned:
                 raise self._taken_over() from None

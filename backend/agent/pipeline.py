@@ -63,9 +63,9 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
                 state.conversation_id, ("",), goal_title(state.goal)
             )
             state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
-            await ctx.deps.store.save_start_files(state.run_id, state.snapshot_json())
+            ctx.store_with_next_checkpoint(start_files=state.snapshot_json())
             state.specialist = specialist = await route(ctx, specialists)
-            await ctx.deps.store.set_run_task_type(state.run_id, specialist.task_type)
+            ctx.store_with_next_checkpoint(task_type=specialist.task_type)
             if not specialist.needs_tools:
                 await answer_directly(ctx)
                 return "completed"

@@ -4,7 +4,7 @@ its seq and commits), then notify; every reader reads from the store."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from backend.messages.message import Message
@@ -43,16 +43,17 @@ class Publisher:
         cancelled: bool = False,
         checkpoint: str | None = None,
         wait: dict[str, Any] | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> Message:
         """Store ``msg`` (even when cancelled meanwhile), call ``on_stored`` with the stored
         message, notify the readers, then the listener. A cancellation that arrived
         meanwhile (or before: ``cancelled``) is raised once the message is stored and
         known. ``checkpoint``: the run's state, stored in the message's transaction, as
-        ``wait`` (the run parks on this message: store/waits.py)."""
+        ``wait`` (the run parks on this message: store/waits.py) and ``run_fields``."""
         msg.conversation_id = self.conversation_id
         msg.run_id = self.run_id
         stored, cancelled_now = await _store_through_cancellation(
-            self.store, msg, checkpoint, wait, self.owner
+            self.store, msg, checkpoint, wait, self.owner, run_fields
         )
         cancelled = cancelled or cancelled_now
         if on_stored is not None:
@@ -73,11 +74,12 @@ async def _store_through_cancellation(
     checkpoint: str | None = None,
     wait: dict[str, Any] | None = None,
     owner: str | None = None,
+    run_fields: Mapping[str, str] | None = None,
 ) -> tuple[Message, bool]:
     """Store ``msg`` even when the run is cancelled meanwhile (the write runs on the store's
     thread and completes anyway): a stored `running` message must be known to the run, so
     that its final partner is published when the run ends. Returns (stored, cancelled)."""
-    write = asyncio.ensure_future(store.append_message(msg, checkpoint, wait, owner))
+    write = asyncio.ensure_future(store.append_message(msg, checkpoint, wait, owner, run_fields))
     cancelled = False
     while True:
         try:

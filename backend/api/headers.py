@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -88,12 +90,14 @@ class BrowserHeadersMiddleware:
             await self.app(scope, receive, send)
             return
 
-        async def send_with_headers(message: Message) -> None:
+        # a plain function handing back the server's awaitable: no coroutine of its own for
+        # each body message (a run's stream sends hundreds)
+        def send_with_headers(message: Message) -> Awaitable[None]:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 headers.setdefault("Content-Security-Policy", self.policy)
                 headers.setdefault("X-Frame-Options", "DENY")
                 headers.setdefault("X-Content-Type-Options", "nosniff")
-            await send(message)
+            return send(message)
 
         await self.app(scope, receive, send_with_headers)

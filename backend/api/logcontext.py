@@ -5,6 +5,8 @@ which finds the user."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.logctx import bind
@@ -21,7 +23,9 @@ class LogContextMiddleware:
         user = scope.get("state", {}).get("user_id")
         bound = bind(user=str(user) if user is not None else None)
 
-        async def send_naming_the_run(message: Message) -> None:
+        # a plain function handing back the server's awaitable (called in the sender's task,
+        # as a coroutine would run): no coroutine of its own for each body message
+        def send_naming_the_run(message: Message) -> Awaitable[None]:
             if message["type"] == "http.response.start":
                 headers = dict(message.get("headers", []))
                 # in this task only: the server writes its access line while sending this
@@ -29,7 +33,7 @@ class LogContextMiddleware:
                     conversation_id=_text(headers.get(b"x-conversation-id")),
                     run_id=_text(headers.get(b"x-run-id")),
                 )
-            await send(message)
+            return send(message)
 
         try:
             await self.app(scope, receive, send_naming_the_run)

@@ -1,7 +1,8 @@
 """The Store's plumbing: the engine, its one database thread, NOTIFY, ids and errors.
 
-All database work runs on one dedicated thread, so the event loop never blocks on it and
-writes are serialized (SQLite-friendly).
+All database work runs on one dedicated thread (backend/store/committer.py), so the event
+loop never blocks on it and writes are serialized (SQLite-friendly); work queued at the same
+moment shares one transaction (group commit), its callers answered after the commit.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -20,8 +20,9 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
+from backend.store.committer import Committer
 from backend.store.db import make_engine, upgrade
 from backend.store.tables import (
     Conversation,
@@ -94,27 +95,21 @@ class StoreBase:
 
     def __init__(self, url: str) -> None:
         self.engine: Engine = make_engine(url)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planact-db")
+        self._committer = Committer(self.engine)
         self.url = url
         self.is_postgres = self.engine.dialect.name == "postgresql"
 
     # -- plumbing -------------------------------------------------------------------------
     async def _run(self, fn: Callable[[Session], T]) -> T:
-        def work() -> T:
-            with self._sessions() as session, session.begin():
-                return fn(session)
-
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        """``fn`` in a transaction on the database thread (with what else is queued then);
+        its result once that transaction is committed."""
+        result: T = await self._committer.submit(fn, orm=True)
+        return result
 
     async def _core(self, fn: Callable[[Connection], T]) -> T:
         """Like _run, with a plain connection: the hot paths skip the ORM's overhead."""
-
-        def work() -> T:
-            with self.engine.begin() as conn:
-                return fn(conn)
-
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        result: T = await self._committer.submit(fn, orm=False)
+        return result
 
     def migrate(self) -> None:
         upgrade(self.engine)
@@ -126,5 +121,5 @@ class StoreBase:
             c.execute(text("SELECT pg_notify(:ch, :p)"), {"ch": channel, "p": payload})
 
     async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.dispose)
-        self._executor.shutdown(wait=True)
+        await self._committer.close()
+        await asyncio.get_running_loop().run_in_executor(None, self.engine.dispose)

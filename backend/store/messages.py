@@ -6,6 +6,7 @@ strictly increasing per conversation on PostgreSQL too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -22,6 +23,7 @@ from backend.store.base import (
     update_running,
 )
 from backend.store.parked import park_in
+from backend.store.runs import run_values
 from backend.store.tables import utcnow
 
 
@@ -35,16 +37,19 @@ class SqlMessages(StoreBase):
         checkpoint: str | None = None,
         wait: dict[str, Any] | None = None,
         owner: str | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> Message:
         """Store a message, assigning its ``seq``, and (same transaction) the run's
-        ``checkpoint`` and the wait it parks on (``store.waits.wait_values``) when given.
-        ``owner``: fenced, stored only while the run is running and ``owner`` still owns it
-        (the same UPDATE of the run's row, which holds it until the commit); otherwise
-        :class:`RunNotOwned` and nothing is written. Returns the stored message."""
+        ``checkpoint``, its ``run_fields`` (``store.runs.RUN_FIELDS``) and the wait it parks
+        on (``store.waits.wait_values``) when given. ``owner``: fenced, stored only while
+        the run is running and ``owner`` still owns it (the same UPDATE of the run's row,
+        which holds it until the commit); otherwise :class:`RunNotOwned` and nothing is
+        written. Returns the stored message."""
+        values = run_values(checkpoint, run_fields)
 
         def fn(c: Connection) -> Message:
-            if checkpoint is not None:
-                update_running(c, msg.run_id, {"checkpoint": checkpoint}, owner)
+            if values:
+                update_running(c, msg.run_id, values, owner)
             elif owner is not None:  # nothing to write: the fence alone
                 update_running(c, msg.run_id, {"owner": owner}, owner)
             if wait is not None:

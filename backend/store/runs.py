@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -26,6 +27,20 @@ from backend.store.base import (
 )
 from backend.store.parked import WAITING
 from backend.store.tables import Conversation, Run, Task, utcnow
+
+# a run's fields written with its next checkpoint (RunContext.store_with_next_checkpoint)
+RUN_FIELDS = frozenset({"start_files", "task_type"})
+
+
+def run_values(checkpoint: str | None, run_fields: Mapping[str, str] | None) -> dict[str, str]:
+    """The run row's values a checkpoint write sets: the checkpoint and ``run_fields``."""
+    values = dict(run_fields or {})
+    unknown = set(values) - RUN_FIELDS
+    if unknown:
+        raise ValueError(f"not a run field written with a checkpoint: {sorted(unknown)}")
+    if checkpoint is not None:
+        values["checkpoint"] = checkpoint
+    return values
 
 
 class SqlRuns(StoreBase):
@@ -50,39 +65,46 @@ class SqlRuns(StoreBase):
         NotFoundError if no conversation."""
         rid = new_id()
 
-        def fn(s: Session) -> str:
-            # take the conversation row's lock (PostgreSQL) before checking for a live run
-            conv = s.execute(
-                select(Conversation).where(Conversation.id == cid).with_for_update()
-            ).scalar_one_or_none()
-            if conv is None or conv.user_id != user_id:
+        def fn(c: Connection) -> str:
+            now = utcnow()
+            # marks the conversation running and takes its row's lock (PostgreSQL) before
+            # the check for a live run: one statement for the SELECT … FOR UPDATE and UPDATE
+            found = c.execute(
+                update(CONVERSATIONS)
+                .where(CONVERSATIONS.c.id == cid, CONVERSATIONS.c.user_id == user_id)
+                .values(status=ACTIVE, updated_at=now)
+            ).rowcount
+            if not found:
                 raise NotFoundError(cid)
-            active = s.scalar(
-                select(func.count()).where(Run.conversation_id == cid, Run.status == ACTIVE)
-            )
+            r = RUNS.c
+            active = c.execute(
+                select(func.count()).where(r.conversation_id == cid, r.status == ACTIVE)
+            ).scalar()
             if active:
                 raise ConflictError(cid)
-            s.add(
-                Run(
-                    id=rid,
-                    conversation_id=cid,
-                    goal=goal,
-                    mode=mode,
-                    runtime=runtime,
-                    owner=owner,
-                    stop_requested=False,
-                    model=model,
-                    mcp_servers=None if mcp_servers is None else json.dumps(mcp_servers),
-                    approval=approval,
-                    can_ask=can_ask,
-                )
+            c.execute(
+                insert(RUNS),
+                [
+                    {
+                        "id": rid,
+                        "conversation_id": cid,
+                        "goal": goal,
+                        "mode": mode,
+                        "runtime": runtime,
+                        "owner": owner,
+                        "stop_requested": False,
+                        "model": model,
+                        "mcp_servers": None if mcp_servers is None else json.dumps(mcp_servers),
+                        "approval": approval,
+                        "can_ask": can_ask,
+                        "created_at": now,
+                    }
+                ],
             )
-            conv.status = ACTIVE
-            conv.updated_at = utcnow()
             return rid
 
         try:
-            return await self._run(fn)
+            return await self._core(fn)
         except IntegrityError as exc:  # another process's run won the race
             raise ConflictError(cid) from exc
 
@@ -184,11 +206,17 @@ class SqlRuns(StoreBase):
 
     # -- checkpoints and take-over ----------------------------------------------------------
     async def save_checkpoint(
-        self, run_id: str, checkpoint: str, transcript: str | None = None, owner: str | None = None
+        self,
+        run_id: str,
+        checkpoint: str,
+        transcript: str | None = None,
+        owner: str | None = None,
+        run_fields: Mapping[str, str] | None = None,
     ) -> None:
-        """The run's checkpoint and (when given) its current task's finished turns.
-        ``owner``: fenced as ``append_message`` is (:class:`RunNotOwned`, nothing written)."""
-        values = {"checkpoint": checkpoint}
+        """The run's checkpoint, its ``run_fields`` (:data:`RUN_FIELDS`) and (when given)
+        its current task's finished turns, in one UPDATE. ``owner``: fenced as
+        ``append_message`` is (:class:`RunNotOwned`, nothing written)."""
+        values = run_values(checkpoint, run_fields)
         if transcript is not None:
             values["transcript"] = transcript
 
