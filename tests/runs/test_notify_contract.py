@@ -130,7 +130,8 @@ async def test_pg_notifications_flow_again_after_the_listening_connection_is_los
     ) as admin:
         await admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE query LIKE 'LISTEN%' OR query LIKE 'SELECT 1' AND pid <> pg_backend_pid()"
+            "WHERE (query LIKE 'LISTEN%' OR query LIKE 'SELECT 1') AND pid <> pg_backend_pid() "
+            "AND datname = current_database()"  # not another test run's connections
         )
     async with asyncio.timeout(10):
         while reader.reconnects == 0:
