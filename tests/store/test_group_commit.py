@@ -66,7 +66,6 @@ async def runs(store: Store, n: int, owner: str = "a") -> list[tuple[str, str]]:
 async def test_writes_made_at_once_share_commits_and_are_committed_when_answered(
     store: Store,
 ) -> None:
-    assert isinstance(store, Store)
     pairs = await runs(store, RUNS_AT_ONCE)
     seen: list[bool] = []
     with outsider(store) as other:
@@ -94,7 +93,6 @@ async def test_writes_made_at_once_share_commits_and_are_committed_when_answered
 async def test_a_failing_write_fails_alone_among_the_writes_it_was_batched_with(
     store: Store,
 ) -> None:
-    assert isinstance(store, Store)
     pairs = await runs(store, RUNS_AT_ONCE)
     theirs = {rid for _, rid in pairs[::4]}  # fenced by an owner that is not theirs
     tasks = [{"id": f"t{i}", "title": "task"} for i in range(2)]
@@ -161,7 +159,6 @@ async def test_a_cancelled_caller_gets_its_answer_nowhere_and_the_thread_goes_on
 async def test_a_run_starts_in_three_statements(store: Store) -> None:
     """The start of a run: the conversation marked running (its row locked), the check for
     a live run, the run's row; before, an ORM SELECT … FOR UPDATE came first (4)."""
-    assert isinstance(store, Store)
     cid = await store.create_conversation("1", "t")
     with counted(store.engine) as counts:
         rid = await store.start_run("1", cid, "g", "auto", "local", owner="a")
@@ -174,7 +171,6 @@ async def test_a_run_starts_in_three_statements(store: Store) -> None:
 
 
 async def test_work_after_close_is_refused(store: Store) -> None:
-    assert isinstance(store, Store)
     cid = await store.create_conversation("1", "t")
     await store.close()
     with pytest.raises(RuntimeError, match="closed"):
