@@ -24,6 +24,8 @@ FORWARDER_SOURCE = Path(forwarder.__file__).read_text(encoding="utf-8")
 
 def service_script(command: str, port: int, socket_dir: str, python: str = "python3") -> str:
     """The shell text a service runs: the forwarder in the background, then the command
-    (the service ends when the command ends; its reaper then stops the forwarder)."""
+    (the service ends when the command ends; its reaper then stops the forwarder). The
+    command runs in a subshell of its own, so that a ``wait`` in it waits for its own
+    children only, never for the forwarder (which ends only after the shell)."""
     fwd = f"{shlex.quote(python)} -I -S -c {shlex.quote(FORWARDER_SOURCE)}"
-    return f"{fwd} {shlex.quote(socket_dir)} {int(port)} &\n{command}"
+    return f"{fwd} {shlex.quote(socket_dir)} {int(port)} &\n(\n{command}\n)"

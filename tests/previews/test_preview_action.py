@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import shutil
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -221,3 +223,22 @@ async def test_a_service_that_grows_the_workspace_past_its_budget_is_stopped(
     finally:
         await b.host.close()
         await b.store.close()
+
+
+async def test_a_service_that_waits_on_its_own_children_ends_when_they_do(bench: Bench) -> None:
+    """`app & wait` waits for the app only, not for the forwarder the service runs beside it
+    (which would keep a dead app's service alive for ever)."""
+    marker = "waits" + str(time.monotonic_ns())
+    app = "import http.server as h; h.test(HandlerClass=h.SimpleHTTPRequestHandler, port=8080)"
+    done = await bench.preview(port="8080", command=f"python3 -c '{app}' {marker} & wait")
+    assert done.ok, done.content
+    [service] = bench.host.services.values()
+    [app_pid] = [p for p in processes_with(marker) if _last_argument(p) == marker]
+    os.kill(app_pid, signal.SIGKILL)
+    await asyncio.wait_for(service.exited, timeout=30)
+    assert service.state == "stopped"
+
+
+def _last_argument(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+        return fh.read().rstrip(b"\0").split(b"\0")[-1].decode()
