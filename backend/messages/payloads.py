@@ -16,9 +16,9 @@ both (``MetaPayloads`` in message.gen.ts).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from backend.messages.tasks import PlanTask
 
@@ -39,6 +39,21 @@ MetaItem = Annotated[Any, BeforeValidator(plain)]
 
 def plain_items(items: Iterable[object]) -> list[Any]:
     return [plain(item) for item in items]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_items(items: Iterable[object], model: type[M]) -> list[M]:
+    """The items that are a ``model`` (a kind's meta.json read back, typed); an item that
+    is not one (another model of the kind, a newer writer's) is passed over."""
+    out = []
+    for item in items:
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError:
+            continue
+    return out
 
 
 class RunBudget(BaseModel):
@@ -116,4 +131,5 @@ __all__ = [
     "SummaryPreview",
     "plain",
     "plain_items",
+    "read_items",
 ]
