@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from backend.cli.main import Progress, _progress_line, final_line
 from backend.messages.message import Message
@@ -125,7 +126,7 @@ def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> N
 
 
 def test_the_summary_names_its_files_and_passes_over_a_running_preview() -> None:
-    files = [
+    files: list[dict[str, Any]] = [
         {"filepath": "app.py", "filename": "app.py", "url": "/api/files/c/app.py", "filesize": 3},
         {"preview": {"name": "app", "port": 8080, "path": "/", "url": "http://x/p/t/"}},
     ]
