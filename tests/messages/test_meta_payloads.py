@@ -216,3 +216,16 @@ def test_the_schema_says_what_each_kind_carries() -> None:
     assert defs["Meta"]["properties"]["json"]["items"] == {"$ref": "#/$defs/MetaItem"}
     union = [r["$ref"].rsplit("/", 1)[1] for r in defs["MetaItem"]["anyOf"]]
     assert union[-1] == "UnknownItem" and {"PlanTask", "CommandRun", "McpCall"} <= set(union)
+
+
+def test_the_docs_name_what_each_kind_carries() -> None:
+    api = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+    section = api.read_text(encoding="utf-8").split("### What meta.json carries", 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].split("\n") if line.startswith("| `")]
+    for kind, models in payloads().items():
+        if not models:
+            continue
+        row = next((line for line in rows if f"`{kind}`" in line.split(" | ")[0]), "")
+        assert row, f"docs/api.md does not say what {kind} carries"
+        for model in models:
+            assert model.__name__ in row, f"{kind}: {model.__name__} missing from its row"
