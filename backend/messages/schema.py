@@ -10,6 +10,9 @@ generated. The enumerations of kinds and action names are given by the action re
 
 The schema is the serialised form (every field is always sent). Enumerations carry their
 member names (``x-enum-varnames``) so that the TypeScript side gets the same constants.
+``meta.json`` is typed by the payload models (backend/messages/payloads.py): an item is a
+``MetaItem`` (one of the models, or an unknown kind's object), and ``MetaPayloads`` maps each
+kind to the models of its items (the web UI reads meta.json through it, lib/payloads.ts).
 """
 
 from __future__ import annotations
