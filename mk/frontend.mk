@@ -33,13 +33,15 @@ EXTRA_TESTS += frontend-test
 
 # The message model's TypeScript types are generated from the Python model: its JSON Schema
 # (backend/messages/schema.py) with the kinds and action names of the action registry
-# (backend/actions/registry/wire.py), then json-schema-to-typescript (scripts/gen-types.mjs). Both
+# (backend/actions/registry/wire.py) and what each kind carries in meta.json (the payload
+# models: backend/messages/payloads.py, each action's ActionDef.payload), then json-schema-to-typescript (scripts/gen-types.mjs). Both
 # files are committed (the Docker build has no Python); tests/messages/test_wire_types.py
 # fails when they differ from what the model gives.
 MESSAGE_SCHEMA := frontend/src/lib/message.schema.json
 MESSAGE_TYPES := frontend/src/lib/message.gen.ts
 MESSAGE_MODEL := backend/messages/message.py backend/messages/kinds.py backend/messages/schema.py \
-	$(wildcard backend/actions/registry/*.py backend/actions/registry/builtin/*.py)
+	$(wildcard backend/actions/registry/*.py backend/actions/registry/builtin/*.py) \
+	backend/messages/payloads.py backend/messages/tasks.py backend/tools/mcp/parts.py
 
 .PHONY: frontend-types
 

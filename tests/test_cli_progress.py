@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from backend.cli.main import Progress, _progress_line, final_line
 from backend.messages.message import Message
@@ -122,3 +123,16 @@ def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> N
         "`terminal_run` was missing command."
     )
     assert line.endswith(broken)
+
+
+def test_the_summary_names_its_files_and_passes_over_a_running_preview() -> None:
+    files: list[dict[str, Any]] = [
+        {"filepath": "app.py", "filename": "app.py", "url": "/api/files/c/app.py", "filesize": 3},
+        {"preview": {"name": "app", "port": 8080, "path": "/", "url": "http://x/p/t/"}},
+    ]
+    line = _progress_line(Message.build("finish_summery", "Done.", json=files))
+    assert line == "[summary] Done.\n[files] app.py"
+    plan = [
+        {"id": "1", "title": "Write", "description": "", "requirement": "", "status": "pending"}
+    ]
+    assert _progress_line(Message.build("plan", "", json=plan)) == "[plan] Write"

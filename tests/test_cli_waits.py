@@ -6,6 +6,7 @@ import asyncio
 import io
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,8 @@ from backend.cli.waits import (
     show_wait,
 )
 from backend.messages.message import Message
+from backend.messages.payloads import ApprovalRequest, ApprovalShown, plain_items
+from backend.waits.digest import action_digest
 
 
 @pytest.fixture
@@ -29,10 +32,27 @@ def tty() -> Iterator[tuple[int, int]]:
     os.close(slave)
 
 
+def request(
+    action: str, klass: str, params: dict[str, str], shown: ApprovalShown | None = None
+) -> list[Any]:
+    """An approval's meta.json, as the server writes it (backend/agent/asking.py)."""
+    return plain_items(
+        [
+            ApprovalRequest(
+                action_type=action,
+                class_=klass,
+                params=params,
+                digest=action_digest(action, params),
+                shown=shown or ApprovalShown(whole=True, note="", lines=1, chars=1),
+            )
+        ]
+    )
+
+
 def approval(klass: str = "terminal", content: str = "touch marker") -> Message:
-    msg = Message.build("approval", content, status="running")
-    msg.meta.json_ = [{"action_type": "terminal_run", "class": klass, "params": {}}]
-    return msg
+    return Message.build(
+        "approval", content, status="running", json=request("terminal_run", klass, {})
+    )
 
 
 def typed(tty: tuple[int, int], *lines: bytes) -> tuple[Terminal, list[str]]:
@@ -96,7 +116,7 @@ def test_a_question_takes_one_line_and_asks_again_when_empty(tty: tuple[int, int
 
 def test_what_a_person_reads_before_answering() -> None:
     edit = Message.build("approval", "--- a/app.py\n+++ b/app.py\n@@\n-x\n+y", status="running")
-    edit.meta.json_ = [{"action_type": "edit_file", "class": "edits", "params": {}}]
+    edit.meta.json_ = request("edit_file", "edits", {})
     edit.meta.filepath = "app.py"
     assert show_wait(edit) == (
         "The agent wants to run edit_file (app.py) [edits]:\n"
@@ -121,9 +141,10 @@ def test_only_never_runs_without_a_terminal(tty: tuple[int, int]) -> None:
 
 def test_a_command_is_shown_whole_with_its_size_before_it_is_approved() -> None:
     padded = "echo safe" + " " * 400 + "; touch HIDDEN1" + "\n" * 80 + "touch HIDDEN2"
-    msg = Message.build("approval", padded, status="running")
     params = {"command": padded, "cwd": "src"}
-    msg.meta.json_ = [{"action_type": "terminal_run", "class": "terminal", "params": params}]
+    msg = Message.build(
+        "approval", padded, status="running", json=request("terminal_run", "terminal", params)
+    )
     assert show_wait(msg).split("\n") == [
         "The agent wants to run terminal_run [terminal], 81 lines, 517 characters:",
         "       1  $ echo safe[400 spaces]; touch HIDDEN1",
@@ -138,11 +159,9 @@ def cut_approval() -> Message:
     msg = Message.build("approval", "--- a/big.txt\n+++ b/big.txt\n@@\n+line 1\n[… cut]\n")
     msg.status = "running"
     note = "Cut after line 4 of the diff: 4 more lines (28 characters) are not shown here."
-    shown = {"whole": False, "note": note, "lines": 5, "chars": len(content)}
+    shown = ApprovalShown(whole=False, note=note, lines=5, chars=len(content))
     params = {"path": "big.txt", "content": content}
-    msg.meta.json_ = [
-        {"action_type": "write_code", "class": "edits", "params": params, "shown": shown}
-    ]
+    msg.meta.json_ = request("write_code", "edits", params, shown)
     msg.meta.filepath = "big.txt"
     return msg
 

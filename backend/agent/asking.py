@@ -19,6 +19,7 @@ from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.payloads import ApprovalRequest, ApprovalShown
 from backend.runtime.confined import open_read, read_fd
 from backend.store.parked import wait_values
 from backend.waits.classes import APPROVAL, ASK_USER
@@ -65,13 +66,13 @@ async def ask_approval(
         task_id=task_id,
         filepath=shown.filepath,
         json=[
-            {
-                "action_type": action.type,
-                "class": action_class,
-                "params": dict(action.params),
-                "digest": action_digest(action.type, action.params),
-                "shown": about,
-            }
+            ApprovalRequest(
+                action_type=action.type,
+                class_=action_class,
+                params=dict(action.params),
+                digest=action_digest(action.type, action.params),
+                shown=ApprovalShown.model_validate(about),
+            )
         ],
         meta_content=f"{action.type} needs approval",
     )

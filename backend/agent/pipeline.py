@@ -30,6 +30,7 @@ from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.payloads import BudgetNote, PlanTask, RunBudget
 from backend.workspace import scan
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,10 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
         resumed_note = await prepare_resume(ctx) if ctx.resumed else None
         if state.stage == "start":
             state.stage = "route"
-            budget = [{"budget": limits(ctx.deps.settings)}]
-            await ctx.publish(Message.build("question", state.goal, role="user", json=budget))
+            budget = BudgetNote(budget=RunBudget.model_validate(limits(ctx.deps.settings)))
+            await ctx.publish(
+                Message.build(MessageKind.QUESTION, state.goal, role="user", json=[budget])
+            )
         if state.stage == "route":
             # a conversation made empty (to upload files first) is named by its first goal
             await ctx.deps.store.retitle_if_default(
@@ -85,7 +88,9 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
             state.stage = "tasks"
             await ctx.publish(
                 Message.build(
-                    MessageKind.PLAN, _plan_text(state.tasks), json=[dict(t) for t in state.tasks]
+                    MessageKind.PLAN,
+                    _plan_text(state.tasks),
+                    json=[PlanTask.model_validate(t) for t in state.tasks],
                 )
             )
         if state.stage == "tasks":
@@ -207,7 +212,7 @@ async def _set_task(ctx: RunContext, task: dict[str, Any], status: str, result: 
             if status == "running"
             else ("success" if status == "completed" else "failure"),
             task_id=task["id"],
-            json=[dict(task)],
+            json=[PlanTask.model_validate(task)],
         )
     )
 

@@ -7,6 +7,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from pydantic import BaseModel
 
 from backend.actions.values import scrub
 from backend.agent.budget import BudgetExceeded
@@ -14,6 +15,7 @@ from backend.agent.prompts import render
 from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.payloads import PreviewEntry, SummaryFile, SummaryPreview
 from backend.workspace import file_entry, scan
 
 if TYPE_CHECKING:
@@ -54,8 +56,8 @@ async def summarize(
     if previews:
         lines = [f"- {p['name']}: {p['url']}" for p in previews]
         content = "\n".join([content, "", "Previews (running):", *lines])
-    entries: list[dict[str, object]] = list(files)
-    entries += [{"preview": p} for p in previews]
+    entries: list[BaseModel] = [SummaryFile.model_validate(f) for f in files]
+    entries += [SummaryPreview(preview=PreviewEntry.model_validate(p)) for p in previews]
     await ctx.publish(
         Message.build(MessageKind.FINISH_SUMMERY, content, json=entries, uuid=summary)
     )

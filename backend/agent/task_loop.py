@@ -246,20 +246,19 @@ async def _run(ctx: RunContext, step: Step) -> Done:
     if defn is not None and defn.writes_files and done.ok and done.filepath:
         ctx.state.written.add(done.filepath)
     done.content = scrub(done.content)  # e.g. a NUL printed by a command
-    done.data = scrub_data(done.data)
-    await ctx.publish(
-        Message.build(
-            kind,
-            done.content,
-            status="success" if done.ok else "failure",
-            task_id=step.task_id,
-            filepath=done.filepath or path,
-            url=done.url,
-            json=done.data,
-            uuid=uid,
-            meta_content=step.label,
-        )
+    result = Message.build(
+        kind,
+        done.content,
+        status="success" if done.ok else "failure",
+        task_id=step.task_id,
+        filepath=done.filepath or path,
+        url=done.url,
+        json=done.data,
+        uuid=uid,
+        meta_content=step.label,
     )
+    result.meta.json_ = scrub_data(result.meta.json_)
+    await ctx.publish(result)
     return done
 
 

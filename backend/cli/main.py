@@ -26,6 +26,7 @@ from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
+from backend.messages.payloads import PlanTask, SummaryFile, read_items
 from backend.runtime import registry
 from backend.waits import APPROVAL_MODES
 
@@ -342,10 +343,10 @@ def _progress_line(msg: Message, output_shown: bool = False) -> str:
     kind = msg.meta.action_type
     text = msg.content.strip()
     if kind == MessageKind.PLAN:
-        titles = "; ".join(t.get("title", "") for t in msg.meta.json_)
+        titles = "; ".join(t.title for t in read_items(msg.meta.json_, PlanTask))
         return f"[plan] {titles}"
     if kind == MessageKind.FINISH_SUMMERY:
-        files = ", ".join(f.get("filepath", "") for f in msg.meta.json_)
+        files = ", ".join(f.filepath for f in read_items(msg.meta.json_, SummaryFile))
         return f"[summary] {_indent(text)}\n[files] {files or '(none)'}"
     if kind == MessageKind.THINKING and msg.type == UNUSABLE:  # a reply the agent could not use
         return f"[unusable reply] {_indent(text)}"

@@ -24,6 +24,7 @@ from backend.actions import registry
 from backend.cli.words import show_command, size_line
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.payloads import ApprovalRequest, read_items
 from backend.waits import WaitError, answer_approval, answer_question
 from backend.waits.digest import digest_of
 
@@ -126,17 +127,15 @@ class Answer:
 STOP = None  # the person ended input: the run is to be stopped
 
 
+def _request(msg: Message) -> ApprovalRequest | None:
+    """What an approval message asks (meta.json's first entry), or None."""
+    return next(iter(read_items(msg.meta.json_[:1], ApprovalRequest)), None)
+
+
 def approval_action(msg: Message) -> tuple[str, str]:
     """(action type, class) of an approval message (meta.json's first entry)."""
-    first = msg.meta.json_[0] if msg.meta.json_ else {}
-    if not isinstance(first, dict):
-        return "", ""
-    return str(first.get("action_type", "")), str(first.get("class", ""))
-
-
-def _first(msg: Message) -> dict[str, Any]:
-    first = msg.meta.json_[0] if msg.meta.json_ else {}
-    return first if isinstance(first, dict) else {}
+    request = _request(msg)
+    return (request.action_type, request.class_) if request else ("", "")
 
 
 def _indented(text: str) -> str:
@@ -145,18 +144,18 @@ def _indented(text: str) -> str:
 
 def cut_note(msg: Message) -> str:
     """What the approval left out (meta.json ``shown.note``), or "" when it shows all."""
-    shown = _first(msg).get("shown")
-    if not isinstance(shown, dict) or shown.get("whole", True):
+    request = _request(msg)
+    if request is None or request.shown.whole:
         return ""
-    return str(shown.get("note") or "Not all of it is shown.")
+    return request.shown.note or "Not all of it is shown."
 
 
 def whole_text(msg: Message) -> str:
     """The action's whole text (its params), for ``s`` at the prompt."""
-    params = _first(msg).get("params")
-    params = params if isinstance(params, dict) else {}
-    if isinstance(params.get("content"), str):
-        return str(params["content"])
+    request = _request(msg)
+    params = request.params if request else {}
+    if "content" in params:
+        return params["content"]
     return json.dumps(params, indent=2, ensure_ascii=False)
 
 
@@ -169,11 +168,12 @@ def show_wait(msg: Message) -> str:
     action, klass = approval_action(msg)
     where = f" ({msg.meta.filepath})" if msg.meta.filepath else ""
     head = f"The agent wants to run {action or 'an action'}{where} [{klass or 'no class'}]"
-    params = _first(msg).get("params")
-    command = params.get("command") if isinstance(params, dict) else None
+    request = _request(msg)
+    params = request.params if request else {}
+    command = params.get("command")
     defn = registry.get(action) if action else None
     if defn is not None and defn.approval_view == "command" and isinstance(command, str):
-        cwd = params.get("cwd") if isinstance(params, dict) else None
+        cwd = params.get("cwd")
         shown = _indented(show_command(command)) + (f"\n    (in {cwd})" if cwd else "")
         return f"{head}, {size_line(command)}:\n{shown}"
     text = f"{head}:\n{_indented(body)}"

@@ -14,6 +14,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import BaseModel
+
+from backend.messages.payloads import (
+    ApprovalRequest,
+    BudgetNote,
+    PlanTask,
+    SummaryFile,
+    SummaryPreview,
+)
+
 
 class MessageKind(StrEnum):
     """``meta.action_type`` of a message in the run's stream, and of a live delta."""
@@ -37,3 +47,14 @@ class MessageKind(StrEnum):
 
 # Kinds that end a run early: a failed run publishes ERROR, a stopped one STOP.
 RUN_END_KINDS: tuple[MessageKind, ...] = (MessageKind.ERROR, MessageKind.STOP)
+
+# What each of the run's own kinds carries in meta.json (backend/messages/payloads.py): the
+# models of its items; a kind not named carries nothing (an empty list). An action's kind
+# says it in its definition (``ActionDef.payload``).
+PAYLOADS: dict[MessageKind, tuple[type[BaseModel], ...]] = {
+    MessageKind.QUESTION: (BudgetNote,),
+    MessageKind.PLAN: (PlanTask,),
+    MessageKind.TASK: (PlanTask,),
+    MessageKind.FINISH_SUMMERY: (SummaryFile, SummaryPreview),
+    MessageKind.APPROVAL: (ApprovalRequest,),
+}

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import time
 import uuid as uuidlib
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from backend.messages.payloads import JsonObject, MetaItem, plain_items
 
 Role = Literal["user", "assistant"]
 Status = Literal["success", "failure", "running"]
@@ -22,7 +25,12 @@ class Meta(BaseModel):
     )
     filepath: str = ""
     url: str = ""
-    json_: list[Any] = Field(default_factory=list, alias="json")
+    json_: list[MetaItem] = Field(
+        default_factory=list,
+        alias="json",
+        description="What the kind carries (MetaPayloads): its items, each a payload model's "
+        "JSON; an unknown kind's items are passed over.",
+    )
     content: str = ""
     is_active: bool = True
 
@@ -58,7 +66,7 @@ class Message(BaseModel):
         task_id: str | None = None,
         filepath: str = "",
         url: str = "",
-        json: list[Any] | None = None,
+        json: Sequence[BaseModel | JsonObject] = (),
         uuid: str | None = None,
         meta_content: str = "",
     ) -> Message:
@@ -67,7 +75,7 @@ class Message(BaseModel):
             task_id=task_id,
             filepath=filepath,
             url=url,
-            json=json or [],
+            json=plain_items(json),
             content=meta_content,
         )
         msg = cls(role=role, status=status, content=content, meta=meta)

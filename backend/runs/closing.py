@@ -16,6 +16,7 @@ from backend.agent.publisher import Publisher
 from backend.messages.bus import Bus
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.payloads import PlanTask, SummaryFile
 from backend.store.repo import Store
 from backend.workspace import file_entry
 
@@ -45,14 +46,19 @@ async def close_unexecuted(
         task["status"] = "failed"
         await publisher.publish(
             Message.build(
-                MessageKind.TASK, task["title"], status="failure", task_id=task["id"], json=[task]
+                MessageKind.TASK,
+                task["title"],
+                status="failure",
+                task_id=task["id"],
+                json=[PlanTask.model_validate(task)],
             )
         )
 
     async def summary() -> None:
         files = await _files_of(store, run, workspace_of(str(run["user_id"]), cid))
         head = STOPPED if stopped else f"The run failed. {reason}"
-        await publisher.publish(Message.build(MessageKind.FINISH_SUMMERY, head, json=files))
+        entries = [SummaryFile.model_validate(f) for f in files]
+        await publisher.publish(Message.build(MessageKind.FINISH_SUMMERY, head, json=entries))
 
     await close_run(
         publisher.publish,

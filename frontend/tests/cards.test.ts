@@ -7,6 +7,7 @@ import { createPinia } from 'pinia'
 import { codeView, commandView, diffView, exitBadge } from '../src/lib/cards'
 import { buildView, progress, progressText, shownTaskStatus, turnStatus, isTurnFinished, markWaiting } from '../src/lib/reducer'
 import type { Message } from '../src/lib/types'
+import type { MetaItem } from '../src/lib/message.gen'
 import CommandCard from '../src/components/cards/CommandCard.vue'
 import CodeBlock from '../src/components/cards/CodeBlock.vue'
 import DiffView from '../src/components/cards/DiffView.vue'
@@ -17,7 +18,7 @@ import PlanView from '../src/components/PlanView.vue'
 function msg(
   action: string,
   content: string,
-  json: unknown[] = [],
+  json: MetaItem[] = [],
   status: Message['status'] = 'success',
   extra: Partial<Message['meta']> = {},
 ): Message {

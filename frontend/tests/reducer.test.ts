@@ -12,6 +12,7 @@ import {
 } from '../src/lib/reducer'
 import { describeEntry } from '../src/lib/entries'
 import { fullRun, msg, resetSeq } from './fixtures'
+import type { MetaItem } from '../src/lib/message.gen'
 
 beforeEach(() => resetSeq())
 
@@ -123,13 +124,13 @@ describe('reducer', () => {
   })
 
   it('keeps task entries when the plan is re-sent, and failed tasks count', () => {
-    const plan = [{ id: 1, title: 'A', description: '', status: 'pending' }]
+    const plan = [{ id: '1', title: 'A', description: '', requirement: '', status: 'pending' }]
     const view = buildView([
       msg('plan', '', { meta: { json: plan } }),
-      msg('task', '', { status: 'running', meta: { task_id: 1, json: [{ ...plan[0], status: 'running' }] } }),
-      msg('write_code', 'x', { meta: { task_id: 1, filepath: 'a.txt' } }),
+      msg('task', '', { status: 'running', meta: { task_id: '1', json: [{ ...plan[0], status: 'running' }] } }),
+      msg('write_code', 'x', { meta: { task_id: '1', filepath: 'a.txt' } }),
       msg('plan', '', { meta: { json: plan } }),
-      msg('task', '', { status: 'failure', meta: { task_id: 1, json: [{ ...plan[0], status: 'failed' }] } }),
+      msg('task', '', { status: 'failure', meta: { task_id: '1', json: [{ ...plan[0], status: 'failed' }] } }),
     ])
     const t = view.turns[0].tasks!
     expect(t).toHaveLength(1)
@@ -144,7 +145,9 @@ describe('reducer', () => {
     expect(summaryFiles(run[run.length - 1])).toEqual([
       { filepath: 'hello.py', filename: 'hello.py', url: '/api/files/c1/hello.py', filesize: 12 },
     ])
-    expect(summaryFiles(msg('finish_summery', '', { meta: { json: [null, 3, {}] } }))).toEqual([])
+    // a newer writer's items this reader does not know are passed over
+    const unknown = [null, 3, {}, { preview: { name: 'app' } }] as unknown as MetaItem[]
+    expect(summaryFiles(msg('finish_summery', '', { meta: { json: unknown } }))).toEqual([])
   })
 })
 
@@ -197,17 +200,17 @@ describe('describeEntry: every action type', () => {
 
   it('reads the task a stop interrupted as stopped, not failed, and leaves the bar unfilled', () => {
     const plan = [
-      { id: 1, title: 'One', description: '', status: 'pending' },
-      { id: 2, title: 'Two', description: '', status: 'pending' },
-      { id: 3, title: 'Three', description: '', status: 'pending' },
+      { id: '1', title: 'One', description: '', requirement: '', status: 'pending' },
+      { id: '2', title: 'Two', description: '', requirement: '', status: 'pending' },
+      { id: '3', title: 'Three', description: '', requirement: '', status: 'pending' },
     ]
     const done = { ...plan[0], status: 'completed' }
     const view = buildView([
       msg('plan', '', { meta: { json: plan } }),
-      msg('task', '', { status: 'success', meta: { task_id: 1, json: [done] } }),
-      msg('task', '', { status: 'running', meta: { task_id: 2, json: [{ ...plan[1], status: 'running' }] } }),
+      msg('task', '', { status: 'success', meta: { task_id: '1', json: [done] } }),
+      msg('task', '', { status: 'running', meta: { task_id: '2', json: [{ ...plan[1], status: 'running' }] } }),
       msg('stop', 'The run was stopped.', { status: 'failure' }),
-      msg('task', '', { status: 'failure', meta: { task_id: 2, json: [{ ...plan[1], status: 'failed' }] } }),
+      msg('task', '', { status: 'failure', meta: { task_id: '2', json: [{ ...plan[1], status: 'failed' }] } }),
     ])
     const turn = view.turns[0]
     expect(turnStatus(turn)).toBe('stopped')

@@ -152,9 +152,10 @@ describe('outcomes', () => {
     const question = msg('ask_user', 'Which port?', { status: 'running' })
     const unanswered = partner(question, 'failure', 'Nobody answered it within 60 seconds (APPROVAL_TIMEOUT), so it was not done.')
     expect(waitOutcome(unanswered, false).state).toBe('timed_out')
+    // the partner carries the request it answers (its meta.json), not an outcome: its words tell
     const named = partner(asked, 'failure', 'whatever')
-    named.meta = { ...named.meta, json: [{ outcome: 'timeout' }] }
-    expect(waitOutcome(named, false).state).toBe('timed_out')
+    expect(named.meta.json).toEqual(asked.meta.json)
+    expect(waitOutcome(named, false).state).toBe('rejected')
   })
   it('a question is answered with its answer', () => {
     const q = msg('ask_user', 'Which port?', { status: 'running' })

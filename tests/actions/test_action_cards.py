@@ -9,6 +9,7 @@ from backend.actions.model import Action
 from backend.actions.registry import ActionContext, execute
 from backend.actions.registry import show as shown
 from backend.actions.values import scrub_data
+from backend.messages.payloads import plain_items
 from backend.runtime.diffs import DIFF_CAP, edit_diff
 from backend.runtime.local import LocalRuntime
 
@@ -23,7 +24,7 @@ async def act(tmp_path: Path, name: str, **params: str):  # type: ignore[no-unty
 async def test_a_command_carries_its_exit_code_and_each_stream(tmp_path: Path) -> None:
     done = await act(tmp_path, "terminal_run", command="echo out; echo err >&2; exit 3")
     assert done.status == "failure"
-    assert done.data == [
+    assert plain_items(done.data) == [
         {
             "command": "echo out; echo err >&2; exit 3",
             "exit_code": 3,
@@ -35,7 +36,7 @@ async def test_a_command_carries_its_exit_code_and_each_stream(tmp_path: Path) -
     ]
     # what the model reads is unchanged
     assert done.content == "Exit code: 3\nstdout:\nout\n\nstderr:\nerr\n"
-    assert shown("terminal_run", done.content, done.data, failed=True) == (
+    assert shown("terminal_run", done.content, plain_items(done.data), failed=True) == (
         "$ echo out; echo err >&2; exit 3  [exit 3]\n| out\n! err"
     )
 
@@ -43,10 +44,10 @@ async def test_a_command_carries_its_exit_code_and_each_stream(tmp_path: Path) -
 async def test_a_command_that_times_out_says_so_without_an_exit_code(tmp_path: Path) -> None:
     ctx = ActionContext(LocalRuntime(terminal_timeout=0.5), tmp_path)
     done = await execute(ctx, Action("terminal_run", {"command": "echo started; sleep 30"}))
-    (d,) = done.data
+    (d,) = plain_items(done.data)
     assert d["timed_out"] is True and d["exit_code"] is None
     assert d["stdout"] == "started\n"
-    printed = shown("terminal_run", done.content, done.data, failed=True)
+    printed = shown("terminal_run", done.content, [d], failed=True)
     assert printed is not None
     assert printed.startswith("$ echo started; sleep 30  [timed out]\n| started\n")
     assert "Command timed out after 0.5 seconds" in printed
@@ -54,7 +55,7 @@ async def test_a_command_that_times_out_says_so_without_an_exit_code(tmp_path: P
 
 async def test_a_long_output_is_printed_by_its_last_lines(tmp_path: Path) -> None:
     done = await act(tmp_path, "terminal_run", command="seq 100")
-    printed = shown("terminal_run", done.content, done.data)
+    printed = shown("terminal_run", done.content, plain_items(done.data))
     assert printed is not None
     lines = printed.split("\n")
     assert lines[:2] == ["$ seq 100  [exit 0]", "| [… 80 lines above …]"]
@@ -66,8 +67,10 @@ async def test_a_write_carries_the_written_content_and_prints_its_first_lines(
 ) -> None:
     done = await act(tmp_path, "write_code", path="app.py", content=PROGRAM)
     assert done.content == "File app.py written successfully."
-    assert done.data == [{"path": "app.py", "content": PROGRAM, "lines": 30, "truncated": False}]
-    printed = shown("write_code", done.content, done.data)
+    assert plain_items(done.data) == [
+        {"path": "app.py", "content": PROGRAM, "lines": 30, "truncated": False}
+    ]
+    printed = shown("write_code", done.content, plain_items(done.data))
     assert printed is not None
     lines = printed.split("\n")
     assert lines[0] == "File app.py written successfully. (30 lines)"
@@ -79,15 +82,15 @@ async def test_a_write_carries_the_written_content_and_prints_its_first_lines(
 async def test_a_big_write_carries_only_its_head(tmp_path: Path) -> None:
     content = "x" * 99 + "\n"
     done = await act(tmp_path, "write_code", path="big.txt", content=content * 500)
-    (d,) = done.data
+    (d,) = plain_items(done.data)
     assert d["truncated"] is True and d["lines"] == 500
     assert len(d["content"]) == 20_000
 
 
 async def test_a_failed_write_carries_nothing_to_show(tmp_path: Path) -> None:
     done = await act(tmp_path, "write_code", path="../out.txt", content="x")
-    assert done.status == "failure" and done.data == []
-    assert shown("write_code", done.content, done.data) == ""
+    assert done.status == "failure" and plain_items(done.data) == []
+    assert shown("write_code", done.content, plain_items(done.data)) == ""
 
 
 async def test_an_edit_carries_its_unified_diff_with_the_files_line_numbers(
@@ -98,20 +101,20 @@ async def test_an_edit_carries_its_unified_diff_with_the_files_line_numbers(
         tmp_path, "edit_file", path="app.py", old_str="return x + 4", new_str="return x * 4"
     )
     assert done.content == "File app.py edited successfully."
-    (d,) = done.data
+    (d,) = plain_items(done.data)
     assert d["path"] == "app.py"
     assert d["diff"] == (
         "--- a/app.py\n+++ b/app.py\n@@ -11,7 +11,7 @@\n     return x + 3\n \n def f4(x):\n"
         "-    return x + 4\n+    return x * 4\n \n def f5(x):\n     return x + 5\n"
     )
-    printed = shown("edit_file", done.content, done.data)
+    printed = shown("edit_file", done.content, plain_items(done.data))
     assert printed == "File app.py edited successfully.\n" + d["diff"].rstrip("\n")
 
 
 async def test_an_edit_that_changed_nothing_carries_no_diff(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(PROGRAM)
     done = await act(tmp_path, "edit_file", path="app.py", old_str="return x", new_str="y")
-    assert done.status == "failure" and done.data == []
+    assert done.status == "failure" and plain_items(done.data) == []
 
 
 def test_a_diff_at_the_ends_of_a_file_and_without_a_final_newline() -> None:

@@ -24,14 +24,22 @@ from tests.docs_check import API_DOC, action_problems
 SCHEMA = Path(__file__).resolve().parents[2] / "frontend" / "src" / "lib" / "message.schema.json"
 MODULE = '''"""list_dir: the names in a folder of the workspace."""
 
+from pydantic import BaseModel
+
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
+
+
+class Listing(BaseModel):
+    """What a ``listing`` message carries in meta.json."""
+
+    names: list[str]
 
 
 async def list_dir(ctx: ActionContext, action: Action) -> Done:
     folder = ctx.workspace / action.params.get("path", ".")
     names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
-    return Done("success", "\\n".join(names), data=[{"names": names}])
+    return Done("success", "\\n".join(names), data=[Listing(names=names)])
 
 
 ACTION = ActionDef(
@@ -45,6 +53,7 @@ ACTION = ActionDef(
     kind="listing",
     handler=list_dir,
     running=lambda a: f"Listing {a.params.get('path', '')}",
+    payload=(Listing,),
     order=45,
 )
 '''
@@ -97,6 +106,10 @@ def test_a_new_action_joins_the_wire_enumerations_and_the_generated_types_drift(
     assert ("LIST_DIR", "list_dir") in action_types().members
     schema = wire_schema()
     assert "listing" in schema["$defs"]["MessageKind"]["enum"]
+    # what its messages carry in meta.json is its module's model, in the schema
+    listing = schema["$defs"]["MetaPayloads"]["properties"]["listing"]
+    assert listing["items"] == {"$ref": "#/$defs/Listing"}
+    assert schema["$defs"]["Listing"]["properties"]["names"]["type"] == "array"
     # the committed schema (and the TypeScript made of it) no longer match: regenerated
     assert SCHEMA.read_text(encoding="utf-8") != dumps(schema)
 

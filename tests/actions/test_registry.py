@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from backend.actions import FormatError, parse_actions, registry
 from backend.actions.model import Action, ActionSpec
@@ -23,11 +24,17 @@ from tests.support.asgi import client_for, post_run
 
 
 # ---- the new action's module, as a newcomer writes it ----------------------------------
+class Shouted(BaseModel):
+    """What a ``shout`` message carries in meta.json."""
+
+    said: str
+
+
 async def shout(ctx: ActionContext, action: Action) -> Done:
     text = action.params.get("text", "")
     ctx.workspace.mkdir(parents=True, exist_ok=True)
     (ctx.workspace / "shouted.txt").write_text(text.upper())
-    return Done("success", text.upper(), filepath="shouted.txt", data=[{"said": text}])
+    return Done("success", text.upper(), filepath="shouted.txt", data=[Shouted(said=text)])
 
 
 SHOUT = ActionDef(
@@ -42,6 +49,7 @@ SHOUT = ActionDef(
     approval="edits",
     running=lambda a: f"Shouting {a.params.get('text', '')}",
     show=lambda content, data: f"loudly: {content} (from {data[0]['said']!r})",
+    payload=(Shouted,),
 )
 # -----------------------------------------------------------------------------------------
 

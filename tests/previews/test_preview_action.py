@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.messages.payloads import PreviewEntry
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
 from backend.runtime.sandboxing import sandbox_cgroups
@@ -84,8 +85,10 @@ async def test_without_a_command_only_a_running_service_is_previewed(bench: Benc
     started = await bench.preview(port="8080", command="python3 -m http.server 8080")
     assert started.ok, started.content
     again = await bench.preview(port="8080", path="/docs")
-    assert again.ok and again.data[0]["url"].endswith("/docs")
-    assert again.data[0]["url"].split("/p/")[1].split("/")[0] in started.data[0]["url"]
+    (entry,), (first,) = again.data, started.data
+    assert isinstance(entry, PreviewEntry) and isinstance(first, PreviewEntry)
+    assert again.ok and entry.url.endswith("/docs")
+    assert entry.url.split("/p/")[1].split("/")[0] in first.url
 
 
 async def test_one_service_over_the_maximum_is_refused(bench: Bench) -> None:

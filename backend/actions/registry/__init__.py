@@ -28,10 +28,12 @@ from backend.actions.registry.core import (
     lemonai_type,
     offered,
     on_change,
+    payload_of,
     register,
     show,
     unregister,
 )
+from backend.messages.payloads import plain_items
 
 if TYPE_CHECKING:
     from backend.actions.model import Action
@@ -54,6 +56,7 @@ __all__ = [
     "load_builtin",
     "offered",
     "on_change",
+    "payload_of",
     "register",
     "run_action",
     "show",
@@ -85,4 +88,4 @@ async def run_action(
     from backend.runtime.base import ActionResult
 
     done = await execute(ActionContext(runtime, workspace, on_output=on_output), action)
-    return ActionResult(done.status, done.content, done.filepath, data=done.data)
+    return ActionResult(done.status, done.content, done.filepath, data=plain_items(done.data))

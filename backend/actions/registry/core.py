@@ -16,10 +16,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
 
 from backend.actions import model
 from backend.actions.model import Action, ActionSpec
+from backend.messages.payloads import JsonObject
 from backend.observe.calls import ActionRun
 
 if TYPE_CHECKING:
@@ -35,15 +38,17 @@ class Done:
     content: str
     filepath: str = ""  # the workspace file it touched (meta.filepath)
     url: str = ""  # the address it read (meta.url)
-    data: list[dict[str, Any]] = field(default_factory=list)  # meta.json
+    data: list[BaseModel] = field(default_factory=list)  # meta.json: its ActionDef.payload
 
     @property
     def ok(self) -> bool:
         return self.status == "success"
 
     @classmethod
-    def of(cls, result: ActionResult) -> Done:
-        return cls(result.status, result.content, result.filepath, data=list(result.data))
+    def of(cls, result: ActionResult, payload: type[BaseModel] | None = None) -> Done:
+        """A runtime's result; its data (what the cards show) read as ``payload``."""
+        data = [payload.model_validate(d) for d in result.data] if payload else []
+        return cls(result.status, result.content, result.filepath, data=data)
 
 
 @dataclass
@@ -114,7 +119,7 @@ class ActionDef:
     # how `planact run` prints its result (content, meta.json); None: the content itself.
     # Its first line is the head (all that is printed when a command's output was already
     # printed live)
-    show: Callable[[str, list[dict[str, Any]]], str] | None = None
+    show: Callable[[str, list[JsonObject]], str] | None = None
     shows_failure: bool = False  # ``show`` prints its failures too (a failed command)
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
@@ -132,6 +137,9 @@ class ActionDef:
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
     order: int = 100  # where the prompt lists it
     lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
+    # the models of what its messages carry in meta.json (backend/messages/payloads.py);
+    # () carries nothing. Its handler's Done.data are these.
+    payload: tuple[type[BaseModel], ...] = ()
 
     @property
     def name(self) -> str:
@@ -191,6 +199,13 @@ def kinds() -> list[str]:
     return list(dict.fromkeys(defn.kind for defn in defs()))
 
 
+def payload_of(kind: str) -> tuple[type[BaseModel], ...]:
+    """The models of what messages of the action stream ``kind`` carry in meta.json (the
+    first action with that kind, as :func:`by_kind`); () for a kind no action has."""
+    defn = by_kind(kind)
+    return defn.payload if defn else ()
+
+
 def kind_of(name: str) -> str:
     defn = _DEFS.get(name)
     return defn.kind if defn else name
@@ -204,7 +219,7 @@ def lemonai_type(kind: str) -> str:
     return kind
 
 
-def show(kind: str, content: str, data: list[Any], *, failed: bool = False) -> str | None:
+def show(kind: str, content: str, data: list[JsonObject], *, failed: bool = False) -> str | None:
     """How `planact run` prints a result of the action with stream ``kind`` (None: as any
     message; a failure only when the action ``shows_failure``)."""
     for defn in _DEFS.values():

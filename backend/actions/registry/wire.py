@@ -14,8 +14,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from pydantic import BaseModel
+
 from backend.actions.registry import core
-from backend.messages.kinds import MessageKind
+from backend.messages.kinds import PAYLOADS, MessageKind
 from backend.messages.schema import WireEnum, dumps, message_schema
 
 ACTION_TYPE_DOC = "What the model may ask for: the action's name in its reply (docs/tools.md)."
@@ -36,9 +38,19 @@ def action_types() -> WireEnum:
     return WireEnum("ActionType", ACTION_TYPE_DOC, names)
 
 
+def payloads() -> dict[str, tuple[type[BaseModel], ...]]:
+    """What each kind carries in meta.json: the run's own kinds' models
+    (:data:`~backend.messages.kinds.PAYLOADS`), then each action kind's (its definition's
+    ``payload``)."""
+    out: dict[str, tuple[type[BaseModel], ...]] = {k.value: m for k, m in PAYLOADS.items()}
+    for kind in core.kinds():
+        out[kind] = core.payload_of(kind) or out.get(kind, ())
+    return out
+
+
 def wire_schema() -> dict[str, Any]:
-    """The Message's JSON Schema with both enumerations."""
-    return message_schema((message_kinds(), action_types()))
+    """The Message's JSON Schema with both enumerations and the meta.json payloads."""
+    return message_schema((message_kinds(), action_types()), payloads())
 
 
 def main() -> None:

@@ -6,6 +6,7 @@
 import { MessageKind } from './types'
 import type { Message } from './types'
 import { diffLines, type DiffLine } from './diff'
+import { firstOf } from './payloads'
 
 export interface CommandView {
   command: string
@@ -31,16 +32,6 @@ export type { DiffLine }
 /** How many lines a long file shows before "show all N lines". */
 export const FOLD_LINES = 20
 
-type Obj = Record<string, unknown>
-
-function first(msg: Message): Obj | null {
-  const json = msg.meta?.json
-  const item = Array.isArray(json) ? json[0] : null
-  return item && typeof item === 'object' ? (item as Obj) : null
-}
-
-const str = (v: unknown): string => (typeof v === 'string' ? v : '')
-
 /** A stored result's "stdout:\n…" / "stdout: (empty)" sections (messages without meta.json). */
 function sections(text: string): { head: string; stdout: string; stderr: string } | null {
   const out = /(^|\n)stdout:(?: \(empty\)|\n([\s\S]*?))\n(?=stderr:)/.exec(text)
@@ -57,19 +48,17 @@ const STOPPED = /^(stopped before it finished|interrupted)/i
 export function commandView(msg: Message): CommandView | null {
   if (msg.meta?.action_type !== MessageKind.TERMINAL_RUN || msg.status === 'running') return null
   const metaCmd = (msg.meta?.content || '').replace(/^terminal_run:\s*/, '').trim()
-  const d = first(msg)
-  if (d && ('stdout' in d || 'exit_code' in d)) {
+  const d = firstOf(msg, MessageKind.TERMINAL_RUN) // CommandRun
+  if (d) {
     return {
-      command: str(d.command) || metaCmd,
-      exitCode: typeof d.exit_code === 'number' ? d.exit_code : null,
-      stdout: str(d.stdout),
-      stderr: str(d.stderr),
-      timedOut: d.timed_out === true,
+      command: d.command || metaCmd,
+      exitCode: d.exit_code,
+      stdout: d.stdout,
+      stderr: d.stderr,
+      timedOut: d.timed_out,
       interrupted: false,
       // a timeout's words say how long it ran and what to do instead
-      note: [d.timed_out === true ? (msg.content || '').split('\n')[0] : '', str(d.note)]
-        .filter(Boolean)
-        .join('\n'),
+      note: [d.timed_out ? (msg.content || '').split('\n')[0] : '', d.note].filter(Boolean).join('\n'),
     }
   }
   const text = msg.content || ''
@@ -108,11 +97,10 @@ export function codeView(msg: Message): CodeView | null {
   const at = msg.meta?.action_type
   const path = msg.meta?.filepath || ''
   if (at === MessageKind.WRITE_CODE) {
-    const d = first(msg)
-    if (!d || typeof d.content !== 'string') return null
+    const d = firstOf(msg, MessageKind.WRITE_CODE) // WrittenFile
+    if (!d) return null
     const code = d.content
-    const counted = typeof d.lines === 'number' ? d.lines : 0
-    return { path: str(d.path) || path, code, lines: Math.max(counted, lineCount(code)), truncated: d.truncated === true }
+    return { path: d.path || path, code, lines: Math.max(d.lines, lineCount(code)), truncated: d.truncated }
   }
   if (at === MessageKind.READ_FILE) {
     const code = msg.content || ''
@@ -135,7 +123,7 @@ export function headLines(text: string, n: number): string {
 /** A successful edit_file's unified diff, line by line. */
 export function diffView(msg: Message): DiffLine[] | null {
   if (msg.meta?.action_type !== MessageKind.EDIT_FILE || msg.status !== 'success') return null
-  const diff = str(first(msg)?.diff)
+  const diff = firstOf(msg, MessageKind.EDIT_FILE)?.diff ?? ''
   if (!diff) return null
   return diffLines(diff)
 }

@@ -4,6 +4,28 @@
 export type MessageRole = 'user' | 'assistant'
 export type MessageStatus = 'success' | 'failure' | 'running'
 /**
+ * An item of a message's meta.json: MetaPayloads says which kind carries which.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "MetaItem".
+ */
+export type MetaItem =
+  | BudgetNote
+  | PlanTask
+  | SummaryFile
+  | SummaryPreview
+  | ApprovalRequest
+  | WrittenFile
+  | FileEdit
+  | CommandRun
+  | PreviewEntry
+  | SearchHit
+  | PageRead
+  | McpCall
+  | UnknownItem
+export type PlanTaskStatus = 'pending' | 'running' | 'completed' | 'failed'
+export type BinaryPartType = 'image' | 'audio' | 'resource'
+/**
  * ``meta.action_type`` of a message in the run's stream, and of a live delta.
  *
  * This interface was referenced by `Message`'s JSON-Schema
@@ -78,9 +100,300 @@ export interface Meta {
   action_type: string
   filepath: string
   url: string
-  json: unknown[]
+  /**
+   * What the kind carries (MetaPayloads): its items, each a payload model's JSON; an unknown kind's items are passed over.
+   */
+  json: MetaItem[]
   content: string
   is_active: boolean
+}
+/**
+ * ``question`` (the goal): the budgets the run started with.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "BudgetNote".
+ */
+export interface BudgetNote {
+  budget: RunBudget
+}
+/**
+ * The run's budgets (None: no limit; docs/api.md "Budgets").
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "RunBudget".
+ */
+export interface RunBudget {
+  max_tokens: number | null
+  max_cost_usd: number | null
+  max_seconds: number | null
+  max_model_calls: number | null
+}
+/**
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "PlanTask".
+ */
+export interface PlanTask {
+  id: string
+  title: string
+  description: string
+  requirement: string
+  status: PlanTaskStatus
+}
+/**
+ * ``finish_summery``: a file the run wrote (the same fields as a listed FileEntry).
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "SummaryFile".
+ */
+export interface SummaryFile {
+  filepath: string
+  filename: string
+  url: string
+  filesize: number
+}
+/**
+ * ``finish_summery``: a preview that runs (file lists pass over it: no filepath).
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "SummaryPreview".
+ */
+export interface SummaryPreview {
+  preview: PreviewEntry
+}
+/**
+ * A running preview: ``preview`` messages' item, and in ``finish_summery`` under
+ * ``preview``.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "PreviewEntry".
+ */
+export interface PreviewEntry {
+  name: string
+  port: number
+  path: string
+  url: string
+}
+/**
+ * ``approval``: the action waiting for the person (docs/api.md "Approvals").
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "ApprovalRequest".
+ */
+export interface ApprovalRequest {
+  /**
+   * The action's name (an ActionType).
+   */
+  action_type: string
+  /**
+   * Its approval class: edits, terminal, ...
+   */
+  class: string
+  params: {
+    [k: string]: string
+  }
+  /**
+   * What an answer echoes to approve exactly this action.
+   */
+  digest: string
+  shown: ApprovalShown
+}
+/**
+ * What the approval's content shows of the action: all of it (``whole``) or what
+ * ``note`` says was left out; ``lines`` and ``chars`` of what it would write or run.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "ApprovalShown".
+ */
+export interface ApprovalShown {
+  whole: boolean
+  note: string
+  lines: number
+  chars: number
+}
+/**
+ * ``write_code`` (a success): the file and what was written (its head when big).
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "WrittenFile".
+ */
+export interface WrittenFile {
+  path: string
+  /**
+   * At most 20,000 characters of what was written.
+   */
+  content: string
+  lines: number
+  /**
+   * True when content is the file's head only.
+   */
+  truncated: boolean
+}
+/**
+ * ``edit_file`` (a success): the file and the change as a unified diff.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "FileEdit".
+ */
+export interface FileEdit {
+  path: string
+  /**
+   * A unified diff of the change.
+   */
+  diff: string
+}
+/**
+ * ``terminal_run``: the command, its exit code and its (capped) output.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "CommandRun".
+ */
+export interface CommandRun {
+  command: string
+  /**
+   * None when the timeout killed it.
+   */
+  exit_code: number | null
+  stdout: string
+  stderr: string
+  timed_out: boolean
+  /**
+   * Why a limit stopped it, a backend's remark; or empty.
+   */
+  note: string
+}
+/**
+ * ``search``: one result of the search, in the provider's order.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "SearchHit".
+ */
+export interface SearchHit {
+  title: string
+  url: string
+  snippet: string
+}
+/**
+ * ``browser`` (web_fetch): the page read. A failure carries ``url`` and an empty
+ * ``markdown`` only; ``screenshot`` (workspace-relative) only when one was kept.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "PageRead".
+ */
+export interface PageRead {
+  url: string
+  /**
+   * The HTTP status.
+   */
+  status?: number
+  /**
+   * html, pdf or text.
+   */
+  kind?: string
+  truncated?: boolean
+  redirects?: string[]
+  /**
+   * Read with headless Chromium.
+   */
+  rendered?: boolean
+  screenshot?: string
+  title?: string
+  /**
+   * At most 16,000 characters.
+   */
+  markdown?: string
+  links?: PageLink[]
+}
+/**
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "PageLink".
+ */
+export interface PageLink {
+  url: string
+  text: string
+}
+/**
+ * The ``meta.json[0]`` of a finished ``mcp_tool`` message.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "McpCall".
+ */
+export interface McpCall {
+  name: string
+  arguments: unknown
+  parts: (TextPart | BinaryPart | TextResourcePart | ResourceLinkPart)[]
+}
+/**
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "TextPart".
+ */
+export interface TextPart {
+  type: 'text'
+  text: string
+}
+/**
+ * An image, audio or binary resource: saved as a file (``filepath``), kept inline as
+ * base64 (``data``, without a folder to save it in), or not kept (``error``).
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "BinaryPart".
+ */
+export interface BinaryPart {
+  type: BinaryPartType
+  mime_type: string | null
+  size?: number | null
+  filepath?: string | null
+  data?: string | null
+  error?: string | null
+  uri?: string | null
+}
+/**
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "TextResourcePart".
+ */
+export interface TextResourcePart {
+  type: 'resource'
+  uri: string
+  mime_type: string | null
+  text: string
+}
+/**
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "ResourceLinkPart".
+ */
+export interface ResourceLinkPart {
+  type: 'resource_link'
+  uri: string
+  name: string
+  mime_type: string | null
+}
+/**
+ * An item of a kind the reader does not know: pass over it.
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "UnknownItem".
+ */
+export interface UnknownItem {
+  [k: string]: unknown
+}
+/**
+ * What each kind carries in meta.json (a kind not named carries nothing): the run's own kinds (backend/messages/kinds.py) and each action's (its ActionDef.payload).
+ *
+ * This interface was referenced by `Message`'s JSON-Schema
+ * via the `definition` "MetaPayloads".
+ */
+export interface MetaPayloads {
+  question: BudgetNote[]
+  plan: PlanTask[]
+  task: PlanTask[]
+  finish_summery: (SummaryFile | SummaryPreview)[]
+  approval: ApprovalRequest[]
+  write_code: WrittenFile[]
+  edit_file: FileEdit[]
+  terminal_run: CommandRun[]
+  preview: PreviewEntry[]
+  search: SearchHit[]
+  browser: PageRead[]
+  mcp_tool: McpCall[]
 }
 
 export const MessageKind = {

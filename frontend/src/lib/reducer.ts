@@ -18,6 +18,7 @@ import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, PlanTask, RunStatus } from './types'
 import { isPendingWait, isWaitMessage } from './waits'
+import { firstOf, itemsOf } from './payloads'
 
 /** what the server sends in a plan's or task's meta.json (PlanTask, generated) */
 export type TaskStatus = PlanTask['status']
@@ -107,19 +108,20 @@ function str(v: unknown): string {
 
 const TASK_STATUSES: readonly string[] = ['pending', 'running', 'completed', 'failed'] satisfies TaskStatus[]
 
-/** A task's status as the server sends it (PlanTask.status), else the fallback. */
+/** A task's status as the server sends it (PlanTask.status), else the fallback (a status a
+ *  newer server sends is passed over). */
 function normTaskStatus(v: unknown, fallback: TaskStatus): TaskStatus {
   return typeof v === 'string' && TASK_STATUSES.includes(v) ? (v as TaskStatus) : fallback
 }
 
-function taskFromJson(raw: unknown, i: number): TaskView {
-  const o = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>
+/** A task of the plan as the server sends it (PlanTask), as the view holds it. */
+function taskFromPlan(t: PlanTask, i: number): TaskView {
   return {
-    id: o.id !== undefined && o.id !== null ? String(o.id) : String(i + 1),
-    title: str(o.title) || `Task ${i + 1}`,
-    description: str(o.description),
-    requirement: str(o.requirement),
-    status: normTaskStatus(o.status, 'pending'),
+    id: t.id || String(i + 1),
+    title: t.title || `Task ${i + 1}`,
+    description: t.description,
+    requirement: t.requirement,
+    status: normTaskStatus(t.status, 'pending'),
     entries: [],
   }
 }
@@ -159,8 +161,7 @@ function taskFor(turn: Turn, msg: Message, taskId: string): TaskView {
 }
 
 function applyPlan(turn: Turn, msg: Message): void {
-  const list = Array.isArray(msg.meta.json) ? msg.meta.json : []
-  const incoming = list.map(taskFromJson)
+  const incoming = itemsOf(msg, MessageKind.PLAN).map(taskFromPlan)
   const old = turn.tasks ?? []
   // keep entries (and any progress already seen) of tasks we know
   turn.tasks = incoming.map((t) => {
@@ -178,16 +179,16 @@ function applyPlan(turn: Turn, msg: Message): void {
 }
 
 function applyTask(turn: Turn, msg: Message): void {
-  const list = Array.isArray(msg.meta.json) ? msg.meta.json : []
-  const raw = (list[0] && typeof list[0] === 'object' ? list[0] : {}) as Record<string, unknown>
-  const id = str(msg.meta.task_id ?? raw.id) || String((turn.tasks?.length ?? 0) + 1)
+  const sent = firstOf(msg, MessageKind.TASK)
+  const id = str(msg.meta.task_id ?? sent?.id) || String((turn.tasks?.length ?? 0) + 1)
   const task = taskFor(turn, msg, id)
-  if (raw.title) task.title = str(raw.title)
-  if (raw.description) task.description = str(raw.description)
-  if (raw.requirement) task.requirement = str(raw.requirement)
+  if (sent?.title) task.title = sent.title
+  if (sent?.description) task.description = sent.description
+  if (sent?.requirement) task.requirement = sent.requirement
+  // a task message without its item (none is sent so): its status says how it stands
   const fallback: TaskStatus =
     msg.status === 'running' ? 'running' : msg.status === 'failure' ? 'failed' : 'completed'
-  task.status = normTaskStatus(raw.status, fallback)
+  task.status = normTaskStatus(sent?.status, fallback)
 }
 
 function replaceIn(list: Message[], msg: Message): boolean {
@@ -545,19 +546,12 @@ export function progressText(p: Progress): string {
 }
 
 export function summaryFiles(msg: Message): FileInfo[] {
-  const list = Array.isArray(msg.meta.json) ? msg.meta.json : []
   const out: FileInfo[] = []
-  for (const raw of list) {
-    if (!raw || typeof raw !== 'object') continue
-    const o = raw as Record<string, unknown>
-    const filepath = str(o.filepath || o.path || o.filename)
-    if (!filepath) continue
-    out.push({
-      filepath,
-      filename: str(o.filename) || filepath.split('/').pop() || filepath,
-      url: str(o.url),
-      filesize: Number(o.filesize) || 0,
-    })
+  for (const item of itemsOf(msg, MessageKind.FINISH_SUMMERY)) {
+    // a file (SummaryFile); a running preview ({preview}) is not one
+    if (!('filepath' in item) || !item.filepath) continue
+    const { filepath, filename, url, filesize } = item
+    out.push({ filepath, filename, url, filesize })
   }
   return out
 }

@@ -2,10 +2,11 @@
 // it is unit-tested; ToolResult.vue draws it. The data comes from the message's meta.json.
 
 import { MessageKind } from './types'
-import type { McpCall, Message } from './types'
+import type { Message } from './types'
+import { firstOf, itemsOf, type ItemOf } from './payloads'
 
 /** A part of an MCP result as the server sends it (backend/tools/mcp/parts.py). */
-type SentPart = McpCall['parts'][number]
+type SentPart = ItemOf<typeof MessageKind.MCP_TOOL>['parts'][number]
 
 export interface SearchHit {
   title: string
@@ -28,8 +29,6 @@ export type ToolView =
   | { type: 'search'; hits: SearchHit[] }
   | { type: 'page'; title: string; url: string; extract: string; links: number; screenshot: string }
   | { type: 'mcp'; name: string; args: string; parts: McpPart[] }
-
-type Data = Record<string, unknown>
 
 function str(value: unknown): string {
   return typeof value === 'string' ? value : ''
@@ -91,36 +90,33 @@ function mcpPart(part: SentPart): McpPart {
 /** The structured view of a finished tool action, or null (running, or no data). */
 export function toolView(msg: Message): ToolView | null {
   if (msg.status === 'running') return null
-  const data = (msg.meta?.json ?? []) as Data[]
   const kind = msg.meta?.action_type
   if (kind === MessageKind.SEARCH) {
-    const hits = data
-      .map((r) => ({ title: str(r.title), url: safeUrl(r.url), snippet: str(r.snippet) }))
+    const hits = itemsOf(msg, MessageKind.SEARCH) // SearchHit
+      .map((r) => ({ title: r.title, url: safeUrl(r.url), snippet: r.snippet }))
       .filter((r) => r.url)
     return hits.length ? { type: 'search', hits } : null
   }
-  const first = data[0]
-  if (!first || typeof first !== 'object') return null
-  if (kind === MessageKind.BROWSER) {
-    if (!('markdown' in first) && !('title' in first)) return null
+  const page = firstOf(msg, MessageKind.BROWSER) // PageRead: a failure has no title
+  if (page) {
+    if (page.markdown === undefined && page.title === undefined) return null
     return {
       type: 'page',
-      title: str(first.title) || str(first.url) || 'Web page',
-      url: safeUrl(first.url || msg.meta?.url),
-      extract: str(first.markdown),
-      links: Array.isArray(first.links) ? first.links.length : 0,
-      screenshot: str(first.screenshot),
+      title: page.title || page.url || 'Web page',
+      url: safeUrl(page.url || msg.meta?.url),
+      extract: page.markdown ?? '',
+      links: page.links?.length ?? 0,
+      screenshot: page.screenshot ?? '',
     }
   }
-  if (kind === MessageKind.MCP_TOOL) {
-    if (!str(first.name)) return null
-    const args = first.arguments
-    const parts = Array.isArray(first.parts) ? (first.parts as SentPart[]) : []
+  const call = firstOf(msg, MessageKind.MCP_TOOL) // McpCall
+  if (call?.name) {
+    const args: unknown = call.arguments
     return {
       type: 'mcp',
-      name: str(first.name),
+      name: call.name,
       args: typeof args === 'string' ? args : JSON.stringify(args ?? {}, null, 2),
-      parts: parts.map(mcpPart),
+      parts: call.parts.map(mcpPart),
     }
   }
   return null

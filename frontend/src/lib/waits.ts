@@ -4,6 +4,7 @@
 
 import { MessageKind } from './types'
 import type { Message } from './types'
+import { firstOf, type ItemOf } from './payloads'
 
 /** Message kinds that park the run until a person answers. */
 export const WAIT_KINDS = new Set<string>([MessageKind.APPROVAL, MessageKind.ASK_USER])
@@ -38,39 +39,20 @@ export interface ApprovalRequest {
   full: string
 }
 
-/** meta.json[0].shown of an approval (docs/api.md, "Approvals") */
-export interface ShownInfo {
-  whole: boolean
-  note: string
-  lines: number
-  chars: number
-}
-
-function shownInfo(v: unknown): ShownInfo | null {
-  const r = record(v)
-  if (typeof r.whole !== 'boolean') return null
-  return {
-    whole: r.whole,
-    note: String(r.note || ''),
-    lines: Number(r.lines) || 0,
-    chars: Number(r.chars) || 0,
-  }
-}
-
-function record(v: unknown): Record<string, unknown> {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
-}
+/** meta.json[0].shown of an approval (docs/api.md, "Approvals"; ApprovalShown, generated) */
+export type ShownInfo = ItemOf<typeof MessageKind.APPROVAL>['shown']
 
 const EDIT_ACTIONS = new Set(['write_code', 'edit_file'])
 
 /** The request of an approval message (its `running` version: the partner's content is the
  *  outcome, not the request). */
 export function approvalRequest(msg: Message): ApprovalRequest {
-  const first = record(Array.isArray(msg.meta?.json) ? msg.meta.json[0] : null)
-  const params = record(first.params)
-  const actionType = String(first.action_type || '')
-  const cls = String(first.class || '')
-  const filepath = msg.meta?.filepath || String(params.path || params.filepath || '')
+  // what the server sends (ApprovalRequest); a partner carries the same item
+  const first = firstOf(msg, MessageKind.APPROVAL)
+  const params = first?.params ?? {}
+  const actionType = first?.action_type ?? ''
+  const cls = first?.class ?? ''
+  const filepath = msg.meta?.filepath || params.path || ''
   let text = msg.content || ''
   let view: ApprovalView = 'text'
   let full = typeof params.content === 'string' ? params.content : JSON.stringify(params, null, 2)
@@ -84,8 +66,8 @@ export function approvalRequest(msg: Message): ApprovalRequest {
   } else if (!text.trim() && Object.keys(params).length) {
     text = JSON.stringify(params, null, 2)
   }
-  const digest = String(first.digest || '')
-  return { actionType, cls, params, filepath, text, view, digest, shown: shownInfo(first.shown), full }
+  const digest = first?.digest ?? ''
+  return { actionType, cls, params, filepath, text, view, digest, shown: first?.shown ?? null, full }
 }
 
 /** One row of a command shown with its whitespace made visible. */
@@ -237,14 +219,9 @@ const TIMED_OUT = /^(nobody (approved|answered) it within|timed out|no answer wi
 const STOPPED = /^(stopped before it finished|the run was stopped)/i
 const INTERRUPTED = /^interrupted\b/i
 
-/** A failure partner's cause: a timeout, a stop, or the person's rejection. The server may
- *  name it in meta.json[0] ("outcome"/"decision"/"reason_kind"); otherwise its words do. */
+/** A failure partner's cause: a timeout, a stop, or the person's rejection, as its words say
+ *  (its meta.json is the request it answers: MetaPayloads). */
 function failureState(msg: Message): WaitState {
-  const first = record(Array.isArray(msg.meta?.json) ? msg.meta.json[0] : null)
-  const named = String(first.outcome || first.decision || first.reason_kind || '').toLowerCase()
-  if (named.includes('time')) return 'timed_out'
-  if (named.includes('stop')) return 'stopped'
-  if (named.includes('reject')) return 'rejected'
   const text = msg.content || ''
   if (TIMED_OUT.test(text)) return 'timed_out'
   if (STOPPED.test(text)) return 'stopped'
@@ -262,9 +239,7 @@ export function waitOutcome(msg: Message, finished: boolean): WaitOutcome {
   const question = msg.meta?.action_type === MessageKind.ASK_USER
   if (msg.status === 'success') {
     if (question) return { state: 'answered', all: false, text }
-    const first = record(Array.isArray(msg.meta?.json) ? msg.meta.json[0] : null)
-    const all =
-      String(first.decision || '') === 'approve_all' || /\bevery later\b|\ball later\b/i.test(text)
+    const all = /\bevery later\b|\ball later\b/i.test(text)
     return { state: 'approved', all, text }
   }
   const state = failureState(msg)

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
+from backend.messages.payloads import JsonObject
+
+
+class FileEdit(BaseModel):
+    """``edit_file`` (a success): the file and the change as a unified diff."""
+
+    path: str
+    diff: str = Field(description="A unified diff of the change.")
 
 
 async def edit_file(ctx: ActionContext, action: Action) -> Done:
@@ -13,13 +21,13 @@ async def edit_file(ctx: ActionContext, action: Action) -> Done:
     result = await ctx.runtime.edit_file(
         ctx.workspace, p.get("path", ""), p.get("old_str", ""), p.get("new_str", "")
     )
-    return Done.of(result)
+    return Done.of(result, FileEdit)
 
 
 SHOWN_LINES = 40  # lines of the diff `planact run` prints
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     """The result, then the change as a unified diff."""
     diff = str(data[0].get("diff") or "").rstrip("\n") if data else ""
     if not diff:
@@ -54,6 +62,7 @@ ACTION = ActionDef(
     show=show,
     writes_files=True,
     approval_view="diff",
+    payload=(FileEdit,),
     lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
     order=20,
 )

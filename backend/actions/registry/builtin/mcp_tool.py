@@ -7,6 +7,8 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.messages.payloads import JsonObject
+from backend.tools.mcp.parts import McpCall
 
 FILES = "mcp_files"  # the workspace folder images and binary resources of results go to
 SCHEMA_CHARS = 2_000  # of each tool's input schema in the prompt
@@ -41,7 +43,7 @@ async def mcp_tool(ctx: ActionContext, action: Action) -> Done:
     mcp = ctx.tools.mcp if ctx.tools is not None else None
     name = action.params.get("name", "").strip()
     raw = action.params.get("arguments", "")
-    data: dict[str, Any] = {"name": name, "arguments": _arguments_shown(raw), "parts": []}
+    data = McpCall(name=name, arguments=_arguments_shown(raw), parts=[])
     if mcp is None:
         return Done("failure", "No MCP servers are configured here.", data=[data])
     server = name.partition("__")[0]
@@ -67,8 +69,9 @@ async def mcp_tool(ctx: ActionContext, action: Action) -> Done:
         workspace=ctx.workspace,
         on_progress=progress,
     )
-    data["parts"] = result.parts
-    return Done(result.status, result.content, data=[data])
+    shown = {"name": name, "arguments": data.arguments, "parts": result.parts}
+    call = McpCall.model_validate(shown)
+    return Done(result.status, result.content, data=[call])
 
 
 def _arguments_shown(raw: str) -> Any:
@@ -78,7 +81,7 @@ def _arguments_shown(raw: str) -> Any:
         return raw
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     call = data[0] if data else {}
     args = json.dumps(call.get("arguments", {}), ensure_ascii=False)
     return f"{call.get('name', '')} {args}\n{content}"
@@ -107,6 +110,7 @@ ACTION = ActionDef(
     running=lambda a: f"Calling {a.params.get('name', '')} {a.params.get('arguments', '')[:500]}",
     describe=lambda a: f"mcp_tool {a.params.get('name', '')} {a.params.get('arguments', '')[:120]}",
     show=show,
+    payload=(McpCall,),
     streams_output=True,  # a long call's progress notifications, as live output
     order=70,
 )

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
+from backend.messages.payloads import JsonObject, PreviewEntry
 
 if TYPE_CHECKING:
     from backend.previews.host import ServiceRuntime
@@ -56,7 +57,7 @@ async def preview(ctx: ActionContext, action: Action) -> Done:
         entry = {**host.entry(row), "path": path}
         entry["url"] = host.url({**row, "path": path})
         content = f"Preview {row['name']!r} is at {entry['url']}."
-        return Done("success", content, url=entry["url"], data=[entry])
+        return Done("success", content, url=entry["url"], data=[PreviewEntry(**entry)])
     started = await host.start(
         cast("ServiceRuntime", runtime),
         ctx.workspace,
@@ -67,10 +68,11 @@ async def preview(ctx: ActionContext, action: Action) -> Done:
         on_output=ctx.on_output,
     )
     url = str(started.data[0]["url"]) if started.data else ""
-    return Done("success" if started.ok else "failure", started.content, url=url, data=started.data)
+    data = [PreviewEntry.model_validate(d) for d in started.data]
+    return Done("success" if started.ok else "failure", started.content, url=url, data=list(data))
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     if not data:
         return content
     return f"Preview {data[0].get('name', '')}: {data[0].get('url', '')}"
@@ -108,6 +110,7 @@ ACTION = ActionDef(
     describe=describe,
     show=show,
     shows_failure=False,
+    payload=(PreviewEntry,),
     streams_output=True,
     order=35,
     lemonai="browser",  # LemonAI's client has no preview: its page chip, with the URL

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
+from backend.messages.payloads import JsonObject
+
+
+class CommandRun(BaseModel):
+    """``terminal_run``: the command, its exit code and its (capped) output."""
+
+    command: str
+    exit_code: int | None = Field(description="None when the timeout killed it.")
+    stdout: str
+    stderr: str
+    timed_out: bool
+    note: str = Field(description="Why a limit stopped it, a backend's remark; or empty.")
 
 
 async def terminal_run(ctx: ActionContext, action: Action) -> Done:
@@ -13,7 +25,7 @@ async def terminal_run(ctx: ActionContext, action: Action) -> Done:
     result = await ctx.runtime.run_command(
         ctx.workspace, p.get("command", ""), p.get("cwd"), ctx.on_output
     )
-    return Done.of(result)
+    return Done.of(result, CommandRun)
 
 
 def describe(action: Action) -> str:
@@ -25,7 +37,7 @@ def describe(action: Action) -> str:
 SHOWN_LINES = 20  # the last lines of each stream `planact run` prints
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     """The command as a terminal shows it: `$ command`, its exit code, then its output
     (``|`` stdout, ``!`` stderr, the last lines of each)."""
     if not data or "stdout" not in data[0]:
@@ -77,5 +89,6 @@ ACTION = ActionDef(
     streams_output=True,
     output_is_result=True,
     approval_view="command",
+    payload=(CommandRun,),
     order=30,
 )

@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.messages.payloads import JsonObject
 from backend.runtime.base import OUTPUT_CAP, cap_text
 
 SCREENSHOTS = "screenshots"  # the workspace folder rendered pages' screenshots go to
 SHOWN_LINES = 8  # of a page's text in `planact run`
+
+
+class PageLink(BaseModel):
+    url: str
+    text: str
+
+
+class PageRead(BaseModel):
+    """``browser`` (web_fetch): the page read. A failure carries ``url`` and an empty
+    ``markdown`` only; ``screenshot`` (workspace-relative) only when one was kept."""
+
+    url: str
+    status: int = Field(0, description="The HTTP status.")
+    kind: str = Field("", description="html, pdf or text.")
+    truncated: bool = False
+    redirects: list[str] = []
+    rendered: bool = Field(False, description="Read with headless Chromium.")
+    screenshot: str = ""
+    title: str = ""
+    markdown: str = Field("", description=f"At most {OUTPUT_CAP:,} characters.")
+    links: list[PageLink] = []
 
 
 async def offer(ctx: ActionContext) -> Offer | None:
@@ -37,11 +60,11 @@ async def web_fetch(ctx: ActionContext, action: Action) -> Done:
         cap_text(result.content),
         filepath=str(page.get("screenshot", "")),
         url=str(page.get("url", "")),
-        data=[page],
+        data=[PageRead.model_validate(page)],
     )
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     page = data[0] if data else {}
     if not page.get("title") and not page.get("markdown"):
         return content
@@ -66,5 +89,6 @@ ACTION = ActionDef(
     running=lambda a: f"Reading {a.params.get('url', '')}",
     describe=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
     show=show,
+    payload=(PageRead,),
     order=60,
 )

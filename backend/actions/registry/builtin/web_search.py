@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.messages.payloads import JsonObject
 from backend.runtime.base import cap_text
+
+
+class SearchHit(BaseModel):
+    """``search``: one result of the search, in the provider's order."""
+
+    title: str
+    url: str
+    snippet: str
 
 
 async def offer(ctx: ActionContext) -> Offer | None:
@@ -18,10 +27,11 @@ async def web_search(ctx: ActionContext, action: Action) -> Done:
     if search is None:
         return Done("failure", "Web search is not offered here (SEARCH_PROVIDER is not set).")
     result = await search(action.params.get("query", ""))
-    return Done(result.status, cap_text(result.content), data=list(result.data.get("results", [])))
+    hits = [SearchHit.model_validate(hit) for hit in result.data.get("results", [])]
+    return Done(result.status, cap_text(result.content), data=list(hits))
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     if not data:
         return content
     return "\n".join(f"{r.get('title') or r.get('url', '')}\n  {r.get('url', '')}" for r in data)
@@ -43,5 +53,6 @@ ACTION = ActionDef(
     running=lambda a: f"Searching the web: {a.params.get('query', '')}",
     describe=lambda a: f"web_search {a.params.get('query', '')[:200]!r}",
     show=show,
+    payload=(SearchHit,),
     order=50,
 )

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
+from backend.messages.payloads import JsonObject
 
 SHOWN_CAP = 20_000  # characters of the written file its card carries (meta.json)
+
+
+class WrittenFile(BaseModel):
+    """``write_code`` (a success): the file and what was written (its head when big)."""
+
+    path: str
+    content: str = Field(description=f"At most {SHOWN_CAP:,} characters of what was written.")
+    lines: int
+    truncated: bool = Field(description="True when content is the file's head only.")
 
 
 def count_lines(content: str) -> int:
@@ -20,12 +30,12 @@ async def write_code(ctx: ActionContext, action: Action) -> Done:
     done = Done.of(await ctx.runtime.write_file(ctx.workspace, p.get("path", ""), content))
     if done.ok:  # the card shows what was written (its head when the file is big)
         done.data = [
-            {
-                "path": done.filepath,
-                "content": content[:SHOWN_CAP],
-                "lines": count_lines(content),
-                "truncated": len(content) > SHOWN_CAP,
-            }
+            WrittenFile(
+                path=done.filepath,
+                content=content[:SHOWN_CAP],
+                lines=count_lines(content),
+                truncated=len(content) > SHOWN_CAP,
+            )
         ]
     return done
 
@@ -38,7 +48,7 @@ def describe(action: Action) -> str:
 SHOWN_LINES = 10  # the first lines of a written file `planact run` prints
 
 
-def show(content: str, data: list[dict[str, Any]]) -> str:
+def show(content: str, data: list[JsonObject]) -> str:
     """The written file's first lines, numbered, under the result."""
     if not data or "content" not in data[0]:
         return ""
@@ -73,5 +83,6 @@ ACTION = ActionDef(
     show=show,
     writes_files=True,
     approval_view="diff",
+    payload=(WrittenFile,),
     order=10,
 )
