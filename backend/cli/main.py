@@ -286,9 +286,9 @@ async def run_cmd(
         status = await manager.wait(rid, timeout=30)
     await follower.catch_up(cid, rid)  # what was stored by another hand (a stop while parked)
     run = await store.get_run(rid)
-    status = run["status"] if run else status
+    status = run.status if run else status
     ws = manager.workspace("1", cid)
-    print(final_line(rid, str(status), str((run or {}).get("error") or ""), ws), flush=True)
+    print(final_line(rid, str(status), (run.error if run else None) or "", ws), flush=True)
     await keep_previews(manager, cid)
     await manager.shutdown()
     await previews.close()

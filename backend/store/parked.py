@@ -4,14 +4,29 @@ it waits on (store/messages.py)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from sqlalchemy import Connection, update
 
 from backend.store.base import ACTIVE, CONVERSATIONS, RUNS
 from backend.store.tables import utcnow
 
 WAITING = "waiting"
+
+
+class WaitAnswer(BaseModel):
+    """What ended a wait (backend/waits), stored with the transition for the run to read
+    when it goes on (``runs.wait_answer``, JSON): the ``decision`` on an approval, or
+    ``answer`` with the question's answer; ``by``: who, when not the person (``timeout``,
+    ``stop``); ``digest``: the approved action's (none in answers stored before digests)."""
+
+    uuid: str
+    decision: Literal["approve", "reject", "approve_all", "answer"]
+    reason: str = ""
+    answer: str = ""
+    digest: str = ""
+    by: str = ""
 
 
 def wait_values(uuid: str, kind: str, seconds: float) -> dict[str, Any]:

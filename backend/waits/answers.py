@@ -9,11 +9,11 @@ checkpoint: here (inline) or queued for a worker (``EXECUTOR=queue``).
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from backend.messages.message import Message
+from backend.store.parked import WaitAnswer
 from backend.waits.classes import APPROVAL, ASK_USER, DECISIONS
 from backend.waits.digest import digest_of
 from backend.waits.errors import BadAnswer, WaitConflict, WaitNotFound
@@ -91,7 +91,7 @@ async def answer_approval(
         content, status = f"Approved, with every later {action_class} action of this run", "success"
     else:
         content, status = why or "Rejected (no reason given).", "failure"
-    answer = {"uuid": uuid, "decision": str(decision), "reason": why, "digest": shown}
+    answer = WaitAnswer(uuid=uuid, decision=decision, reason=why, digest=shown)
     await _end(host, run_id, waiting, content, status, answer)
     return {"decision": str(decision)}
 
@@ -105,7 +105,12 @@ async def answer_question(
     text = _text(answer, "answer", ANSWER_LIMIT, required=True)
     waiting = await _waiting(host, run_id, uuid, ASK_USER, user_id)
     await _end(
-        host, run_id, waiting, text, "success", {"uuid": uuid, "decision": "answer", "answer": text}
+        host,
+        run_id,
+        waiting,
+        text,
+        "success",
+        WaitAnswer(uuid=uuid, decision="answer", answer=text),
     )
     return {"answer": text}
 
@@ -117,20 +122,20 @@ async def expire_waits(host: Host, run_ids: set[str] | None = None) -> int:
     seconds = host.settings.approval_timeout
     done = 0
     for wait in await host.store.expired_waits():
-        if run_ids is not None and wait["run_id"] not in run_ids:
+        if run_ids is not None and wait.run_id not in run_ids:
             continue
-        found = await host.store.wait_message(wait["run_id"], wait["uuid"])
+        found = await host.store.wait_message(wait.run_id, wait.uuid)
         if found is None or found[1]:
             continue
         waiting = found[0]
-        what = "approved" if wait["kind"] == APPROVAL else "answered"
+        what = "approved" if wait.kind == APPROVAL else "answered"
         reason = (
             f"Nobody {what} it within {seconds:g} seconds (APPROVAL_TIMEOUT), so it was not "
             "done. Go on without it, or finish and say what is left to do."
         )
-        answer = {"uuid": wait["uuid"], "decision": "reject", "reason": reason, "by": "timeout"}
+        answer = WaitAnswer(uuid=wait.uuid, decision="reject", reason=reason, by="timeout")
         try:
-            await _end(host, wait["run_id"], waiting, reason, "failure", answer)
+            await _end(host, wait.run_id, waiting, reason, "failure", answer)
         except WaitConflict:
             continue  # answered (or swept by another process) first
         done += 1
@@ -156,7 +161,7 @@ async def _end(
     waiting: Message,
     content: str,
     status: str,
-    answer: dict[str, Any],
+    answer: WaitAnswer,
 ) -> None:
     kind = waiting.meta.action_type
     partner = Message.build(
@@ -170,7 +175,7 @@ async def _end(
         meta_content=waiting.meta.content,
     )
     stored = await host.store.end_wait(
-        run_id, waiting.uuid, kind, host.answer_owner(), json.dumps(answer), partner
+        run_id, waiting.uuid, kind, host.answer_owner(), answer, partner
     )
     if stored is None:
         what = "approval" if kind == APPROVAL else "question"

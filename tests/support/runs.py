@@ -10,6 +10,7 @@ from backend.llm.base import Completion, DeltaCallback
 from backend.messages.bus import Bus
 from backend.runs import RunManager
 from backend.store.repo import Store
+from backend.store.rows import RunToExecute
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.support.settings import make_settings
 
@@ -96,3 +97,10 @@ async def bury(manager: RunManager, db_url: str) -> None:
         await other.expire_instance(manager.instance_id)
     finally:
         await other.close()
+
+
+async def executable(store: Store, run_id: str) -> RunToExecute:
+    """The run as a process executing it reads it (it must be there)."""
+    run = await store.run_for_execution(run_id)
+    assert run is not None, run_id
+    return run
