@@ -65,8 +65,9 @@ class ReactiveLLM:
 DEADLINE = 120
 
 
-async def a_process(tmp_path: Path, db_url: str, llm: ReactiveLLM) -> RunManager:
-    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=30.0)
+async def a_process(tmp_path: Path, db_url: str, llm: ReactiveLLM, **settings_: Any) -> RunManager:
+    """A process's run manager over the store at ``db_url``; ``settings_``: more settings."""
+    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=30.0, **settings_)
     store = Store(db_url)
     store.migrate()
     manager = RunManager(settings, store, Bus(), llm, BUILTIN)
