@@ -1,8 +1,8 @@
 """A turn's finished tool actions are matched by their stream kind when its owner dies: a
 web_search (messages of kind `search`), a web_fetch (`browser`) and an MCP call that had
 finished are read back from their stored results on resume, never run again, while the
-command that was running when the owner died is closed as interrupted (docs/api.md "Runs
-that go on elsewhere")."""
+command that was running when the owner died is closed as interrupted (docs/api.md "The
+stream": a run whose process died)."""
 
 from __future__ import annotations
 
