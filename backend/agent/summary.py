@@ -72,7 +72,7 @@ async def running_previews(ctx: RunContext) -> list[dict[str, Any]]:
     except Exception:
         log.exception("could not list the previews for the summary")
         return []
-    return [host.entry(r) for r in rows if r["state"] == "ready"]
+    return [host.entry(r) for r in rows if r.state == "ready"]
 
 
 async def _model_summary(

@@ -305,9 +305,9 @@ async def keep_previews(manager: Any, cid: str) -> None:
     host = manager.tools.previews
     if host is None or not host.services:
         return
-    rows = [r for r in await host.rows(cid) if r["state"] == "ready"]
+    rows = [r for r in await host.rows(cid) if r.state == "ready"]
     for row in rows:
-        print(f"preview {row['name']}: {host.url(row)}", flush=True)
+        print(f"preview {row.name}: {host.url(row)}", flush=True)
     print("Previews keep running: press Ctrl-C to stop them.", flush=True)
     try:
         await host.wait_all()

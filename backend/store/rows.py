@@ -1,5 +1,6 @@
 """The rows the store hands to the run machinery (never sent as they are): a run to
-execute, runs and waits whose owner died, the instances, where a stop request goes.
+execute, runs and waits whose owner died, the instances, where a stop request goes, the
+previews.
 
 Frozen dataclasses: read on every execution and every lease round, checked by mypy, cheap
 to build (the wire's shapes are pydantic models: backend/store/shapes.py)."""
@@ -7,6 +8,7 @@ to build (the wire's shapes are pydantic models: backend/store/shapes.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +81,29 @@ class StopTarget:
 
     owner: str | None
     conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPreview:
+    """A preview as stored (backend/previews): a service (``kind`` "service", hosted by
+    ``owner``) or the conversation's static pages (``kind`` "files"); ``state`` as read
+    (a live service whose owner's lease expired reads ``stopped``)."""
+
+    id: str
+    conversation_id: str
+    user_id: str
+    kind: str
+    name: str
+    port: int
+    path: str
+    command: str
+    runtime: str
+    state: str
+    owner: str | None
+    socket: str
+    token: str
+    token_expires: datetime
+    started_at: datetime
+    last_request_at: datetime
+    stop_requested: bool
+    log: list[str]
