@@ -22,7 +22,7 @@ from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
 from backend.observe.runtrace import RunTrace
 from backend.store.base import RunNotOwned
-from backend.store.parked import WaitAnswer
+from backend.store.parked import NewWait, WaitAnswer
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class RunContext:
         notifier = self.deps.notifier
         return bool(notifier.cross_process) or notifier.bus.has_readers(self.run_id)
 
-    async def publish(self, msg: Message, wait: dict[str, Any] | None = None) -> Message:
+    async def publish(self, msg: Message, wait: NewWait | None = None) -> Message:
         """Through the run's Publisher (store first, then notify); the message's pending
         live deltas go out before it, and the run keeps track of what it left open.
         ``wait``: the run parks on this message (stored with it, backend/agent/asking.py)."""

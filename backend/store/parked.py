@@ -3,8 +3,9 @@ it waits on (store/messages.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any, Literal
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
 
 from pydantic import BaseModel
 from sqlalchemy import Connection, update
@@ -29,14 +30,19 @@ class WaitAnswer(BaseModel):
     by: str = ""
 
 
-def wait_values(uuid: str, kind: str, seconds: float) -> dict[str, Any]:
-    """The run row's columns of a new wait (stored with its message)."""
-    return {
-        "wait_uuid": uuid,
-        "wait_kind": kind,
-        "wait_until": utcnow() + timedelta(seconds=seconds),
-        "wait_answer": None,
-    }
+@dataclass(frozen=True, slots=True)
+class NewWait:
+    """A wait to store with its message: on the message ``uuid``, of ``kind``, answered by
+    ``until`` (else timed out)."""
+
+    uuid: str
+    kind: str
+    until: datetime
+
+
+def wait_values(uuid: str, kind: str, seconds: float) -> NewWait:
+    """A new wait, ``seconds`` from now (stored with its message)."""
+    return NewWait(uuid, kind, utcnow() + timedelta(seconds=seconds))
 
 
 CLEARED = {"wait_uuid": None, "wait_kind": None, "wait_until": None}
@@ -46,13 +52,13 @@ def conversation_status(c: Connection, cid: str, status: str) -> None:
     c.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.id == cid).values(status=status))
 
 
-def park_in(c: Connection, run_id: str, wait: dict[str, Any]) -> None:
+def park_in(c: Connection, run_id: str, wait: NewWait) -> None:
     """Store the wait (``wait_values``) with its message, in the message's transaction:
     the run is waiting as soon as the message can be seen (its owner lets go after)."""
     cid = c.execute(
         update(RUNS)
         .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
-        .values(**wait)
+        .values(wait_uuid=wait.uuid, wait_kind=wait.kind, wait_until=wait.until, wait_answer=None)
         .returning(RUNS.c.conversation_id)
     ).scalar_one_or_none()
     if cid is not None:
