@@ -2,7 +2,7 @@
 the model's question), stored with the wait in one transaction, then parks: it leaves its
 process (``Parked``), its state in the checkpoint stored with the message. The answer
 (backend/waits, on any process) resumes it from that checkpoint, and the action goes on
-from ``state.wait["index"]`` of the pending turn with ``ctx.answer``."""
+from ``state.wait.index`` of the pending turn with ``ctx.answer``."""
 
 from __future__ import annotations
 
