@@ -17,6 +17,7 @@ from backend.store.parked import WaitAnswer
 from backend.waits.classes import APPROVAL, ASK_USER, DECISIONS
 from backend.waits.digest import digest_of
 from backend.waits.errors import BadAnswer, WaitConflict, WaitNotFound
+from backend.waits.replies import Answered, Decision
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -64,16 +65,17 @@ async def answer_approval(
     *,
     user_id: str | None = None,
     digest: object = None,
-) -> dict[str, str]:
+) -> Decision:
     """Decide the approval ``uuid`` of ``run_id``: ``decision`` is "approve", "reject" or
     "approve_all" (every later action of the same class in this run), ``reason`` an optional
     text (<= 4,000 characters) the model reads with a rejection. ``user_id``: the run must be
     that user's (None: any, e.g. the CLI's own run). ``digest``: the action's digest as the
     person was shown it (backend/waits/digest.py); another than the waiting action's is a
-    WaitConflict. Returns ``{"decision": …}``; raises BadAnswer (400),
+    WaitConflict. Returns the :class:`Decision`; raises BadAnswer (400),
     WaitNotFound (404), WaitConflict (409): nothing changed then."""
     if decision not in DECISIONS:
         raise BadAnswer(f"'decision' must be one of {', '.join(DECISIONS)}.")
+    decided = Decision(decision=decision)
     why = _text(reason, "reason", REASON_LIMIT, required=False).strip()
     if digest is not None and not isinstance(digest, str):
         raise BadAnswer("'digest' must be a string (the approval's meta.json digest).")
@@ -85,22 +87,22 @@ async def answer_approval(
             f"{shown[:80]!r}, yours {digest[:80]!r}): look at it again before deciding."
         )
     action_class = _class_of(waiting)
-    if decision == "approve":
+    if decided.decision == "approve":
         content, status = "Approved", "success"
-    elif decision == "approve_all":
+    elif decided.decision == "approve_all":
         content, status = f"Approved, with every later {action_class} action of this run", "success"
     else:
         content, status = why or "Rejected (no reason given).", "failure"
-    answer = WaitAnswer(uuid=uuid, decision=decision, reason=why, digest=shown)
+    answer = WaitAnswer(uuid=uuid, decision=decided.decision, reason=why, digest=shown)
     await _end(host, run_id, waiting, content, status, answer)
-    return {"decision": str(decision)}
+    return decided
 
 
 async def answer_question(
     host: Host, run_id: str, uuid: str, answer: object, *, user_id: str | None = None
-) -> dict[str, str]:
+) -> Answered:
     """Answer the question ``uuid`` (an ask_user message) of ``run_id`` with ``answer`` (a
-    non-empty string): it is the action's result for the model. Returns ``{"answer": …}``;
+    non-empty string): it is the action's result for the model. Returns :class:`Answered`;
     raises as :func:`answer_approval`."""
     text = _text(answer, "answer", ANSWER_LIMIT, required=True)
     waiting = await _waiting(host, run_id, uuid, ASK_USER, user_id)
@@ -112,7 +114,7 @@ async def answer_question(
         "success",
         WaitAnswer(uuid=uuid, decision="answer", answer=text),
     )
-    return {"answer": text}
+    return Answered(answer=text)
 
 
 async def expire_waits(host: Host, run_ids: set[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from backend.waits import (
     answer_approval,
     answer_question,
 )
+from backend.waits.replies import Decision
 from tests.agent.scripts import finish, plan_reply, run
 from tests.support.runs import bury, kill
 from tests.support.settings import make_settings
@@ -175,7 +176,7 @@ async def test_an_approved_command_under_way_when_its_process_died_is_not_run_ag
     owner = await a_process(processes, tmp_path, db_url, llm)
     cid, rid = await owner.start("1", "write code", mode="agent", approval="risky")
     asked = await waiting_message(owner, cid)
-    assert await answer_approval(owner, rid, asked.uuid, "approve") == {"decision": "approve"}
+    assert await answer_approval(owner, rid, asked.uuid, "approve") == Decision(decision="approve")
     for _ in range(3000):  # the command runs (its output is on disk)
         if ran(owner, cid):
             break
@@ -229,7 +230,7 @@ async def test_an_answer_that_comes_the_moment_the_message_is_stored_is_taken(
         thinking=[run("echo ran >> log.txt"), finish("done")],
     )
     m = await a_process(processes, tmp_path, db_url, llm)
-    taken: list[dict[str, str]] = []
+    taken: list[Decision] = []
 
     async def at_once(msg: Message) -> None:
         if msg.meta.action_type == "approval" and msg.status == "running":
@@ -239,7 +240,7 @@ async def test_an_answer_that_comes_the_moment_the_message_is_stored_is_taken(
 
     cid, rid = await m.start("1", "write code", mode="agent", approval="risky", listener=at_once)
     assert await m.wait(rid, timeout=30) == "completed"
-    assert taken == [{"decision": "approve"}]
+    assert taken == [Decision(decision="approve")]
     assert ran(m, cid) == 1
 
 
@@ -271,7 +272,7 @@ async def test_a_run_parked_with_a_checkpoint_stored_before_typing_goes_on_when_
         checkpoint = checkpoint.replace(stored["ids"][key], now)
     values = {"checkpoint": checkpoint, "transcript": stored["parked"]["transcript"]}
     await m.store._core(lambda c: c.execute(update(RUNS).where(RUNS.c.id == rid).values(values)))
-    assert await answer_approval(m, rid, asked.uuid, "approve") == {"decision": "approve"}
+    assert await answer_approval(m, rid, asked.uuid, "approve") == Decision(decision="approve")
     assert await m.wait(rid, timeout=30) == "completed"
     assert ran(m, cid) == 1
     thinking = [msgs for stage, msgs in llm.calls if stage == "thinking"]
