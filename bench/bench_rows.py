@@ -6,7 +6,9 @@
    once per wake-up): ``RunRow`` now, against the dict the store built before (its code,
    kept here as the baseline), in the same run; and a whole ``Store.get_run`` on SQLite for
    scale.
-2. A parked run's checkpoint (tests/agent/data, as the code before typing stored it):
+2. A task's turn as every checkpoint rebuilds it (one per message a run publishes):
+   ``StoredTurn`` now against the dict before, in the same run.
+3. A parked run's checkpoint (tests/agent/data, as the code before typing stored it):
    ``RunState.to_json`` (with every message a run publishes) and ``from_json`` (on resume).
    With ``--base-tree`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/base
    d16b93c``) the same is timed there by the same interpreter, alternated with this tree's.
@@ -43,6 +45,38 @@ def state_figures() -> tuple[float, float]:
     cp, turns = stored["parked"]["checkpoint"], stored["parked"]["transcript"]
     state = RunState.from_json(cp, turns=turns)
     return best_us(state.to_json, 2000), best_us(lambda: RunState.from_json(cp, turns=turns), 2000)
+
+
+def turn_figures() -> tuple[float, float]:
+    """A task's turn as every checkpoint rebuilds it: the dict built before (its code, kept
+    here as the baseline) against ``stored_turn`` now, in µs."""
+    from backend.actions.model import Action
+    from backend.agent.transcript import Outcome, Turn, stored_turn
+
+    turn = Turn(
+        reply="<think>first</think>" + "y" * 400,
+        actions=[
+            Action("terminal_run", {"command": "ls -la"}),
+            Action("write_code", {"path": "a.py", "content": "print(1)\n" * 50}),
+        ],
+        outcomes=[Outcome("terminal_run: ls -la", "ok", "z" * 2000), Outcome("a.py", "ok", "")],
+        footer="All actions ran.",
+    )
+
+    def as_dict() -> dict[str, Any]:  # transcript.turn_dict before (the baseline)
+        return {
+            "reply": turn.reply,
+            "actions": [
+                {"type": a.type, "params": dict(a.params), "warnings": list(a.warnings)}
+                for a in turn.actions
+            ],
+            "outcomes": [[o.label, o.verdict, o.content] for o in turn.outcomes],
+            "footer": turn.footer,
+            "format_error": turn.format_error,
+            "brief_error": turn.brief_error,
+        }
+
+    return best_us(as_dict, 20_000), best_us(lambda: stored_turn(turn), 20_000)
 
 
 def row_figures() -> tuple[float, float]:
@@ -125,6 +159,8 @@ def main() -> None:
     before, now = row_figures()
     print(f"run row: dict (before) {before:.2f} µs, RunRow {now:.2f} µs ({now / before:.2f}x)")
     print(f"Store.get_run on SQLite, whole: {asyncio.run(get_run_us()):.0f} µs")
+    before, now = turn_figures()
+    print(f"a turn per checkpoint: dict (before) {before:.2f} µs, StoredTurn {now:.2f} µs")
     for _ in range(2):
         if args.base_tree is not None:
             w, r = other_tree(args.base_tree)

@@ -14,8 +14,8 @@ from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink, Live
 from backend.agent.publisher import Publisher
 from backend.agent.state import RunState
-from backend.agent.stored import PendingTurn, StoredReply
-from backend.agent.transcript import Transcript, Turn, stored_turn, turn_from
+from backend.agent.stored import StoredReply
+from backend.agent.transcript import Transcript, Turn, pending_turn, stored_turn, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -167,7 +167,7 @@ class RunContext:
             state.turns = [stored_turn(t) for t in self.transcript.turns]
             turn = self.turn
             if turn is not None and not any(t is turn for t in self.transcript.turns):
-                state.pending = PendingTurn(**dict(stored_turn(turn)), after_seq=self.turn_after)
+                state.pending = pending_turn(turn, self.turn_after)
             else:
                 state.pending = None
         return state.to_json()

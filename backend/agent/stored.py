@@ -5,9 +5,10 @@ arrays): a checkpoint stored before they were typed reads back the same."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 
 class ParkedWait(BaseModel):
@@ -19,24 +20,28 @@ class ParkedWait(BaseModel):
     index: int
 
 
-class StoredAction(BaseModel):
+@dataclass(kw_only=True, slots=True)
+class StoredAction:
     type: str
-    params: dict[str, str] = Field(default_factory=dict)
-    warnings: list[str] = Field(default_factory=list)
+    params: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
-class StoredTurn(BaseModel):
+@dataclass(kw_only=True, slots=True)
+class StoredTurn:
     """A model turn (backend/agent/transcript.py ``Turn``): its reply, actions, outcomes
-    (``[label, verdict, content]``) and closing lines."""
+    (``[label, verdict, content]``) and closing lines. A dataclass, not a model: every
+    checkpoint (one per message a run publishes) rebuilds the current task's turns."""
 
     reply: str
-    actions: list[StoredAction] = Field(default_factory=list)
-    outcomes: list[tuple[str, str, str]] = Field(default_factory=list)
+    actions: list[StoredAction] = field(default_factory=list)
+    outcomes: list[tuple[str, str, str]] = field(default_factory=list)
     footer: str = ""
     format_error: str = ""
     brief_error: str = ""
 
 
+@dataclass(kw_only=True, slots=True)
 class PendingTurn(StoredTurn):
     """The turn whose actions run, and the seq of the last message before it."""
 

@@ -12,13 +12,13 @@ the conversation stays stable for providers' prompt caches.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.registry import brief as _brief
-from backend.agent.stored import StoredAction, StoredTurn
+from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
 
 KEEP_WHOLE = 2  # the last turns resent whole
 BRIEF_CHARS = 240  # of each older action result
@@ -152,6 +152,14 @@ def stored_turn(turn: Turn) -> StoredTurn:
         footer=turn.footer,
         format_error=turn.format_error,
         brief_error=turn.brief_error,
+    )
+
+
+def pending_turn(turn: Turn, after_seq: int) -> PendingTurn:
+    """The turn whose actions run, as a checkpoint keeps it."""
+    stored = stored_turn(turn)
+    return PendingTurn(
+        **{f.name: getattr(stored, f.name) for f in fields(stored)}, after_seq=after_seq
     )
 
 

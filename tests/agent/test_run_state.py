@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from backend.actions.model import Action
 from backend.agent.budget import Budget
 from backend.agent.specialists import Specialist
 from backend.agent.state import RunState
+from backend.agent.transcript import Outcome, Turn, pending_turn, stored_turn, turn_from
 from backend.messages.message import Message
 from backend.messages.tasks import PlanTask
 
@@ -104,3 +106,34 @@ def test_a_checkpoint_stored_before_its_parts_were_typed_reads_typed_and_writes_
     assert replied.reply is not None and replied.reply_stage == "thinking"
     assert replied.reply.text.startswith("<think>check first</think><terminal_run>")
     assert json.loads(replied.to_json()) == json.loads(stored["with_reply"])
+
+
+def test_a_turn_is_stored_in_the_shape_it_always_had(tmp_path: Path) -> None:
+    """The turn under way and the task's finished turns: the JSON the code before typing
+    wrote and read (outcomes as [label, verdict, content]), both ways."""
+    turn = Turn(
+        reply="<terminal_run><command>ls</command></terminal_run>",
+        actions=[Action("terminal_run", {"command": "ls"}, ["a warning"])],
+        outcomes=[Outcome("terminal_run: ls", "ok", "a.txt")],
+        footer="All actions ran.",
+    )
+    before = {
+        "reply": "<terminal_run><command>ls</command></terminal_run>",
+        "actions": [
+            {"type": "terminal_run", "params": {"command": "ls"}, "warnings": ["a warning"]}
+        ],
+        "outcomes": [["terminal_run: ls", "ok", "a.txt"]],
+        "footer": "All actions ran.",
+        "format_error": "",
+        "brief_error": "",
+    }
+    state = a_run_in_progress(tmp_path)
+    state.task_head, state.turns = [], [stored_turn(turn)]
+    state.pending = pending_turn(turn, 7)
+    assert json.loads(state.to_json())["pending"] == {**before, "after_seq": 7}
+    assert json.loads(state.turns_json()) == [before]
+    old = json.loads(state.to_json())
+    old["pending"] = {**before, "after_seq": 7}
+    back = RunState.from_json(json.dumps(old), turns=json.dumps([before]))
+    assert back.pending == state.pending and back.turns == state.turns
+    assert turn_from(back.turns[0]) == turn and turn_from(back.pending).outcomes == turn.outcomes
