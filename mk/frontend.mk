@@ -62,7 +62,8 @@ frontend/dist/index.html: $(MESSAGE_TYPES)
 API_SCHEMA := frontend/src/lib/api.schema.json
 API_TYPES := frontend/src/lib/api.gen.ts
 API_MODELS := backend/api/wire_types.py backend/api/models.py backend/api/previews.py \
-	backend/store/shapes.py backend/tools/mcp/parts.py backend/messages/tasks.py
+	backend/store/shapes.py backend/tools/mcp/parts.py backend/messages/tasks.py \
+	backend/waits/replies.py
 
 $(API_SCHEMA): $(API_MODELS) | .venv/.synced
 	@.venv/bin/python -m backend.api.wire_types > $@.tmp && mv $@.tmp $@

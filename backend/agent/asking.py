@@ -2,7 +2,7 @@
 the model's question), stored with the wait in one transaction, then parks: it leaves its
 process (``Parked``), its state in the checkpoint stored with the message. The answer
 (backend/waits, on any process) resumes it from that checkpoint, and the action goes on
-from ``state.wait["index"]`` of the pending turn with ``ctx.answer``."""
+from ``state.wait.index`` of the pending turn with ``ctx.answer``."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import anyio
 from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.values import scrub
+from backend.agent.stored import ParkedWait
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import ApprovalRequest, ApprovalShown
 from backend.runtime.confined import open_read, read_fd
-from backend.store.parked import wait_values
+from backend.store.parked import WaitAnswer, wait_values
 from backend.waits.classes import APPROVAL, ASK_USER
 from backend.waits.digest import action_digest
 
@@ -44,7 +45,7 @@ async def park(ctx: RunContext, msg: Message, kind: str, index: int) -> NoReturn
     """Publish ``msg`` (status running) and the wait on it in one transaction, then park.
     From the moment it is stored an answer may come, on any process."""
     state = ctx.state
-    state.wait = {"uuid": msg.uuid, "kind": kind, "index": index}
+    state.wait = ParkedWait(uuid=msg.uuid, kind=kind, index=index)
     await ctx.publish(msg, wait=wait_values(msg.uuid, kind, ctx.deps.settings.approval_timeout))
     ctx.control.ending = True  # nothing more to stop or cancel here: the run left
     raise Parked(msg.uuid)
@@ -93,18 +94,18 @@ async def read_answer(ctx: RunContext) -> None:
     state = ctx.state
     if state.wait is None:
         return
-    state.open_actions.pop(state.wait["uuid"], None)
-    raw = await ctx.deps.store.wait_answer(state.run_id)
-    answer: dict[str, Any] = json.loads(raw) if raw else {}
-    if answer.get("uuid") != state.wait["uuid"]:  # cannot happen: a parked run does not run
-        answer = {"uuid": state.wait["uuid"], "decision": "reject", "reason": "No answer."}
+    uuid = state.wait.uuid
+    state.open_actions.pop(uuid, None)
+    answer = await ctx.deps.store.wait_answer(state.run_id)
+    if answer is None or answer.uuid != uuid:  # cannot happen: a parked run does not run
+        answer = WaitAnswer(uuid=uuid, decision="reject", reason="No answer.")
     ctx.answer = answer
 
 
-def rejection(answer: dict[str, Any]) -> str:
+def rejection(answer: WaitAnswer) -> str:
     """What the model reads of a rejected action (or an unanswered question)."""
-    reason = str(answer.get("reason", "")).strip() or "(no reason given)"
-    if answer.get("by") in ("timeout", "stop"):
+    reason = answer.reason.strip() or "(no reason given)"
+    if answer.by in ("timeout", "stop"):
         return f"rejected: {reason}"
     return f"rejected by the person: {reason}"
 
@@ -115,10 +116,10 @@ NOT_AS_APPROVED = (
 )
 
 
-def approved_as_shown(action: Action, answer: dict[str, Any]) -> bool:
+def approved_as_shown(action: Action, answer: WaitAnswer) -> bool:
     """Whether the action about to run is byte for byte the one approved: the digest of the
     approval (kept in the answer) is the action's (an answer stored without one: yes)."""
-    approved = answer.get("digest")
+    approved = answer.digest
     return not approved or approved == action_digest(action.type, action.params)
 
 

@@ -14,13 +14,15 @@ from backend.agent.deps import RunDeps
 from backend.agent.live import DeltaSink, Live
 from backend.agent.publisher import Publisher
 from backend.agent.state import RunState
-from backend.agent.transcript import Transcript, Turn, turn_dict, turn_from
+from backend.agent.stored import StoredReply
+from backend.agent.transcript import Transcript, Turn, pending_turn, stored_turn, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
 from backend.observe.runtrace import RunTrace
 from backend.store.base import RunNotOwned
+from backend.store.parked import NewWait, WaitAnswer
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class RunContext:
     replay_reply: bool = False  # resumed: the stored model reply is used, not asked again
     replay_skip: int = 0  # messages the replayed reply had already published
     # resumed after a wait: the answer (backend/waits) the parked action goes on with
-    answer: dict[str, Any] | None = None
+    answer: WaitAnswer | None = None
     # the run's trace when traces are on (backend/observe): stages and tasks from messages
     trace: RunTrace | None = None
     # run fields written with the next checkpoint (store_with_next_checkpoint)
@@ -82,7 +84,7 @@ class RunContext:
         notifier = self.deps.notifier
         return bool(notifier.cross_process) or notifier.bus.has_readers(self.run_id)
 
-    async def publish(self, msg: Message, wait: dict[str, Any] | None = None) -> Message:
+    async def publish(self, msg: Message, wait: NewWait | None = None) -> Message:
         """Through the run's Publisher (store first, then notify); the message's pending
         live deltas go out before it, and the run keeps track of what it left open.
         ``wait``: the run parks on this message (stored with it, backend/agent/asking.py)."""
@@ -162,10 +164,10 @@ class RunContext:
         state = self.state
         state.budget.settle()
         if self.transcript is not None:
-            state.turns = [turn_dict(t) for t in self.transcript.turns]
+            state.turns = [stored_turn(t) for t in self.transcript.turns]
             turn = self.turn
             if turn is not None and not any(t is turn for t in self.transcript.turns):
-                state.pending = {**turn_dict(turn), "after_seq": self.turn_after}
+                state.pending = pending_turn(turn, self.turn_after)
             else:
                 state.pending = None
         return state.to_json()
@@ -233,7 +235,7 @@ class RunContext:
         if self.replay_reply and state.reply is not None and state.reply_stage == stage:
             self.replay_reply = False  # resumed: this reply was had and paid for already
             self.replay_skip = state.reply_published
-            return Completion(**state.reply)
+            return Completion(**state.reply.model_dump())
         self.replay_reply = False
         state.budget.check(self.deps.settings)
         state.in_flight, state.reply = stage, None
@@ -255,13 +257,13 @@ class RunContext:
             completion = await llm.complete(stage=stage, messages=messages, on_delta=on_delta)
         state.budget.add(completion)
         state.in_flight, state.reply_stage, state.reply_published = "", stage, 0
-        state.reply = {
-            "text": completion.text,
-            "model": completion.model,
-            "finish_reason": completion.finish_reason,
-            "tool_calls": completion.tool_calls,
-            "reasoning": completion.reasoning,
-        }
+        state.reply = StoredReply(
+            text=completion.text,
+            model=completion.model,
+            finish_reason=completion.finish_reason,
+            tool_calls=completion.tool_calls,
+            reasoning=completion.reasoning,
+        )
         await self.deps.store.record_usage(
             state.conversation_id,
             self.run_id,

@@ -4,10 +4,10 @@ error, a shutdown) and for recovery (a run whose owner died, a queued run stoppe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
 
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.tasks import PlanTask
 
 Publish = Callable[[Message], Awaitable[Message]]
 
@@ -17,12 +17,12 @@ STOPPED_ACTION = "Stopped before it finished."
 
 async def close_run(
     publish: Publish,
-    fail_task: Callable[[dict[str, Any], str], Awaitable[None]],
+    fail_task: Callable[[PlanTask, str], Awaitable[None]],
     *,
     stopped: bool,
     reason: str,
     open_actions: Iterable[Message],
-    open_tasks: Iterable[dict[str, Any]],
+    open_tasks: Iterable[PlanTask],
     summary: Callable[[], Awaitable[None]],
     closing: str = "Interrupted.",
     output: Callable[[str, str], str] | None = None,

@@ -30,7 +30,8 @@ from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.messages.payloads import BudgetNote, PlanTask, RunBudget
+from backend.messages.payloads import BudgetNote, RunBudget
+from backend.messages.tasks import PlanTask, TaskStatus
 from backend.workspace import scan
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ async def _run_tasks(ctx: RunContext, resumed_note: str | None) -> None:
     for index in range(state.task_index, len(state.tasks)):
         task = state.tasks[index]
         state.task_index = index
-        if task["id"] not in state.open_tasks:
+        if task.id not in state.open_tasks:
             await _set_task(ctx, task, "running")
         try:
             note = resumed_note or await run_task(ctx, task, state.tasks, state.notes)
@@ -181,7 +182,7 @@ async def _end_early(ctx: RunContext, *, stopped: bool = False, reason: str = ""
     outcome = "stopped" if stopped else "failed"
     state.stage, state.outcome, state.reason = "ending", outcome, reason
 
-    async def fail_task(task: dict[str, Any], result: str) -> None:
+    async def fail_task(task: PlanTask, result: str) -> None:
         await _set_task(ctx, task, "failed", result)
 
     async def summary() -> None:
@@ -194,32 +195,32 @@ async def _end_early(ctx: RunContext, *, stopped: bool = False, reason: str = ""
         reason=reason,
         # innermost first; a command keeps the output it printed
         open_actions=reversed(list(state.open_actions.values())),
-        open_tasks=[t for t in state.tasks if t["id"] in state.open_tasks],
+        open_tasks=[t for t in state.tasks if t.id in state.open_tasks],
         summary=summary,
         output=ctx.live.closing_text,
     )
     return outcome
 
 
-async def _set_task(ctx: RunContext, task: dict[str, Any], status: str, result: str = "") -> None:
-    task["status"] = status
-    await ctx.deps.store.update_task(task["id"], status, result)
+async def _set_task(ctx: RunContext, task: PlanTask, status: TaskStatus, result: str = "") -> None:
+    task.status = status
+    await ctx.deps.store.update_task(task.id, status, result)
     await ctx.publish(
         Message.build(
             MessageKind.TASK,
-            task["title"],
+            task.title,
             status="running"
             if status == "running"
             else ("success" if status == "completed" else "failure"),
-            task_id=task["id"],
-            json=[PlanTask.model_validate(task)],
+            task_id=task.id,
+            json=[task],
         )
     )
 
 
-def _scrubbed(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: scrub(v) if isinstance(v, str) else v for k, v in t.items()} for t in tasks]
+def _scrubbed(tasks: list[PlanTask]) -> list[PlanTask]:
+    return [t.model_copy(update={k: scrub(v) for k, v in dict(t).items()}) for t in tasks]
 
 
-def _plan_text(tasks: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{i + 1}. {t['title']}" for i, t in enumerate(tasks))
+def _plan_text(tasks: list[PlanTask]) -> str:
+    return "\n".join(f"{i + 1}. {t.title}" for i, t in enumerate(tasks))

@@ -13,7 +13,7 @@ from backend.agent.plan_parse import PlanFormatError, parse_plan, reply_words
 from backend.agent.prompts import render
 from backend.agent.unusable import shown, unusable_message
 from backend.messages.message import Message
-from backend.messages.tasks import task_dict
+from backend.messages.tasks import PlanTask
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
@@ -24,7 +24,7 @@ PLAN_ATTEMPTS = 3
 MAX_TASKS = 12
 
 
-async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[str, Any]], str]:
+async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTask], str]:
     """Returns (first answer for the user, tasks, the uuid for that answer). Retries with the
     parse error fed back. The first attempt's prose streams live as the `auto_reply`
     ``reply_uuid``. A reply that is no plan is shown to the person (backend/agent/unusable.py):
@@ -64,12 +64,12 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[dict[st
             messages.append({"role": "user", "content": last_error})
             continue
         tasks = [
-            task_dict(
-                uuid.uuid4().hex[:12],
-                t["title"].strip()[:300] or f"Task {i + 1}",
-                t.get("description", "").strip(),
-                t.get("requirement", "").strip(),
-                "pending",
+            PlanTask(
+                id=uuid.uuid4().hex[:12],
+                title=t["title"].strip()[:300] or f"Task {i + 1}",
+                description=t.get("description", "").strip(),
+                requirement=t.get("requirement", "").strip(),
+                status="pending",
             )
             for i, t in enumerate(raw_tasks[:MAX_TASKS])
         ]
@@ -100,9 +100,9 @@ async def _show_unusable(ctx: RunContext, reply: str, exc: PlanFormatError, repl
     return reply_uuid
 
 
-def first_answer(prose: str, tasks: list[dict[str, Any]]) -> str:
+def first_answer(prose: str, tasks: list[PlanTask]) -> str:
     if prose:
         return prose
     if len(tasks) == 1:
-        return f"I'll get this done: {tasks[0]['title']}."
+        return f"I'll get this done: {tasks[0].title}."
     return f"I'll do this in {len(tasks)} steps."

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backend.messages.message import Message
 
 if TYPE_CHECKING:
     from backend.messages.bus import Bus
+    from backend.store.parked import NewWait
     from backend.store.repo import Store
 
 Listener = Callable[[Message], Awaitable[None] | None]
@@ -42,7 +43,7 @@ class Publisher:
         *,
         cancelled: bool = False,
         checkpoint: str | None = None,
-        wait: dict[str, Any] | None = None,
+        wait: NewWait | None = None,
         run_fields: Mapping[str, str] | None = None,
     ) -> Message:
         """Store ``msg`` (even when cancelled meanwhile), call ``on_stored`` with the stored
@@ -72,7 +73,7 @@ async def _store_through_cancellation(
     store: Store,
     msg: Message,
     checkpoint: str | None = None,
-    wait: dict[str, Any] | None = None,
+    wait: NewWait | None = None,
     owner: str | None = None,
     run_fields: Mapping[str, str] | None = None,
 ) -> tuple[Message, bool]:

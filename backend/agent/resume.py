@@ -11,13 +11,14 @@ the model reads that it was interrupted in its next call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.agent.asking import read_answer
-from backend.agent.transcript import Outcome, turn_dict, turn_from
+from backend.agent.stored import PendingTurn
+from backend.agent.transcript import Outcome, stored_turn, turn_from
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import cap_text
@@ -61,14 +62,14 @@ async def prepare_resume(ctx: RunContext) -> str | None:
     return await _finish_turn(ctx, state.pending)
 
 
-async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
+async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     """The turn whose actions were running: its outcomes from the stored messages; the
     actions that had not begun are skipped (the model may do them again)."""
     state = ctx.state
     turn = turn_from(pending)
-    task_id = str(state.tasks[state.task_index]["id"])
+    task_id = state.tasks[state.task_index].id
     stored = await ctx.deps.store.messages(
-        state.conversation_id, run_id=state.run_id, after=int(pending["after_seq"]), limit=100_000
+        state.conversation_id, run_id=state.run_id, after=pending.after_seq, limit=100_000
     )
     kinds = {registry.kind_of(a.type) for a in turn.actions}
     closing = {d.kind for d in registry.defs() if d.ends_task}  # a task's closing note
@@ -125,7 +126,7 @@ async def _finish_turn(ctx: RunContext, pending: dict[str, Any]) -> str | None:
         failed = True
         turn.outcomes.append(Outcome(label, "skipped", "(not run: the run was interrupted)"))
     turn.footer = FAILED_FOOTER if failed else OK_FOOTER
-    state.turns.append(turn_dict(turn))
+    state.turns.append(stored_turn(turn))
     state.pending = None
     return None
 

@@ -47,12 +47,12 @@ async def logged_run(ctx: RunContext, body: Awaitable[str]) -> str:
         seconds = time.monotonic() - started
         cid = ctx.state.conversation_id
         if status == PARKED:
-            wait = ctx.state.wait or {}
+            wait = ctx.state.wait
             log.info(
                 "run %s waits for a person (%s): conversation %s, %d model calls, %d tokens, "
                 "%.1f s so far",
                 ctx.run_id,
-                _WAITS_FOR.get(str(wait.get("kind")), "an answer"),
+                _WAITS_FOR.get(wait.kind if wait else "", "an answer"),
                 cid,
                 calls,
                 tokens,

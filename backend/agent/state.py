@@ -11,12 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from backend.agent.budget import Budget
 from backend.agent.specialists import Specialist
+from backend.agent.stored import ParkedWait, PendingTurn, StoredReply, StoredTurn
 from backend.messages.message import Message
+from backend.messages.tasks import PlanTask
 
 
 class RunState(BaseModel):
@@ -37,12 +39,11 @@ class RunState(BaseModel):
     approval: str = "never"  # which actions ask first: never | risky | always
     approved_classes: list[str] = Field(default_factory=list)  # approve_all'd classes
     can_ask: bool = False  # ask_user is offered (someone can answer)
-    # the wait the run is parked on: {"uuid", "kind": "approval" | "ask_user", "index": the
-    # action's place in the pending turn}; None once the resumed run used the answer
-    wait: dict[str, Any] | None = None
+    # the wait the run is parked on; None once the resumed run used the answer
+    wait: ParkedWait | None = None
     # -- progress --------------------------------------------------------------------------
     specialist: Specialist | None = None  # what the goal was routed to
-    tasks: list[dict[str, Any]] = Field(default_factory=list)  # the plan
+    tasks: list[PlanTask] = Field(default_factory=list)  # the plan
     task_index: int = 0  # the task being worked on (== len(tasks): all done)
     notes: list[str] = Field(default_factory=list)  # finish notes of completed tasks
     # files at start: stored once beside the checkpoint (up to 5,000), not in every one
@@ -58,9 +59,9 @@ class RunState(BaseModel):
     task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
     # its finished turns (agent/resume.py): stored beside the checkpoint, before each model
     # call (they change only between model calls), not with every message
-    turns: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
-    pending: dict[str, Any] | None = None  # the turn whose actions run (+ "after_seq")
-    reply: dict[str, Any] | None = None  # the last model reply, until its turn begins
+    turns: list[StoredTurn] = Field(default_factory=list, exclude=True)
+    pending: PendingTurn | None = None  # the turn whose actions run
+    reply: StoredReply | None = None  # the last model reply, until its turn begins
     reply_stage: str = ""
     reply_published: int = 0  # messages published since that reply
     in_flight: str = ""  # the stage of a model call under way
@@ -79,13 +80,16 @@ class RunState(BaseModel):
     ) -> RunState:
         state = cls.model_validate_json(data)
         if turns and state.task_head is not None:
-            state.turns = json.loads(turns)
+            state.turns = _TURNS.validate_python(json.loads(turns))
         if snapshot:
             state.snapshot = {p: (int(v[0]), int(v[1])) for p, v in json.loads(snapshot).items()}
         return state
 
     def turns_json(self) -> str:
-        return json.dumps(self.turns, ensure_ascii=True)
+        return json.dumps(_TURNS.dump_python(self.turns, mode="json"), ensure_ascii=True)
 
     def snapshot_json(self) -> str:
         return json.dumps(self.snapshot, ensure_ascii=True)
+
+
+_TURNS = TypeAdapter(list[StoredTurn])  # the current task's finished turns, as stored

@@ -1,7 +1,7 @@
 """The steps of one turn: each action the model asked for, on its way to run, and what a
 turn that waits for a person needs to go on.
 
-A turn resumed after a wait (``ctx.answer``, ``state.wait["index"]``) passes over the
+A turn resumed after a wait (``ctx.answer``, ``state.wait.index``) passes over the
 actions that ran before it waited (their outcomes are in the turn already) and goes on with
 the answer at the action it waited on. An action that needs a person asks first (a
 question, an approval): the run parks (backend/agent/asking.py) and the answer resumes it
@@ -11,7 +11,7 @@ here. Once an action failed, the later ones are skipped. The task loop
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backend.actions import registry
 from backend.actions.model import Action
@@ -26,6 +26,7 @@ from backend.agent.asking import (
 from backend.agent.transcript import Outcome, Turn, turn_from
 from backend.messages.message import Message
 from backend.runtime.base import cap_text
+from backend.store.parked import WaitAnswer
 from backend.waits.classes import asks
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def waited_turn(ctx: RunContext) -> Turn | None:
     if ctx.answer is None or pending is None:
         return None
     turn = turn_from(pending)
-    ctx.turn, ctx.turn_after = turn, int(pending["after_seq"])
+    ctx.turn, ctx.turn_after = turn, pending.after_seq
     return turn
 
 
@@ -61,7 +62,7 @@ class Steps:
         """A step per action, from the one the run waited on (with the answer) when it
         goes on after a wait, else from the first."""
         ctx, state = self.ctx, self.ctx.state
-        waited = state.wait["index"] if state.wait is not None and ctx.answer is not None else -1
+        waited = state.wait.index if state.wait is not None and ctx.answer is not None else -1
         for index, action in enumerate(actions):
             if index < waited:  # ran before the run waited (their outcomes are in the turn)
                 continue
@@ -79,9 +80,7 @@ class Step:
     """One action of a turn: its definition, label and message kind; ``answer``: what the
     person answered when the run waited on it (None: it did not)."""
 
-    def __init__(
-        self, steps: Steps, index: int, action: Action, answer: dict[str, Any] | None
-    ) -> None:
+    def __init__(self, steps: Steps, index: int, action: Action, answer: WaitAnswer | None) -> None:
         self.steps, self.index, self.action, self.answer = steps, index, action, answer
         self.task_id = steps.task_id
         self.defn = defn = registry.get(action.type)
@@ -123,8 +122,8 @@ class Step:
         if asks_person and (state.can_ask or answer is not None):
             if answer is None:
                 await ask_question(ctx, self.task_id, action, self.index)
-            ok = answer.get("decision") == "answer"
-            text = answer.get("answer", "") if ok else rejection(answer)
+            ok = answer.decision == "answer"
+            text = answer.answer if ok else rejection(answer)
             self._outcome("ok" if ok else "FAILED", scrub(text), failed=not ok)
             return False
         action_class = self.defn.approval if self.defn is not None else None
@@ -132,9 +131,9 @@ class Step:
             await ask_approval(ctx, self.task_id, action, str(action_class), self.index)
         if answer is None:
             return True
-        if answer.get("decision") == "approve_all" and action_class:
+        if answer.decision == "approve_all" and action_class:
             state.approved_classes.append(action_class)
-        if answer.get("decision") not in ("approve", "approve_all"):
+        if answer.decision not in ("approve", "approve_all"):
             self._outcome("FAILED", rejection(answer), failed=True)
             return False
         if not approved_as_shown(action, answer):  # never: guarded

@@ -16,6 +16,7 @@ from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import PreviewEntry, SummaryFile, SummaryPreview
+from backend.messages.tasks import PlanTask
 from backend.workspace import file_entry, scan
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ async def changed_files(ctx: RunContext) -> list[dict[str, object]]:
 
 
 async def summarize(
-    ctx: RunContext, tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str = ""
+    ctx: RunContext, tasks: list[PlanTask], notes: list[str], outcome: str, reason: str = ""
 ) -> None:
     """Publish `finish_summery`. A model call only when several tasks completed; a single
     task's finish note is the summary (keeps a one-task run at 3 model calls).
@@ -73,17 +74,17 @@ async def running_previews(ctx: RunContext) -> list[dict[str, Any]]:
     except Exception:
         log.exception("could not list the previews for the summary")
         return []
-    return [host.entry(r) for r in rows if r["state"] == "ready"]
+    return [host.entry(r) for r in rows if r.state == "ready"]
 
 
 async def _model_summary(
     ctx: RunContext,
-    tasks: list[dict[str, Any]],
+    tasks: list[PlanTask],
     notes: list[str],
     files: list[dict[str, object]],
     live_uuid: str = "",
 ) -> str:
-    done = "\n".join(f"- {t['title']}: {n}" for t, n in zip(tasks, notes, strict=False))
+    done = "\n".join(f"- {t.title}: {n}" for t, n in zip(tasks, notes, strict=False))
     names = "\n".join(f"- {f['filepath']} ({f['filesize']} bytes)" for f in files) or "(none)"
     try:
         completion = await ctx.call_model(
@@ -105,17 +106,17 @@ async def _model_summary(
     return scrub(completion.text.strip())
 
 
-def _plain_summary(tasks: list[dict[str, Any]], notes: list[str], outcome: str, reason: str) -> str:
+def _plain_summary(tasks: list[PlanTask], notes: list[str], outcome: str, reason: str) -> str:
     lines: list[str] = []
     if outcome == "completed":
         if len(notes) == 1:
             return notes[0]
-        lines = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
+        lines = [f"- **{t.title}**: {n}" for t, n in zip(tasks, notes, strict=False)]
         return "Done.\n\n" + "\n".join(lines)
     head = "The run was stopped." if outcome == "stopped" else "The run did not finish."
     if outcome != "stopped" and reason:
         head += " The error above says why."
-    done = [f"- **{t['title']}**: {n}" for t, n in zip(tasks, notes, strict=False)]
+    done = [f"- **{t.title}**: {n}" for t, n in zip(tasks, notes, strict=False)]
     if done:
         head += "\n\nCompleted before that:\n" + "\n".join(done)
     return head

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -22,6 +22,7 @@ from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.tasks import PlanTask
 from backend.runtime.base import OutputCallback
 from backend.workspace import scan
 
@@ -34,9 +35,7 @@ log = logging.getLogger(__name__)
 THREAD_PARSE_CHARS = 20_000
 
 
-async def run_task(
-    ctx: RunContext, task: dict[str, Any], tasks: list[dict[str, Any]], notes: list[str]
-) -> str:
+async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes: list[str]) -> str:
     """Run one task to its `finish`; returns the finish note. Raises TaskFailed."""
     transcript = await _task_transcript(ctx, task, tasks, notes)
     ctx.begin_task(transcript)  # checkpointed; restored when the run is resumed
@@ -63,19 +62,19 @@ async def run_task(
             return note
         _add_turn(transcript, turn, task)
     raise LimitExceeded(
-        f"Task '{task['title']}' failed: it did not finish within "
+        f"Task '{task.title}' failed: it did not finish within "
         f"{ctx.deps.settings.max_steps_per_task} model turns (MAX_STEPS_PER_TASK). Raise "
         "MAX_STEPS_PER_TASK, or split the goal into smaller steps."
     )
 
 
 async def _task_transcript(
-    ctx: RunContext, task: dict[str, Any], tasks: list[dict[str, Any]], notes: list[str]
+    ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes: list[str]
 ) -> Transcript:
     """The task's prompt: the actions offered, the goal, the plan, the notes so far."""
     files = sorted(await anyio.to_thread.run_sync(scan, ctx.state.workspace))
     workspace_note = ctx.deps.runtime.prompt_note.thinking
-    specs, tool_notes = await offered_actions(ctx, task["id"])
+    specs, tool_notes = await offered_actions(ctx, task.id)
     return Transcript(
         [
             {
@@ -105,7 +104,7 @@ async def _task_transcript(
 
 
 async def _next_reply(
-    ctx: RunContext, task: dict[str, Any], transcript: Transcript
+    ctx: RunContext, task: PlanTask, transcript: Transcript
 ) -> tuple[Completion, list[Action] | FormatError]:
     """The model's next reply and its actions (or why it has none); its reasoning and its
     words are published (a reply with no usable action is shown as such)."""
@@ -118,24 +117,24 @@ async def _next_reply(
     )
     thoughts, parsed = await read_reply(completion)
     for thought in thoughts:
-        await ctx.publish(Message.build(MessageKind.THINKING, scrub(thought), task_id=task["id"]))
+        await ctx.publish(Message.build(MessageKind.THINKING, scrub(thought), task_id=task.id))
     if isinstance(parsed, FormatError) and not parsed.words:
         # a format problem: the person sees what the model wrote, and that it was unusable
         # (its live prose, streamed as `narration`, becomes that message)
         await ctx.publish(
             unusable_message(
-                parsed.user, completion.text, stage="action", task_id=task["id"], uuid=narration
+                parsed.user, completion.text, stage="action", task_id=task.id, uuid=narration
             )
         )
     elif words := prose_of(completion.text):  # the agent's words (a refusal too)
-        await ctx.publish(narration_message(scrub(words), task["id"], narration))
+        await ctx.publish(narration_message(scrub(words), task.id, narration))
     return completion, parsed
 
 
 def _add_unusable(
     ctx: RunContext,
     transcript: Transcript,
-    task: dict[str, Any],
+    task: PlanTask,
     parsed: FormatError,
     format_errors: int,
 ) -> None:
@@ -143,7 +142,7 @@ def _add_unusable(
     MAX_FORMAT_ERRORS in a row the task fails."""
     if format_errors >= ctx.deps.settings.max_format_errors:
         raise LimitExceeded(
-            f"Task '{task['title']}' failed: the model gave {format_errors} replies in "
+            f"Task '{task.title}' failed: the model gave {format_errors} replies in "
             f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
             "or choose a model that follows the action format."
         )
@@ -154,13 +153,13 @@ def _add_unusable(
     )
 
 
-def _add_turn(transcript: Transcript, turn: Turn, task: dict[str, Any]) -> None:
+def _add_turn(transcript: Transcript, turn: Turn, task: PlanTask) -> None:
     """The turn's actions ran: into the transcript, unless the agent is stuck in a loop."""
     transcript.add(turn)
     repeats = transcript.repeats()
     if repeats >= STUCK_REPEATS:
         raise StuckLoop(
-            f"Task '{task['title']}' failed: the agent repeated the same step "
+            f"Task '{task.title}' failed: the agent repeated the same step "
             f"{repeats} times with the same result ({turn.outcomes[0].label}), so it was "
             "stopped to save tokens. Try again with more detail in the goal, or choose "
             "another model."
@@ -196,13 +195,13 @@ async def read_reply(completion: Completion) -> tuple[list[str], list[Action] | 
 
 
 async def run_actions(
-    ctx: RunContext, task: dict[str, Any], actions: list[Action], turn: Turn
+    ctx: RunContext, task: PlanTask, actions: list[Action], turn: Turn
 ) -> str | None:
     """Run actions in order through the action registry; the first failure skips the rest.
     Fills the turn's outcomes for the model; returns the finish note when the task finished.
     Each action is a step (backend/agent/steps.py): a turn resumed after a wait goes on
     from the action it waited on, with the answer; one that needs a person asks first."""
-    steps = Steps(ctx, task["id"], turn)
+    steps = Steps(ctx, task.id, turn)
     for step in steps.walk(actions):
         if steps.failed:  # an earlier action failed
             await step.skip()

@@ -12,12 +12,13 @@ the conversation stays stable for providers' prompt caches.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.registry import brief as _brief
+from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
 
 KEEP_WHOLE = 2  # the last turns resent whole
 BRIEF_CHARS = 240  # of each older action result
@@ -139,28 +140,35 @@ def _rereadable(label: str) -> bool:
 # -- a turn as JSON (checkpoints: a resumed run rebuilds its transcript from them) -------
 
 
-def turn_dict(turn: Turn) -> dict[str, Any]:
-    return {
-        "reply": turn.reply,
-        "actions": [
-            {"type": a.type, "params": dict(a.params), "warnings": list(a.warnings)}
+def stored_turn(turn: Turn) -> StoredTurn:
+    """The turn as a checkpoint keeps it."""
+    return StoredTurn(
+        reply=turn.reply,
+        actions=[
+            StoredAction(type=a.type, params=dict(a.params), warnings=list(a.warnings))
             for a in turn.actions
         ],
-        "outcomes": [[o.label, o.verdict, o.content] for o in turn.outcomes],
-        "footer": turn.footer,
-        "format_error": turn.format_error,
-        "brief_error": turn.brief_error,
-    }
+        outcomes=[(o.label, o.verdict, o.content) for o in turn.outcomes],
+        footer=turn.footer,
+        format_error=turn.format_error,
+        brief_error=turn.brief_error,
+    )
 
 
-def turn_from(data: dict[str, Any]) -> Turn:
+def pending_turn(turn: Turn, after_seq: int) -> PendingTurn:
+    """The turn whose actions run, as a checkpoint keeps it."""
+    stored = stored_turn(turn)
+    return PendingTurn(
+        **{f.name: getattr(stored, f.name) for f in fields(stored)}, after_seq=after_seq
+    )
+
+
+def turn_from(stored: StoredTurn) -> Turn:
     return Turn(
-        reply=data["reply"],
-        actions=[
-            Action(a["type"], dict(a["params"]), list(a["warnings"])) for a in data["actions"]
-        ],
-        outcomes=[Outcome(*o) for o in data["outcomes"]],
-        footer=data.get("footer", ""),
-        format_error=data.get("format_error", ""),
-        brief_error=data.get("brief_error", ""),
+        reply=stored.reply,
+        actions=[Action(a.type, dict(a.params), list(a.warnings)) for a in stored.actions],
+        outcomes=[Outcome(*o) for o in stored.outcomes],
+        footer=stored.footer,
+        format_error=stored.format_error,
+        brief_error=stored.brief_error,
     )

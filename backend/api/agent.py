@@ -170,8 +170,8 @@ async def run_events_route(request: Request) -> Response:
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
-    headers = {"X-Conversation-Id": run["conversation_id"], "X-Run-Id": rid}
-    feed = run_feed(store(request), manager(request).notifier, run["conversation_id"], rid, after)
+    headers = {"X-Conversation-Id": run.conversation_id, "X-Run-Id": rid}
+    feed = run_feed(store(request), manager(request).notifier, run.conversation_id, rid, after)
     return sse_response(sse_events(feed), headers, send_timeout(request))
 
 
@@ -193,7 +193,7 @@ async def stop_run(request: Request) -> Response:
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
     stopping = await manager(request).stop(rid)  # recorded in the store; any process
-    answer = RunStopping(run_id=rid, status="stopping" if stopping else run["status"])
+    answer = RunStopping(run_id=rid, status="stopping" if stopping else run.status)
     return JSONResponse(answer.model_dump(), 202)
 
 

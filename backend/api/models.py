@@ -18,11 +18,14 @@ from backend.store.shapes import (
     UsageFigures,
     UsageSummary,
 )
+from backend.waits.replies import Answered, ApprovalDecision, Decision
 
 __all__ = [
+    "Answered",
     "ConversationDetail",
     "ConversationStatus",
     "ConversationSummary",
+    "Decision",
     "RunInfo",
     "RunStatus",
     "RunWait",
@@ -86,7 +89,7 @@ class ModelChoiceBody(Body):
 
 
 class ApprovalBody(Body):
-    decision: Literal["approve", "reject", "approve_all"]
+    decision: ApprovalDecision
     reason: str | None = Field(None, description="Told to the model with a rejection.")
     digest: str | None = Field(
         None,
@@ -191,14 +194,6 @@ class McpServerState(BaseModel):
     tools: list[McpTool]
     error: str | None = None
     stderr: list[str] | None = None
-
-
-class Decision(BaseModel):
-    decision: str
-
-
-class Answered(BaseModel):
-    answer: str
 
 
 # -- the stream's events --------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -15,6 +15,7 @@ from backend.api.errors import ApiError
 from backend.openapi import Reply, operation
 from backend.previews.host import PreviewHost, ServiceRuntime
 from backend.store.base import iso
+from backend.store.rows import StoredPreview
 
 
 class PreviewOut(BaseModel):
@@ -36,15 +37,15 @@ def host_of(request: Request) -> PreviewHost:
     return host
 
 
-async def preview_out(host: PreviewHost, row: dict[str, Any]) -> PreviewOut:
+async def preview_out(host: PreviewHost, row: StoredPreview) -> PreviewOut:
     row = await host.fresh(row)
     return PreviewOut(
-        name=row["name"],
-        port=row["port"],
-        path=row["path"],
+        name=row.name,
+        port=row.port,
+        path=row.path,
         url=host.url(row),
-        state=row["state"],
-        started_at=iso(row["started_at"]),
+        state=row.state,
+        started_at=iso(row.started_at),
         log=host.log_of(row),
     )
 
@@ -70,12 +71,12 @@ async def list_previews(request: Request) -> Response:
     return JSONResponse([(await preview_out(host, r)).model_dump() for r in rows])
 
 
-async def _named(request: Request) -> tuple[PreviewHost, dict[str, Any]]:
+async def _named(request: Request) -> tuple[PreviewHost, StoredPreview]:
     cid, name = request.path_params["cid"], request.path_params["name"]
     await conversation_or_404(request, cid)
     host = host_of(request)
     for row in await host.rows(cid):
-        if row["name"] == name:
+        if row.name == name:
             return host, row
     raise ApiError(404, f"No preview {name!r} in this conversation.")
 
@@ -88,7 +89,7 @@ async def _named(request: Request) -> tuple[PreviewHost, dict[str, Any]]:
 )
 async def stop_preview(request: Request) -> Response:
     host, row = await _named(request)
-    await host.stop(row["conversation_id"], row["name"])
+    await host.stop(row.conversation_id, row.name)
     return JSONResponse((await preview_out(host, await _again(request, row))).model_dump())
 
 
@@ -102,25 +103,25 @@ async def stop_preview(request: Request) -> Response:
 async def restart_preview(request: Request) -> Response:
     host, row = await _named(request)
     mgr = manager(request)
-    runtime = mgr.runtime(row["runtime"])
+    runtime = mgr.runtime(row.runtime)
     if runtime is None or not hasattr(runtime, "start_service"):
-        raise ApiError(409, f"The {row['runtime']} runtime cannot run services here.")
+        raise ApiError(409, f"The {row.runtime} runtime cannot run services here.")
     await host.start(
         cast(ServiceRuntime, runtime),
-        mgr.workspace(row["user_id"], row["conversation_id"]),
-        name=row["name"],
-        port=row["port"],
-        path=row["path"],
-        command=row["command"],
+        mgr.workspace(row.user_id, row.conversation_id),
+        name=row.name,
+        port=row.port,
+        path=row.path,
+        command=row.command,
     )
     return JSONResponse((await preview_out(host, await _again(request, row))).model_dump())
 
 
-async def _again(request: Request, row: dict[str, Any]) -> dict[str, Any]:
-    for again in await host_of(request).rows(row["conversation_id"]):
-        if again["name"] == row["name"]:
+async def _again(request: Request, row: StoredPreview) -> StoredPreview:
+    for again in await host_of(request).rows(row.conversation_id):
+        if again.name == row.name:
             return again
-    raise ApiError(404, f"No preview {row['name']!r} in this conversation.")
+    raise ApiError(404, f"No preview {row.name!r} in this conversation.")
 
 
 routes = [

@@ -34,19 +34,19 @@ async def retry_run(request: Request) -> Response:
     run = await store(request).get_run(rid, user_id(request))
     if run is None:
         raise ApiError(404, f"No run {rid!r}.")
-    if run["status"] not in RETRYABLE:
+    if run.status not in RETRYABLE:
         raise ApiError(
-            409, f"Only a failed or stopped run can be retried; this one is {run['status']}."
+            409, f"Only a failed or stopped run can be retried; this one is {run.status}."
         )
-    runtime = run["runtime"] if run["runtime"] in request.app.state.runtimes_available else None
+    runtime = run.runtime if run.runtime in request.app.state.runtimes_available else None
     return await begin_run(
         request,
-        run["goal"],
-        conversation_id=run["conversation_id"],
-        mode=run["mode"],
+        run.goal,
+        conversation_id=run.conversation_id,
+        mode=run.mode,
         runtime=runtime,
         model=model,
-        approval=run.get("approval"),
+        approval=run.approval,
     )
 
 

@@ -39,7 +39,7 @@ async def approve_route(request: Request) -> Response:
         )
     except WaitError as exc:
         raise ApiError(exc.status, str(exc)) from exc
-    return JSONResponse(out)
+    return JSONResponse(out.model_dump())
 
 
 @operation(
@@ -60,7 +60,7 @@ async def answer_route(request: Request) -> Response:
         )
     except WaitError as exc:
         raise ApiError(exc.status, str(exc)) from exc
-    return JSONResponse(out)
+    return JSONResponse(out.model_dump())
 
 
 routes = [

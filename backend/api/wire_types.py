@@ -19,9 +19,11 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from backend.api.models import (
+    Answered,
     ConversationCreated,
     ConversationDetail,
     ConversationSummary,
+    Decision,
     Deleted,
     DeltaEvent,
     EndEvent,
@@ -56,6 +58,8 @@ ANSWERS: tuple[type[BaseModel], ...] = (
     PreviewOut,
     McpServerState,
     ErrorBody,
+    Decision,  # the answers to a waiting run (backend/waits/replies.py)
+    Answered,
 )
 # what messages carry in meta.json (docs/api.md "Tools")
 PAYLOADS: tuple[type[BaseModel], ...] = (PlanTask, McpCall)

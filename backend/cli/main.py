@@ -287,9 +287,9 @@ async def run_cmd(
         status = await manager.wait(rid, timeout=30)
     await follower.catch_up(cid, rid)  # what was stored by another hand (a stop while parked)
     run = await store.get_run(rid)
-    status = run["status"] if run else status
+    status = run.status if run else status
     ws = manager.workspace("1", cid)
-    print(final_line(rid, str(status), str((run or {}).get("error") or ""), ws), flush=True)
+    print(final_line(rid, str(status), (run.error if run else None) or "", ws), flush=True)
     await keep_previews(manager, cid)
     await manager.shutdown()
     await previews.close()
@@ -306,9 +306,9 @@ async def keep_previews(manager: Any, cid: str) -> None:
     host = manager.tools.previews
     if host is None or not host.services:
         return
-    rows = [r for r in await host.rows(cid) if r["state"] == "ready"]
+    rows = [r for r in await host.rows(cid) if r.state == "ready"]
     for row in rows:
-        print(f"preview {row['name']}: {host.url(row)}", flush=True)
+        print(f"preview {row.name}: {host.url(row)}", flush=True)
     print("Previews keep running: press Ctrl-C to stop them.", flush=True)
     try:
         await host.wait_all()

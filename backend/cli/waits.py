@@ -334,8 +334,8 @@ class Waits:
         try:
             while True:
                 run = await self.manager.store.get_run(msg.run_id)
-                wait = run.get("wait") if run else None
-                if not wait or wait.get("uuid") != msg.uuid:
+                wait = run.wait if run else None
+                if wait is None or wait.uuid != msg.uuid:
                     return
                 await bus.wait(msg.run_id, sub, CLOSED_POLL)
         finally:

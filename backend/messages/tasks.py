@@ -1,13 +1,14 @@
 """A task of the plan, as ``plan`` and ``task`` messages carry it in ``meta.json``
 (docs/api.md "The stream"): the plan lists every task, each ``task`` message its own.
 
-The planner builds each task through this model and the store reads them back through it;
-the web UI's type is generated from it (backend/api/wire_types.py -> api.gen.ts).
+The planner builds each task through this model, a run's checkpoint holds its plan in it
+(backend/agent/state.py) and the store reads them back through it; the web UI's type is
+generated from it (backend/api/wire_types.py -> api.gen.ts).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -20,12 +21,3 @@ class PlanTask(BaseModel):
     description: str
     requirement: str
     status: TaskStatus
-
-
-def task_dict(
-    task_id: str, title: str, description: str, requirement: str, status: TaskStatus
-) -> dict[str, Any]:
-    """A task as the run holds it and the stream carries it (the model's dump)."""
-    return PlanTask(
-        id=task_id, title=title, description=description, requirement=requirement, status=status
-    ).model_dump()

@@ -19,7 +19,7 @@ import re
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +31,7 @@ from backend.previews.service import Service
 from backend.previews.sockets import remove_dir, socket_dir_beneath
 from backend.runtime import confined
 from backend.runtime.limits.budget import COST_SHARE, MB
+from backend.store.rows import StoredPreview
 from backend.store.tables import utcnow
 
 if TYPE_CHECKING:
@@ -83,36 +84,36 @@ class PreviewHost:
         # called before a service starts (`planact run` starts its preview listener then)
         self.on_start: Callable[[], Awaitable[object]] | None = None
 
-    def url(self, row: dict[str, Any]) -> str:
-        return links_of(self.settings).link(row["token"], row["path"])
+    def url(self, row: StoredPreview) -> str:
+        return links_of(self.settings).link(row.token, row.path)
 
-    def entry(self, row: dict[str, Any]) -> dict[str, Any]:
-        return {"name": row["name"], "port": row["port"], "path": row["path"], "url": self.url(row)}
+    def entry(self, row: StoredPreview) -> dict[str, Any]:
+        return {"name": row.name, "port": row.port, "path": row.path, "url": self.url(row)}
 
-    async def fresh(self, row: dict[str, Any]) -> dict[str, Any]:
+    async def fresh(self, row: StoredPreview) -> StoredPreview:
         """``row`` with a token that works for at least half of PREVIEW_TOKEN_TTL."""
         ttl = timedelta(seconds=self.settings.preview_token_ttl)
-        if row["token_expires"] - utcnow() >= ttl / 2:
+        if row.token_expires - utcnow() >= ttl / 2:
             return row
-        values = {"token": new_token(), "token_expires": utcnow() + ttl}
-        await self.store.update_preview(row["id"], **values)
-        return {**row, **values}
+        token, expires = new_token(), utcnow() + ttl
+        await self.store.update_preview(row.id, token=token, token_expires=expires)
+        return replace(row, token=token, token_expires=expires)
 
-    async def rows(self, cid: str) -> list[dict[str, Any]]:
+    async def rows(self, cid: str) -> list[StoredPreview]:
         """The conversation's services as stored, those hosted here with their live state."""
         rows = await self.store.previews_of(cid)
-        for row in rows:
-            service = self.services.get(row["id"])
+        for i, row in enumerate(rows):
+            service = self.services.get(row.id)
             if service is not None:
-                row["state"] = service.state
+                rows[i] = replace(row, state=service.state)
         return rows
 
-    def log_of(self, row: dict[str, Any]) -> list[str]:
+    def log_of(self, row: StoredPreview) -> list[str]:
         """A service's last lines of output (live when hosted here)."""
-        service = self.services.get(row["id"])
-        return list(service.log) if service is not None else list(row["log"] or [])
+        service = self.services.get(row.id)
+        return list(service.log) if service is not None else list(row.log or [])
 
-    async def files_row(self, user_id: str, cid: str) -> dict[str, Any]:
+    async def files_row(self, user_id: str, cid: str) -> StoredPreview:
         """The conversation's static-pages preview (its token), made on first use."""
         for row in await self.store.previews_of(cid, kind="files"):
             return await self.fresh(row)
@@ -149,15 +150,15 @@ class PreviewHost:
             await self.on_start()
         async with self._lock:
             rows = await self.rows(cid)
-            live = [r for r in rows if r["state"] in LIVE and r["name"] != name]
+            live = [r for r in rows if r.state in LIVE and r.name != name]
             if len(live) >= self.settings.preview_max_per_conversation:
-                names = ", ".join(f"{r['name']} (port {r['port']})" for r in live)
+                names = ", ".join(f"{r.name} (port {r.port})" for r in live)
                 return Started(
                     False,
                     f"At most {self.settings.preview_max_per_conversation} previews run at once "
                     f"in a conversation; running: {names}. Stop one (or reuse its name) first.",
                 )
-            same = [r for r in rows if r["name"] == name]
+            same = [r for r in rows if r.name == name]
             for row in same:
                 await self._stop_row(row)
             trusted: str | None = None
@@ -199,17 +200,17 @@ class PreviewHost:
                     "log": [],
                 }
             )
-            self.services[row["id"]] = service
-            self.conversations[row["id"]] = cid
-            self.workspaces[row["id"]] = workspace
+            self.services[row.id] = service
+            self.conversations[row.id] = cid
+            self.workspaces[row.id] = workspace
             self._watch()
         problem = await service.wait_ready(self.settings.preview_start_timeout)
         service.on_output = None
         if problem is not None:
-            await self._end(row["id"], "failed")
+            await self._end(row.id, "failed")
             tail = "\n".join(list(service.log)[-FAILURE_LINES:]) or "(no output)"
             return Started(False, f"{problem}\nCommand: {command}\nLast output:\n{tail}")
-        await self.store.update_preview(row["id"], state="ready", log=list(service.log))
+        await self.store.update_preview(row.id, state="ready", log=list(service.log))
         url = self.url(row)
         return Started(
             True,
@@ -218,11 +219,11 @@ class PreviewHost:
             [self.entry(row)],
         )
 
-    async def existing(self, workspace: Path, port: int) -> dict[str, Any] | None:
+    async def existing(self, workspace: Path, port: int) -> StoredPreview | None:
         """The conversation's live service on ``port`` (a preview without a command)."""
         _, cid = owners_of(workspace)
         for row in await self.rows(cid):
-            if row["port"] == port and row["state"] in LIVE:
+            if row.port == port and row.state in LIVE:
                 return row
         return None
 
@@ -243,18 +244,18 @@ class PreviewHost:
                 log=list(service.log),
             )
 
-    async def _stop_row(self, row: dict[str, Any]) -> None:
-        if row["id"] in self.services:
-            await self._end(row["id"], "stopped")
-        elif row["state"] in LIVE:
-            await self.store.update_preview(row["id"], stop_requested=True)
+    async def _stop_row(self, row: StoredPreview) -> None:
+        if row.id in self.services:
+            await self._end(row.id, "stopped")
+        elif row.state in LIVE:
+            await self.store.update_preview(row.id, stop_requested=True)
 
-    async def stop(self, cid: str, name: str) -> dict[str, Any] | None:
+    async def stop(self, cid: str, name: str) -> StoredPreview | None:
         """Stop a conversation's service (here, or asked of its owner); its row, or None."""
         for row in await self.rows(cid):
-            if row["name"] == name:
+            if row.name == name:
                 await self._stop_row(row)
-                if row["id"] not in self.services and row["state"] in LIVE:
+                if row.id not in self.services and row.state in LIVE:
                     await self._wait_stopped(cid, name)
                 return row
         return None
@@ -263,8 +264,8 @@ class PreviewHost:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(within):
                 while True:
-                    rows = [r for r in await self.rows(cid) if r["name"] == name]
-                    if not rows or rows[0]["state"] not in LIVE:
+                    rows = [r for r in await self.rows(cid) if r.name == name]
+                    if not rows or rows[0].state not in LIVE:
                         return
                     await asyncio.sleep(0.2)  # another process's watcher acts on the row
 
@@ -308,17 +309,17 @@ class PreviewHost:
     async def sweep(self) -> None:
         """One look at the services hosted here: stop those whose time is up or whose
         conversation is gone, store the others' state and output."""
-        rows = {r["id"]: r for r in await self.store.previews_owned(self.instance_id)}
+        rows = {r.id: r for r in await self.store.previews_owned(self.instance_id)}
         now = utcnow()
         idle = timedelta(seconds=self.settings.preview_idle_seconds)
         oldest = timedelta(seconds=self.settings.preview_max_seconds)
         for row_id, service in list(self.services.items()):
             row = rows.get(row_id)
-            if row is None or row["stop_requested"]:
+            if row is None or row.stop_requested:
                 reason = "its conversation was deleted" if row is None else "asked to stop"
-            elif now - row["last_request_at"] > idle:
+            elif now - row.last_request_at > idle:
                 reason = "idle"
-            elif now - row["started_at"] > oldest:
+            elif now - row.started_at > oldest:
                 reason = "too old"
             elif service.exited.done():
                 reason = "exited"
@@ -329,7 +330,7 @@ class PreviewHost:
                 await self._end(row_id, "failed")
                 continue
             else:
-                if list(service.log) != row["log"] or service.state != row["state"]:
+                if list(service.log) != row.log or service.state != row.state:
                     await self.store.update_preview(
                         row_id, log=list(service.log), state=service.state
                     )

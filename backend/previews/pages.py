@@ -20,7 +20,7 @@ async def add_preview_urls(
     if host is None or not pages:
         return entries
     row = await host.files_row(user_id, cid)
-    base = links_of(host.settings).link(row["token"], "/")
+    base = links_of(host.settings).link(row.token, "/")
     for entry in pages:
         entry["preview_url"] = base + quote(str(entry["filepath"]))
     return entries

@@ -32,6 +32,7 @@ from backend.previews.links import PreviewLinks
 from backend.previews.upstream import app_pool
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
+from backend.store.rows import StoredPreview
 from backend.store.tables import utcnow
 from backend.workspace import workspace_path
 
@@ -89,7 +90,7 @@ class PreviewProxy:
         self.store = store
         self.links = links
         self.workspace_root = workspace_root
-        self._rows: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._rows: dict[str, tuple[float, StoredPreview | None]] = {}
         self._pools: dict[str, httpcore.AsyncConnectionPool] = {}
         self._touched: dict[str, float] = {}
 
@@ -99,7 +100,7 @@ class PreviewProxy:
         self._pools.clear()
 
     # -- finding the preview ---------------------------------------------------------------
-    async def _row(self, token: str) -> dict[str, Any] | None:
+    async def _row(self, token: str) -> StoredPreview | None:
         now = time.monotonic()
         cached = self._rows.get(token)
         if cached is not None and now - cached[0] < CACHE_SECONDS:
@@ -107,9 +108,9 @@ class PreviewProxy:
         else:
             row = await self.store.preview_by_token(token)
             self._rows[token] = (now, row)
-        if row is None or row["token_expires"] < utcnow():
+        if row is None or row.token_expires < utcnow():
             return None
-        if row["kind"] == "service" and row["state"] not in ("starting", "ready"):
+        if row.kind == "service" and row.state not in ("starting", "ready"):
             return None
         return row
 
@@ -126,13 +127,13 @@ class PreviewProxy:
                     return ref[0], scope["path"]
         return None
 
-    async def _touch(self, row: dict[str, Any]) -> None:
+    async def _touch(self, row: StoredPreview) -> None:
         now = time.monotonic()
-        if now - self._touched.get(row["id"], 0.0) < TOUCH_EVERY:
+        if now - self._touched.get(row.id, 0.0) < TOUCH_EVERY:
             return
-        self._touched[row["id"]] = now
+        self._touched[row.id] = now
         with contextlib.suppress(Exception):
-            await self.store.touch_preview(row["id"], utcnow())
+            await self.store.touch_preview(row.id, utcnow())
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -149,7 +150,7 @@ class PreviewProxy:
             return
         await self._touch(row)
         rest = target[1]
-        if row["kind"] == "files":
+        if row.kind == "files":
             await self._static(scope, send, row, rest)
         elif scope["type"] == "websocket":
             await self._websocket(scope, receive, send, row, rest)
@@ -157,11 +158,11 @@ class PreviewProxy:
             await self._http(scope, receive, send, row, rest, target[0])
 
     # -- static pages of the workspace -----------------------------------------------------
-    async def _static(self, scope: Scope, send: Send, row: dict[str, Any], rest: str) -> None:
+    async def _static(self, scope: Scope, send: Send, row: StoredPreview, rest: str) -> None:
         if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
             await _plain(send, 405, b"Only GET and HEAD.")
             return
-        root = workspace_path(self.workspace_root, row["user_id"], row["conversation_id"])
+        root = workspace_path(self.workspace_root, row.user_id, row.conversation_id)
         rel = rest.lstrip("/") or "index.html"
         if rel.endswith("/"):
             rel += "index.html"
@@ -190,16 +191,16 @@ class PreviewProxy:
         await send({"type": "http.response.body", "body": b""})
 
     # -- a service over HTTP ---------------------------------------------------------------
-    def _trusted(self, row: dict[str, Any]) -> str | None:
+    def _trusted(self, row: StoredPreview) -> str | None:
         """The workspace, when the service's socket lies in it (docker): the sandbox can
         write there, so the socket is reached by :mod:`backend.previews.sockets`."""
         root = os.path.realpath(
-            workspace_path(self.workspace_root, row["user_id"], row["conversation_id"])
+            workspace_path(self.workspace_root, row.user_id, row.conversation_id)
         )
-        return root if str(row["socket"]).startswith(root + "/") else None
+        return root if str(row.socket).startswith(root + "/") else None
 
-    def _pool(self, row: dict[str, Any]) -> httpcore.AsyncConnectionPool:
-        sock = str(row["socket"])
+    def _pool(self, row: StoredPreview) -> httpcore.AsyncConnectionPool:
+        sock = str(row.socket)
         pool = self._pools.get(sock)
         if pool is None:
             pool = self._pools[sock] = app_pool(sock, self._trusted(row))
@@ -210,7 +211,7 @@ class PreviewProxy:
         scope: Scope,
         receive: Receive,
         send: Send,
-        row: dict[str, Any],
+        row: StoredPreview,
         rest: str,
         token: str,
     ) -> None:
@@ -248,7 +249,7 @@ class PreviewProxy:
 
     # -- a service over WebSocket ----------------------------------------------------------
     async def _websocket(
-        self, scope: Scope, receive: Receive, send: Send, row: dict[str, Any], rest: str
+        self, scope: Scope, receive: Receive, send: Send, row: StoredPreview, rest: str
     ) -> None:
         first = await receive()
         if first["type"] != "websocket.connect":
@@ -261,7 +262,7 @@ class PreviewProxy:
             if k.decode("latin-1") not in WS_SKIP
         ]
         try:
-            sock = await receive_connection(str(row["socket"]), self._trusted(row))
+            sock = await receive_connection(str(row.socket), self._trusted(row))
         except OSError:
             await send({"type": "websocket.close", "code": 1011})
             return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backend.agent.context import RunContext
 from backend.agent.control import RunControl
@@ -16,6 +16,7 @@ from backend.runs.notify import Notifier
 from backend.runs.stop_checked import StopCheckedRuntime
 from backend.runtime.base import Runtime
 from backend.store.repo import Store
+from backend.store.rows import RunToExecute
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 
 async def build_context(
-    run: dict[str, Any],
+    run: RunToExecute,
     *,
     settings: Settings,
     store: Store,
@@ -40,32 +41,28 @@ async def build_context(
 ) -> RunContext:
     """The context of ``run`` (its row, as the store gives it for execution); ``owner``:
     the executing instance, which fences the run's writes (a take-over ends them here)."""
-    run_id, cid = str(run["run_id"]), str(run["conversation_id"])
-    checkpoint = run.get("checkpoint")
+    run_id, cid = run.run_id, run.conversation_id
+    checkpoint = run.checkpoint
     state = (
-        RunState.from_json(checkpoint, run.get("start_files"), run.get("transcript"))
+        RunState.from_json(checkpoint, run.start_files, run.transcript)
         if checkpoint
         else RunState(
             run_id=run_id,
             conversation_id=cid,
-            user_id=str(run["user_id"]),
-            goal=run["goal"],
-            mode=run["mode"],
-            runtime=run["runtime"],
+            user_id=run.user_id,
+            goal=run.goal,
+            mode=run.mode,
+            runtime=run.runtime,
             workspace=workspace,
-            model=run["model"] or None,
-            mcp_servers=run.get("mcp_servers"),
-            approval=run.get("approval") or "never",
-            can_ask=bool(run.get("can_ask", True)),
-            history=[]
-            if run.get("new_conversation")
-            else await conversation_history(store, cid, run_id),
+            model=run.model or None,
+            mcp_servers=run.mcp_servers,
+            approval=run.approval or "never",
+            can_ask=run.can_ask,
+            history=[] if run.new_conversation else await conversation_history(store, cid, run_id),
         )
     )
     state.workspace = workspace  # the same volume, wherever the run goes on
-    control = RunControl(
-        run_id, stop_requested=bool(run["stop_requested"]), shutting_down=shutting_down
-    )
+    control = RunControl(run_id, stop_requested=run.stop_requested, shutting_down=shutting_down)
     deps = RunDeps(
         settings=settings,
         store=store,

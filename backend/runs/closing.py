@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -16,8 +15,10 @@ from backend.agent.publisher import Publisher
 from backend.messages.bus import Bus
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.messages.payloads import PlanTask, SummaryFile
+from backend.messages.payloads import SummaryFile
+from backend.messages.tasks import PlanTask
 from backend.store.repo import Store
+from backend.store.rows import RunToExecute
 from backend.workspace import file_entry
 
 WorkspaceOf = Callable[[str, str], Path]  # (user id, conversation id) -> its folder
@@ -35,27 +36,23 @@ async def close_unexecuted(
     """Close the run's open messages and tasks, publish `error` or `stop` and
     `finish_summery`, end it with ``status``. False when it had already ended."""
     run = await store.run_for_execution(run_id)
-    if run is None or run["status"] != "running":
+    if run is None or run.status != "running":
         return False
-    cid = str(run["conversation_id"])
+    cid = run.conversation_id
     publisher = Publisher(store, bus, cid, run_id)
     stopped = status == "stopped"
 
-    async def fail_task(task: dict[str, Any], result: str) -> None:
-        await store.update_task(task["id"], "failed", result)
-        task["status"] = "failed"
+    async def fail_task(task: PlanTask, result: str) -> None:
+        await store.update_task(task.id, "failed", result)
+        task.status = "failed"
         await publisher.publish(
             Message.build(
-                MessageKind.TASK,
-                task["title"],
-                status="failure",
-                task_id=task["id"],
-                json=[PlanTask.model_validate(task)],
+                MessageKind.TASK, task.title, status="failure", task_id=task.id, json=[task]
             )
         )
 
     async def summary() -> None:
-        files = await _files_of(store, run, workspace_of(str(run["user_id"]), cid))
+        files = await _files_of(store, run, workspace_of(run.user_id, cid))
         head = STOPPED if stopped else f"The run failed. {reason}"
         entries = [SummaryFile.model_validate(f) for f in files]
         await publisher.publish(Message.build(MessageKind.FINISH_SUMMERY, head, json=entries))
@@ -75,9 +72,9 @@ async def close_unexecuted(
     return ended
 
 
-async def _files_of(store: Store, run: dict[str, Any], workspace: Path) -> list[dict[str, object]]:
+async def _files_of(store: Store, run: RunToExecute, workspace: Path) -> list[dict[str, object]]:
     """Files the run recorded, or wrote with a successful action, that still exist."""
-    rid, cid = str(run["run_id"]), str(run["conversation_id"])
+    rid, cid = run.run_id, run.conversation_id
     paths = {p for p, _ in await store.run_files(rid)}
     writers = tuple(d.kind for d in registry.defs() if d.writes_files)  # write_code, edit_file
     for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=writers):

@@ -103,12 +103,12 @@ async def run_feed(
             if len(msgs) == BATCH:
                 continue
             run = await store.get_run(run_id)
-            if run is None or run["status"] not in ("running", "waiting"):
+            if run is None or run.status not in ("running", "waiting"):
                 # the run stored its last message before its status: read once more
                 for msg in await store.messages(conversation_id, run_id=run_id, after=last):
                     last = msg.seq
                     yield msg
-                yield End(conversation_id, run_id, str(run["status"]) if run else "failed")
+                yield End(conversation_id, run_id, run.status if run else "failed")
                 return
             if bus.closing:
                 # this process shuts down while another one runs the run: hang up, the

@@ -186,9 +186,9 @@ class LeaseKeeper:
             await self._expire_dead_neighbours()
             count = 0
             for run in await self.store.orphaned_runs():
-                if not await self.take_over(run["run_id"], run["owner"]):
+                if not await self.take_over(run.run_id, run.owner):
                     continue  # another process recovers it, or its owner came back
-                log.warning("run %s lost its owner %s: taken over", run["run_id"], run["owner"])
+                log.warning("run %s lost its owner %s: taken over", run.run_id, run.owner)
                 count += 1
             self.recovered += count
             if self.sweep is not None:
@@ -198,13 +198,13 @@ class LeaseKeeper:
 
     async def _expire_dead_neighbours(self) -> None:
         for inst in await self.store.instances():
-            if inst["id"] == self.iid or not inst["live"] or inst["host"] != self.host:
+            if inst.id == self.iid or not inst.live or inst.host != self.host:
                 continue
-            pid = int(inst["pid"])
-            if (pid == os.getpid() and inst["id"] not in _OURS) or (
+            pid = inst.pid
+            if (pid == os.getpid() and inst.id not in _OURS) or (
                 pid != os.getpid() and not pid_alive(pid)
             ):
-                await self.store.expire_instance(inst["id"])
+                await self.store.expire_instance(inst.id)
 
     async def _forget_dead_instances(self) -> None:
         dead = await self.store.expired_instances(self.seconds)

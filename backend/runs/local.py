@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
     from backend.agent.control import RunControl
     from backend.agent.live import DeltaSink
     from backend.agent.publisher import Listener
+    from backend.store.rows import RunToExecute
 
 log = logging.getLogger(__name__)
 CANCEL_REPEAT = 0.2  # seconds between repeated cancellations of a run that must stop
@@ -39,7 +40,7 @@ class LocalRun:
 
     run_id: str
     # started here: its row as written, read when it begins (no read back from the store)
-    row: dict[str, Any] | None = None
+    row: RunToExecute | None = None
     task: asyncio.Task[str] | None = None  # the task executing it
     context: RunContext | None = None  # from its context's making to its end here
     started: bool = False  # its pipeline runs: a stop cancels the task

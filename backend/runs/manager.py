@@ -41,6 +41,7 @@ from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
 from backend.store.repo import ConflictError, Store
+from backend.store.rows import RunToExecute
 from backend.tools.kit import Tools
 from backend.workspace import workspace_path
 
@@ -256,22 +257,22 @@ class RunManager:
         record = None
         if owner is not None:  # executed here: no need to read back what we just wrote
             record = self.runs.enter(rid)
-            record.row = {
-                "run_id": rid,
-                "conversation_id": cid,
-                "user_id": user_id,
-                "goal": goal,
-                "mode": mode,
-                "runtime": runtime_name,
-                "status": "running",
-                "owner": owner,
-                "stop_requested": False,
-                "model": model or "",
-                "new_conversation": conversation_id is None,
-                "mcp_servers": mcp_servers,
-                "approval": approval or self.settings.approval_mode,
-                "can_ask": can_ask,
-            }
+            record.row = RunToExecute(
+                run_id=rid,
+                conversation_id=cid,
+                user_id=user_id,
+                goal=goal,
+                mode=mode,
+                runtime=runtime_name,
+                status="running",
+                owner=owner,
+                stop_requested=False,
+                model=model or "",
+                new_conversation=conversation_id is None,
+                mcp_servers=mcp_servers,
+                approval=approval or self.settings.approval_mode,
+                can_ask=can_ask,
+            )
         try:
             await self.executor.submit(rid)
         except Exception as exc:
@@ -329,17 +330,17 @@ class RunManager:
     async def _execute(self, record: LocalRun) -> str:
         run_id, row, record.row = record.run_id, record.row, None
         run = row or await self.store.run_for_execution(run_id)
-        if run is None or run["status"] != "running":
-            return run["status"] if run else "missing"
-        if run["owner"] is None:
+        if run is None or run.status != "running":
+            return run.status if run else "missing"
+        if run.owner is None:
             if not await self.store.claim_run(run_id, self.instance_id, None):
                 return "taken"
             run = await self.store.run_for_execution(run_id)
             if run is None:
                 return "missing"
-        elif run["owner"] != self.instance_id:
+        elif run.owner != self.instance_id:
             return "taken"
-        user_id, cid = str(run["user_id"]), str(run["conversation_id"])
+        user_id, cid = run.user_id, run.conversation_id
         followers = self.runs.followers(run_id)  # (kept while the run waits: parked)
         ctx = await build_context(
             run,
@@ -347,7 +348,7 @@ class RunManager:
             store=self.store,
             notifier=self.notifier,
             llm=self.llm,
-            runtime=self.runtime(run["runtime"]),
+            runtime=self.runtime(run.runtime),
             tools=self.tools,
             workspace=self.workspace(user_id, cid),
             shutting_down=self.runs.shutting_down,
@@ -397,7 +398,7 @@ class RunManager:
             ctx.control.ending = True
             try:
                 if status == PARKED and ctx.state.wait is not None:
-                    await uncancellable(parking.let_go(self, ctx.run_id, ctx.state.wait["uuid"]))
+                    await uncancellable(parking.let_go(self, ctx.run_id, ctx.state.wait.uuid))
                 elif not ctx.control.lost and status != HANDED_OVER:
                     error = ""
                     if ctx.control.shutting_down:
@@ -425,7 +426,7 @@ class RunManager:
                 # it may be parking: a stop recorded after it let go of the run (it has no
                 # owner then) is not seen by it, so the run is ended here
                 await parking.stop_parked(self, run_id)
-        elif info["owner"] is None:
+        elif info.owner is None:
             # queued and not taken by a worker yet, or parked on a wait: end it here
             if await self.store.claim_run(run_id, self.instance_id, None):
                 await self.close_unexecuted(run_id, "stopped", "")
@@ -442,7 +443,7 @@ class RunManager:
         if kind != "stop" or (record := self.runs.get(arg)) is None:
             return
         if record.row is not None:  # not begun yet: it begins stopped
-            record.row["stop_requested"] = True
+            record.row = replace(record.row, stop_requested=True)
         self.runs.stop(arg)
 
     async def wait(self, run_id: str, timeout: float | None = None) -> str | None:  # noqa: ASYNC109

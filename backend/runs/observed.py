@@ -15,12 +15,13 @@ from backend.agent.context import RunContext
 from backend.observe import metrics, runtrace
 from backend.observe.tracing import tracer
 from backend.store.repo import Store
+from backend.store.rows import RunToExecute
 
 log = logging.getLogger(__name__)
 
 
 async def observed_run(
-    store: Store, run: dict[str, Any], ctx: RunContext, drive: Coroutine[Any, Any, str]
+    store: Store, run: RunToExecute, ctx: RunContext, drive: Coroutine[Any, Any, str]
 ) -> str:
     """Await ``drive`` (the run to its end here) and return its status."""
     if ctx.resumed:
@@ -28,7 +29,7 @@ async def observed_run(
     live = tracer()
     if live is None:
         return await drive
-    run_trace = runtrace.RunTrace(live, ctx.run_id, run.get("trace_context"))
+    run_trace = runtrace.RunTrace(live, ctx.run_id, run.trace_context)
     if run_trace.stored is not None:
         try:
             await store.set_run_trace(ctx.run_id, run_trace.stored)

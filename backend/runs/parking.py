@@ -73,8 +73,8 @@ async def sweep(m: ParkingHost) -> int:
     waits past APPROVAL_TIMEOUT: rejected, the run goes on (once this process can resume
     runs: its executor is started). Returns how many timed out."""
     for wait in await m.store.orphaned_waits():
-        rid, dead = wait["run_id"], wait["owner"]
-        if await m.store.release_parked(rid, dead, wait["uuid"]) and await m.store.take_parked(
+        rid, dead = wait.run_id, wait.owner
+        if await m.store.release_parked(rid, dead, wait.uuid) and await m.store.take_parked(
             rid, m.instance_id, dead
         ):
             await m.close_unexecuted(rid, "stopped", "")

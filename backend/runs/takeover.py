@@ -82,9 +82,9 @@ async def unresumable(store: Store, run_id: str) -> str:
     """Why a run cannot go on ("" when it can): a run with messages but no checkpoint
     (begun by a version before checkpoints) has no stored step to go on from."""
     run = await store.run_for_execution(run_id)
-    if run is None or run.get("checkpoint"):
+    if run is None or run.checkpoint:
         return ""
-    if await store.messages(str(run["conversation_id"]), run_id=run_id, limit=1):
+    if await store.messages(run.conversation_id, run_id=run_id, limit=1):
         return NO_CHECKPOINT
     return ""  # it had not begun: it begins now
 

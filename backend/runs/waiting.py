@@ -30,8 +30,8 @@ async def wait_ended(
             run = await store.get_run(run_id)
             if run is None:
                 return None
-            if run["status"] not in ("running", "waiting"):  # waiting: not ended
-                return str(run["status"])
+            if run.status not in ("running", "waiting"):  # waiting: not ended
+                return run.status
             left = poll if deadline is None else min(poll, deadline - loop.time())
             if left <= 0:
                 return None

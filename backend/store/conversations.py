@@ -17,7 +17,7 @@ from backend.store.base import (
     iso,
     new_id,
 )
-from backend.store.runs import run_dict
+from backend.store.runs import run_row
 from backend.store.shapes import (
     ConversationDetail,
     ConversationStatus,
@@ -66,7 +66,7 @@ class SqlConversations(StoreBase):
             return ConversationDetail(
                 **_conversation(conv).model_dump(),
                 # each run's own tokens, beside the conversation's
-                runs=[RunInfo(**run_dict(r), total_tokens=spent.get(r.id, 0)) for r in runs],
+                runs=[run_row(r, RunInfo, total_tokens=spent.get(r.id, 0)) for r in runs],
                 usage=usage,
                 prompt_tokens=total.prompt_tokens,
                 completion_tokens=total.completion_tokens,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -16,6 +15,7 @@ from backend.store.base import (
     RUNS,
     StoreBase,
 )
+from backend.store.rows import InstanceRow, OrphanedRun, StopTarget
 from backend.store.tables import utcnow
 
 
@@ -55,13 +55,13 @@ class SqlLeases(StoreBase):
                     )
                 )
 
-    async def instances(self) -> list[dict[str, Any]]:
-        def fn(c: Connection) -> list[dict[str, Any]]:
+    async def instances(self) -> list[InstanceRow]:
+        def fn(c: Connection) -> list[InstanceRow]:
             i = INSTANCES.c
             rows = c.execute(select(i.id, i.kind, i.host, i.pid, i.expires_at)).all()
             now = utcnow()
             return [
-                {"id": r[0], "kind": r[1], "host": r[2], "pid": r[3], "live": r[4] > now}
+                InstanceRow(id=r[0], kind=r[1], host=r[2], pid=int(r[3]), live=r[4] > now)
                 for r in rows
             ]
 
@@ -104,10 +104,10 @@ class SqlLeases(StoreBase):
         if ids:
             await self._core(lambda c: c.execute(delete(INSTANCES).where(INSTANCES.c.id.in_(ids))))
 
-    async def orphaned_runs(self) -> list[dict[str, Any]]:
+    async def orphaned_runs(self) -> list[OrphanedRun]:
         """Running runs whose owner's lease expired (or whose owner is unknown)."""
 
-        def fn(c: Connection) -> list[dict[str, Any]]:
+        def fn(c: Connection) -> list[OrphanedRun]:
             live = select(INSTANCES.c.id).where(
                 INSTANCES.c.id == RUNS.c.owner, INSTANCES.c.expires_at > utcnow()
             )
@@ -119,7 +119,7 @@ class SqlLeases(StoreBase):
                     ~live.exists(),
                 )
             ).all()
-            return [{"run_id": r[0], "conversation_id": r[1], "owner": r[2]} for r in rows]
+            return [OrphanedRun(run_id=r[0], conversation_id=r[1], owner=r[2]) for r in rows]
 
         return await self._core(fn)
 
@@ -136,11 +136,11 @@ class SqlLeases(StoreBase):
 
         return await self._core(fn)
 
-    async def request_stop(self, run_id: str) -> dict[str, Any] | None:
+    async def request_stop(self, run_id: str) -> StopTarget | None:
         """Record a stop request on a running run and tell its owner (same transaction).
-        Returns ``{"owner", "conversation_id"}``, or None when the run is not running."""
+        Returns its owner and conversation, or None when the run is not running."""
 
-        def fn(c: Connection) -> dict[str, Any] | None:
+        def fn(c: Connection) -> StopTarget | None:
             row = c.execute(
                 update(RUNS)
                 .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
@@ -150,7 +150,7 @@ class SqlLeases(StoreBase):
             if row is None:
                 return None
             self._notify(c, CONTROL_CHANNEL, f"stop:{run_id}")
-            return {"owner": row[0], "conversation_id": row[1]}
+            return StopTarget(owner=row[0], conversation_id=row[1])
 
         return await self._core(fn)
 

@@ -22,7 +22,7 @@ from backend.store.base import (
     StoreBase,
     update_running,
 )
-from backend.store.parked import park_in
+from backend.store.parked import NewWait, park_in
 from backend.store.runs import run_values
 from backend.store.tables import utcnow
 
@@ -35,13 +35,13 @@ class SqlMessages(StoreBase):
         self,
         msg: Message,
         checkpoint: str | None = None,
-        wait: dict[str, Any] | None = None,
+        wait: NewWait | None = None,
         owner: str | None = None,
         run_fields: Mapping[str, str] | None = None,
     ) -> Message:
         """Store a message, assigning its ``seq``, and (same transaction) the run's
         ``checkpoint``, its ``run_fields`` (``store.runs.RUN_FIELDS``) and the wait it parks
-        on (``store.waits.wait_values``) when given. ``owner``: fenced, stored only while
+        on (``store.parked.wait_values``) when given. ``owner``: fenced, stored only while
         the run is running and ``owner`` still owns it (the same UPDATE of the run's row,
         which holds it until the commit); otherwise :class:`RunNotOwned` and nothing is
         written. Returns the stored message."""

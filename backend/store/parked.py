@@ -3,9 +3,11 @@ it waits on (store/messages.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
 
+from pydantic import BaseModel
 from sqlalchemy import Connection, update
 
 from backend.store.base import ACTIVE, CONVERSATIONS, RUNS
@@ -14,14 +16,33 @@ from backend.store.tables import utcnow
 WAITING = "waiting"
 
 
-def wait_values(uuid: str, kind: str, seconds: float) -> dict[str, Any]:
-    """The run row's columns of a new wait (stored with its message)."""
-    return {
-        "wait_uuid": uuid,
-        "wait_kind": kind,
-        "wait_until": utcnow() + timedelta(seconds=seconds),
-        "wait_answer": None,
-    }
+class WaitAnswer(BaseModel):
+    """What ended a wait (backend/waits), stored with the transition for the run to read
+    when it goes on (``runs.wait_answer``, JSON): the ``decision`` on an approval, or
+    ``answer`` with the question's answer; ``by``: who, when not the person (``timeout``,
+    ``stop``); ``digest``: the approved action's (none in answers stored before digests)."""
+
+    uuid: str
+    decision: Literal["approve", "reject", "approve_all", "answer"]
+    reason: str = ""
+    answer: str = ""
+    digest: str = ""
+    by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NewWait:
+    """A wait to store with its message: on the message ``uuid``, of ``kind``, answered by
+    ``until`` (else timed out)."""
+
+    uuid: str
+    kind: str
+    until: datetime
+
+
+def wait_values(uuid: str, kind: str, seconds: float) -> NewWait:
+    """A new wait, ``seconds`` from now (stored with its message)."""
+    return NewWait(uuid, kind, utcnow() + timedelta(seconds=seconds))
 
 
 CLEARED = {"wait_uuid": None, "wait_kind": None, "wait_until": None}
@@ -31,13 +52,13 @@ def conversation_status(c: Connection, cid: str, status: str) -> None:
     c.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.id == cid).values(status=status))
 
 
-def park_in(c: Connection, run_id: str, wait: dict[str, Any]) -> None:
+def park_in(c: Connection, run_id: str, wait: NewWait) -> None:
     """Store the wait (``wait_values``) with its message, in the message's transaction:
     the run is waiting as soon as the message can be seen (its owner lets go after)."""
     cid = c.execute(
         update(RUNS)
         .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
-        .values(**wait)
+        .values(wait_uuid=wait.uuid, wait_kind=wait.kind, wait_until=wait.until, wait_answer=None)
         .returning(RUNS.c.conversation_id)
     ).scalar_one_or_none()
     if cid is not None:

@@ -4,27 +4,29 @@ owner's services as stopped."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, delete, select, update
+from sqlalchemy import Connection, Row, Table, and_, delete, select, update
 
 from backend.store.base import INSTANCES, StoreBase, new_id
+from backend.store.rows import StoredPreview
 from backend.store.tables import PreviewRow, utcnow
 
 PREVIEWS = cast(Table, PreviewRow.__table__)
 LIVE = ("starting", "ready")
 
 
-def _row(r: Any) -> dict[str, Any]:
-    return dict(r._mapping)
+def _row(r: Row[Any]) -> StoredPreview:
+    return StoredPreview(**r._mapping)
 
 
 class SqlPreviews(StoreBase):
-    async def put_preview(self, values: dict[str, Any]) -> dict[str, Any]:
+    async def put_preview(self, values: dict[str, Any]) -> StoredPreview:
         """Insert or replace the preview (conversation, kind, name); returns its row."""
 
-        def fn(c: Connection) -> dict[str, Any]:
+        def fn(c: Connection) -> StoredPreview:
             key = and_(
                 PREVIEWS.c.conversation_id == values["conversation_id"],
                 PREVIEWS.c.kind == values.get("kind", "service"),
@@ -45,12 +47,10 @@ class SqlPreviews(StoreBase):
 
         await self._core(fn)
 
-    async def previews_of(
-        self, conversation_id: str, kind: str = "service"
-    ) -> list[dict[str, Any]]:
+    async def previews_of(self, conversation_id: str, kind: str = "service") -> list[StoredPreview]:
         """The conversation's previews; a live one whose owner's lease expired is stopped."""
 
-        def fn(c: Connection) -> list[dict[str, Any]]:
+        def fn(c: Connection) -> list[StoredPreview]:
             live = {
                 r[0]
                 for r in c.execute(select(INSTANCES.c.id).where(INSTANCES.c.expires_at > utcnow()))
@@ -63,15 +63,15 @@ class SqlPreviews(StoreBase):
             out = []
             for r in rows:
                 row = _row(r)
-                if kind == "service" and row["state"] in LIVE and row["owner"] not in live:
-                    row["state"] = "stopped"
+                if kind == "service" and row.state in LIVE and row.owner not in live:
+                    row = replace(row, state="stopped")
                 out.append(row)
             return out
 
         return await self._core(fn)
 
-    async def preview_by_token(self, token: str) -> dict[str, Any] | None:
-        def fn(c: Connection) -> dict[str, Any] | None:
+    async def preview_by_token(self, token: str) -> StoredPreview | None:
+        def fn(c: Connection) -> StoredPreview | None:
             r = c.execute(select(PREVIEWS).where(PREVIEWS.c.token == token)).one_or_none()
             return None if r is None else _row(r)
 
@@ -86,10 +86,10 @@ class SqlPreviews(StoreBase):
 
         await self._core(fn)
 
-    async def previews_owned(self, owner: str) -> list[dict[str, Any]]:
+    async def previews_owned(self, owner: str) -> list[StoredPreview]:
         """The live services ``owner`` hosts (its watcher's view: stop requests, requests)."""
 
-        def fn(c: Connection) -> list[dict[str, Any]]:
+        def fn(c: Connection) -> list[StoredPreview]:
             rows = c.execute(select(PREVIEWS).where(PREVIEWS.c.owner == owner)).all()
             return [_row(r) for r in rows]
 

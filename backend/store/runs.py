@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from backend.messages.tasks import TaskStatus, task_dict
+from backend.messages.tasks import PlanTask, TaskStatus
 from backend.observe import metrics
 from backend.store.base import (
     ACTIVE,
@@ -26,6 +26,8 @@ from backend.store.base import (
     update_running,
 )
 from backend.store.parked import WAITING
+from backend.store.rows import RunToExecute
+from backend.store.shapes import RunRow, RunWait
 from backend.store.tables import Conversation, Run, Task, utcnow
 
 # a run's fields written with its next checkpoint (RunContext.store_with_next_checkpoint)
@@ -108,8 +110,8 @@ class SqlRuns(StoreBase):
         except IntegrityError as exc:  # another process's run won the race
             raise ConflictError(cid) from exc
 
-    async def get_run(self, run_id: str, user_id: str | None = None) -> dict[str, Any] | None:
-        def fn(s: Session) -> dict[str, Any] | None:
+    async def get_run(self, run_id: str, user_id: str | None = None) -> RunRow | None:
+        def fn(s: Session) -> RunRow | None:
             run = s.get(Run, run_id)
             if run is None:
                 return None
@@ -117,28 +119,39 @@ class SqlRuns(StoreBase):
                 conv = s.get(Conversation, run.conversation_id)
                 if conv is None or conv.user_id != user_id:
                     return None
-            return run_dict(run)
+            return run_row(run, RunRow)
 
         return await self._run(fn)
 
-    async def run_for_execution(self, run_id: str) -> dict[str, Any] | None:
+    async def run_for_execution(self, run_id: str) -> RunToExecute | None:
         """The run with its conversation's user id (what an executor needs to run it)."""
 
-        def fn(s: Session) -> dict[str, Any] | None:
+        def fn(s: Session) -> RunToExecute | None:
             run = s.get(Run, run_id)
             if run is None:
                 return None
             conv = s.get(Conversation, run.conversation_id)
             if conv is None:
                 return None
-            return {
-                **run_dict(run),
-                "user_id": conv.user_id,
-                "checkpoint": run.checkpoint,
-                "start_files": run.start_files,
-                "transcript": run.transcript,
-                "trace_context": run.trace_context,
-            }
+            return RunToExecute(
+                run_id=run.id,
+                conversation_id=run.conversation_id,
+                user_id=conv.user_id,
+                goal=run.goal,
+                mode=run.mode,
+                runtime=run.runtime,
+                status=_status(run),
+                owner=run.owner,
+                stop_requested=bool(run.stop_requested),
+                model=run.model or "",
+                mcp_servers=_servers(run),
+                approval=run.approval or "never",
+                can_ask=True if run.can_ask is None else bool(run.can_ask),
+                checkpoint=run.checkpoint,
+                start_files=run.start_files,
+                transcript=run.transcript,
+                trace_context=run.trace_context,
+            )
 
         return await self._run(fn)
 
@@ -192,15 +205,24 @@ class SqlRuns(StoreBase):
 
         await self._core(fn)
 
-    async def running_tasks(self, run_id: str) -> list[dict[str, Any]]:
-        def fn(c: Connection) -> list[dict[str, Any]]:
+    async def running_tasks(self, run_id: str) -> list[PlanTask]:
+        def fn(c: Connection) -> list[PlanTask]:
             t = TASKS.c
             rows = c.execute(
                 select(t.id, t.title, t.description, t.requirement, t.status)
                 .where(t.run_id == run_id, t.status == ACTIVE)
                 .order_by(t.position)
             ).all()
-            return [task_dict(r[0], r[1], r[2], r[3], cast(TaskStatus, r[4])) for r in rows]
+            return [
+                PlanTask(
+                    id=r[0],
+                    title=r[1],
+                    description=r[2],
+                    requirement=r[3],
+                    status=cast(TaskStatus, r[4]),
+                )
+                for r in rows
+            ]
 
         return await self._core(fn)
 
@@ -258,21 +280,21 @@ class SqlRuns(StoreBase):
         await self._core(fn)
 
     # -- tasks -----------------------------------------------------------------------------
-    async def save_tasks(self, run_id: str, cid: str, tasks: list[dict[str, str]]) -> None:
+    async def save_tasks(self, run_id: str, cid: str, tasks: list[PlanTask]) -> None:
         def fn(s: Session) -> None:
             for i, t in enumerate(tasks):
-                if s.get(Task, t["id"]) is not None:  # saved before the run was resumed
+                if s.get(Task, t.id) is not None:  # saved before the run was resumed
                     continue
                 s.add(
                     Task(
-                        id=t["id"],
+                        id=t.id,
                         run_id=run_id,
                         conversation_id=cid,
                         position=i,
-                        title=t["title"],
-                        description=t.get("description", ""),
-                        requirement=t.get("requirement", ""),
-                        status=t.get("status", "pending"),
+                        title=t.title,
+                        description=t.description,
+                        requirement=t.requirement,
+                        status=t.status,
                     )
                 )
 
@@ -287,26 +309,39 @@ class SqlRuns(StoreBase):
         await self._core(fn)
 
 
-def run_dict(r: Run) -> dict[str, Any]:
-    return {
-        "run_id": r.id,
-        "conversation_id": r.conversation_id,
-        "goal": r.goal,
-        "mode": r.mode,
-        "runtime": r.runtime,
-        # a run parked on a wait is `running` in its row, `waiting` to its readers
-        "status": WAITING if r.status == ACTIVE and r.wait_uuid else r.status,
-        "error": r.error,
-        "task_type": r.task_type,
-        "model": r.model,
-        "created_at": iso(r.created_at),
-        "ended_at": iso(r.ended_at),
-        "owner": r.owner,
-        "stop_requested": bool(r.stop_requested),
-        "resumes": r.resumes or 0,
-        "repeated_calls": r.repeated_calls or 0,
-        "mcp_servers": None if r.mcp_servers is None else json.loads(r.mcp_servers),
-        "approval": r.approval or "never",
-        "can_ask": True if r.can_ask is None else bool(r.can_ask),
-        "wait": None if not r.wait_uuid else {"uuid": r.wait_uuid, "kind": r.wait_kind},
-    }
+Row = TypeVar("Row", bound=RunRow)
+
+
+def run_row(r: Run, shape: type[Row], **more: Any) -> Row:
+    """The run ``r`` as ``shape`` (RunRow, or RunInfo with its ``more`` fields)."""
+    return shape(
+        run_id=r.id,
+        conversation_id=r.conversation_id,
+        goal=r.goal,
+        mode=r.mode,
+        runtime=r.runtime,
+        status=_status(r),
+        error=r.error,
+        task_type=r.task_type,
+        model=r.model,
+        created_at=iso(r.created_at),
+        ended_at=iso(r.ended_at),
+        owner=r.owner,
+        stop_requested=bool(r.stop_requested),
+        resumes=r.resumes or 0,
+        repeated_calls=r.repeated_calls or 0,
+        mcp_servers=_servers(r),
+        approval=r.approval or "never",
+        can_ask=True if r.can_ask is None else bool(r.can_ask),
+        wait=None if not r.wait_uuid else RunWait(uuid=r.wait_uuid, kind=r.wait_kind),
+        **more,
+    )
+
+
+def _status(r: Run) -> str:
+    # a run parked on a wait is `running` in its row, `waiting` to its readers
+    return WAITING if r.status == ACTIVE and r.wait_uuid else r.status
+
+
+def _servers(r: Run) -> list[str] | None:
+    return None if r.mcp_servers is None else list(json.loads(r.mcp_servers))

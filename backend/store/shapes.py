@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 RunStatus = Literal["running", "waiting", "completed", "failed", "stopped"]
 # a conversation: `idle` before its first run, then its last run's status
@@ -38,11 +38,18 @@ class ConversationSummary(BaseModel):
 
 
 class RunWait(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     uuid: str
     kind: str | None
 
 
-class RunInfo(BaseModel):
+class RunRow(BaseModel):
+    """A run as the store reads it (``Store.get_run``): a run parked on a wait is
+    ``waiting`` here, ``running`` in its row."""
+
+    model_config = ConfigDict(frozen=True)
+
     run_id: str
     conversation_id: str
     goal: str
@@ -62,6 +69,10 @@ class RunInfo(BaseModel):
     approval: str
     can_ask: bool
     wait: RunWait | None
+
+
+# a run of a conversation in detail: its row and the tokens it spent
+class RunInfo(RunRow):
     total_tokens: int
 
 

@@ -9,9 +9,7 @@ recovers it, no worker claims it, until the answer (or a stop, or the timeout) t
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Connection, select, update
 
@@ -19,7 +17,8 @@ from backend.messages.message import Message
 from backend.observe import metrics
 from backend.store.base import ACTIVE, INSTANCES, MESSAGES, RUNS
 from backend.store.messages import SqlMessages, message_of
-from backend.store.parked import CLEARED, WAITING, conversation_status
+from backend.store.parked import CLEARED, WAITING, WaitAnswer, conversation_status
+from backend.store.rows import ExpiredWait, OrphanedWait
 from backend.store.tables import utcnow
 
 __all__ = ["WAITING", "SqlWaits"]
@@ -61,11 +60,17 @@ class SqlWaits(SqlMessages):
         return await self._core(fn)
 
     async def end_wait(
-        self, run_id: str, uuid: str, kind: str, owner: str | None, answer: str, partner: Message
+        self,
+        run_id: str,
+        uuid: str,
+        kind: str,
+        owner: str | None,
+        answer: WaitAnswer,
+        partner: Message,
     ) -> Message | None:
         """The one transition that answers a wait (any process, at most once): the run
         waiting on ``uuid`` (of ``kind``) goes on, owned by ``owner`` (None: queued for a
-        worker), with ``answer`` (JSON) stored for it. Its owner may still be the process
+        worker), with ``answer`` stored for it. Its owner may still be the process
         that parked it (an answer right after the message). False: it was not waiting on
         it any more (answered, stopped or ended): None. Else the wait message's final
         ``partner``, stored in the same transaction (the answer is never lost between)."""
@@ -80,7 +85,7 @@ class SqlWaits(SqlMessages):
                     RUNS.c.wait_kind == kind,
                     RUNS.c.stop_requested.is_(False),
                 )
-                .values(owner=owner, wait_answer=answer, **CLEARED)
+                .values(owner=owner, wait_answer=answer.model_dump_json(), **CLEARED)
                 .returning(RUNS.c.conversation_id)
             ).scalar_one_or_none()
             if cid is None:
@@ -91,10 +96,7 @@ class SqlWaits(SqlMessages):
 
         stored = await self._core(fn)
         if stored is not None and kind == "approval":  # decided once, by this write
-            decided = json.loads(answer)
-            metrics.approval_decided(
-                "timeout" if decided.get("by") == "timeout" else str(decided.get("decision"))
-            )
+            metrics.approval_decided("timeout" if answer.by == "timeout" else answer.decision)
         return stored
 
     async def take_parked(self, run_id: str, owner: str, expected: str | None = None) -> bool:
@@ -117,11 +119,10 @@ class SqlWaits(SqlMessages):
 
         return await self._core(fn)
 
-    async def orphaned_waits(self) -> list[dict[str, Any]]:
-        """Parked runs whose owner died before it let go of them (its lease expired):
-        ``[{"run_id", "owner", "uuid"}]``."""
+    async def orphaned_waits(self) -> list[OrphanedWait]:
+        """Parked runs whose owner died before it let go of them (its lease expired)."""
 
-        def fn(c: Connection) -> list[dict[str, Any]]:
+        def fn(c: Connection) -> list[OrphanedWait]:
             live = select(INSTANCES.c.id).where(
                 INSTANCES.c.id == RUNS.c.owner, INSTANCES.c.expires_at > utcnow()
             )
@@ -133,21 +134,21 @@ class SqlWaits(SqlMessages):
                     ~live.exists(),
                 )
             ).all()
-            return [{"run_id": r[0], "owner": r[1], "uuid": r[2]} for r in rows]
+            return [OrphanedWait(run_id=r[0], owner=r[1], uuid=r[2]) for r in rows]
 
         return await self._core(fn)
 
-    async def expired_waits(self, now: datetime | None = None) -> list[dict[str, str]]:
-        """Waits past their deadline: ``[{"run_id", "uuid", "kind"}]``."""
+    async def expired_waits(self, now: datetime | None = None) -> list[ExpiredWait]:
+        """Waits past their deadline."""
 
-        def fn(c: Connection) -> list[dict[str, str]]:
+        def fn(c: Connection) -> list[ExpiredWait]:
             r = RUNS.c
             rows = c.execute(
                 select(r.id, r.wait_uuid, r.wait_kind).where(
                     r.status == ACTIVE, r.wait_uuid.is_not(None), r.wait_until < (now or utcnow())
                 )
             ).all()
-            return [{"run_id": x[0], "uuid": x[1], "kind": x[2]} for x in rows]
+            return [ExpiredWait(run_id=x[0], uuid=x[1], kind=x[2]) for x in rows]
 
         return await self._core(fn)
 
@@ -165,12 +166,13 @@ class SqlWaits(SqlMessages):
 
         return await self._core(fn)
 
-    async def wait_answer(self, run_id: str) -> str | None:
-        """The answer that ended the run's last wait (JSON), if any."""
+    async def wait_answer(self, run_id: str) -> WaitAnswer | None:
+        """The answer that ended the run's last wait, if any."""
 
         def fn(c: Connection) -> str | None:
             return c.execute(
                 select(RUNS.c.wait_answer).where(RUNS.c.id == run_id)
             ).scalar_one_or_none()
 
-        return await self._core(fn)
+        raw = await self._core(fn)
+        return WaitAnswer.model_validate_json(raw) if raw else None

@@ -9,14 +9,15 @@ checkpoint: here (inline) or queued for a worker (``EXECUTOR=queue``).
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from backend.messages.message import Message
+from backend.store.parked import WaitAnswer
 from backend.waits.classes import APPROVAL, ASK_USER, DECISIONS
 from backend.waits.digest import digest_of
 from backend.waits.errors import BadAnswer, WaitConflict, WaitNotFound
+from backend.waits.replies import Answered, Decision
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -64,16 +65,17 @@ async def answer_approval(
     *,
     user_id: str | None = None,
     digest: object = None,
-) -> dict[str, str]:
+) -> Decision:
     """Decide the approval ``uuid`` of ``run_id``: ``decision`` is "approve", "reject" or
     "approve_all" (every later action of the same class in this run), ``reason`` an optional
     text (<= 4,000 characters) the model reads with a rejection. ``user_id``: the run must be
     that user's (None: any, e.g. the CLI's own run). ``digest``: the action's digest as the
     person was shown it (backend/waits/digest.py); another than the waiting action's is a
-    WaitConflict. Returns ``{"decision": …}``; raises BadAnswer (400),
+    WaitConflict. Returns the :class:`Decision`; raises BadAnswer (400),
     WaitNotFound (404), WaitConflict (409): nothing changed then."""
     if decision not in DECISIONS:
         raise BadAnswer(f"'decision' must be one of {', '.join(DECISIONS)}.")
+    decided = Decision(decision=decision)
     why = _text(reason, "reason", REASON_LIMIT, required=False).strip()
     if digest is not None and not isinstance(digest, str):
         raise BadAnswer("'digest' must be a string (the approval's meta.json digest).")
@@ -85,29 +87,34 @@ async def answer_approval(
             f"{shown[:80]!r}, yours {digest[:80]!r}): look at it again before deciding."
         )
     action_class = _class_of(waiting)
-    if decision == "approve":
+    if decided.decision == "approve":
         content, status = "Approved", "success"
-    elif decision == "approve_all":
+    elif decided.decision == "approve_all":
         content, status = f"Approved, with every later {action_class} action of this run", "success"
     else:
         content, status = why or "Rejected (no reason given).", "failure"
-    answer = {"uuid": uuid, "decision": str(decision), "reason": why, "digest": shown}
+    answer = WaitAnswer(uuid=uuid, decision=decided.decision, reason=why, digest=shown)
     await _end(host, run_id, waiting, content, status, answer)
-    return {"decision": str(decision)}
+    return decided
 
 
 async def answer_question(
     host: Host, run_id: str, uuid: str, answer: object, *, user_id: str | None = None
-) -> dict[str, str]:
+) -> Answered:
     """Answer the question ``uuid`` (an ask_user message) of ``run_id`` with ``answer`` (a
-    non-empty string): it is the action's result for the model. Returns ``{"answer": …}``;
+    non-empty string): it is the action's result for the model. Returns :class:`Answered`;
     raises as :func:`answer_approval`."""
     text = _text(answer, "answer", ANSWER_LIMIT, required=True)
     waiting = await _waiting(host, run_id, uuid, ASK_USER, user_id)
     await _end(
-        host, run_id, waiting, text, "success", {"uuid": uuid, "decision": "answer", "answer": text}
+        host,
+        run_id,
+        waiting,
+        text,
+        "success",
+        WaitAnswer(uuid=uuid, decision="answer", answer=text),
     )
-    return {"answer": text}
+    return Answered(answer=text)
 
 
 async def expire_waits(host: Host, run_ids: set[str] | None = None) -> int:
@@ -117,20 +124,20 @@ async def expire_waits(host: Host, run_ids: set[str] | None = None) -> int:
     seconds = host.settings.approval_timeout
     done = 0
     for wait in await host.store.expired_waits():
-        if run_ids is not None and wait["run_id"] not in run_ids:
+        if run_ids is not None and wait.run_id not in run_ids:
             continue
-        found = await host.store.wait_message(wait["run_id"], wait["uuid"])
+        found = await host.store.wait_message(wait.run_id, wait.uuid)
         if found is None or found[1]:
             continue
         waiting = found[0]
-        what = "approved" if wait["kind"] == APPROVAL else "answered"
+        what = "approved" if wait.kind == APPROVAL else "answered"
         reason = (
             f"Nobody {what} it within {seconds:g} seconds (APPROVAL_TIMEOUT), so it was not "
             "done. Go on without it, or finish and say what is left to do."
         )
-        answer = {"uuid": wait["uuid"], "decision": "reject", "reason": reason, "by": "timeout"}
+        answer = WaitAnswer(uuid=wait.uuid, decision="reject", reason=reason, by="timeout")
         try:
-            await _end(host, wait["run_id"], waiting, reason, "failure", answer)
+            await _end(host, wait.run_id, waiting, reason, "failure", answer)
         except WaitConflict:
             continue  # answered (or swept by another process) first
         done += 1
@@ -156,7 +163,7 @@ async def _end(
     waiting: Message,
     content: str,
     status: str,
-    answer: dict[str, Any],
+    answer: WaitAnswer,
 ) -> None:
     kind = waiting.meta.action_type
     partner = Message.build(
@@ -170,7 +177,7 @@ async def _end(
         meta_content=waiting.meta.content,
     )
     stored = await host.store.end_wait(
-        run_id, waiting.uuid, kind, host.answer_owner(), json.dumps(answer), partner
+        run_id, waiting.uuid, kind, host.answer_owner(), answer, partner
     )
     if stored is None:
         what = "approval" if kind == APPROVAL else "question"

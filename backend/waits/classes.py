@@ -13,10 +13,13 @@ read_file (and finish, ask_user) never ask. An action's class is its registry en
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import get_args
+
+from backend.waits.replies import ApprovalDecision
 
 APPROVAL_MODES = ("never", "risky", "always")
 RISKY_CLASSES = frozenset({"terminal", "web", "mcp"})
-DECISIONS = ("approve", "reject", "approve_all")
+DECISIONS: tuple[ApprovalDecision, ...] = get_args(ApprovalDecision)
 APPROVAL = "approval"  # the kinds of wait: meta.action_type of the message waited on
 ASK_USER = "ask_user"
 

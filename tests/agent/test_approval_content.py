@@ -8,6 +8,7 @@ from pathlib import Path
 
 from backend.actions.model import Action
 from backend.agent.asking import CONTENT_CAP, approval_content, approved_as_shown
+from backend.store.parked import WaitAnswer
 from backend.waits.digest import action_digest, canonical
 
 
@@ -74,8 +75,10 @@ def test_the_digest_is_over_the_canonical_json_of_type_and_params() -> None:
 
 def test_an_action_runs_only_if_it_is_the_one_approved() -> None:
     action = Action("terminal_run", {"command": "echo safe"})
-    approved = {"decision": "approve", "digest": action_digest(action.type, action.params)}
+    digest = action_digest(action.type, action.params)
+    approved = WaitAnswer(uuid="u", decision="approve", digest=digest)
     assert approved_as_shown(action, approved)
     changed = Action("terminal_run", {"command": "echo safe; rm -rf ~"})
     assert not approved_as_shown(changed, approved)
-    assert approved_as_shown(changed, {"decision": "approve"})  # stored before digests
+    before_digests = WaitAnswer.model_validate_json('{"uuid": "u", "decision": "approve"}')
+    assert approved_as_shown(changed, before_digests)  # stored before digests

@@ -4,7 +4,6 @@ decision), over SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 
@@ -14,7 +13,7 @@ from backend.messages.message import Message
 from backend.observe.metrics import REGISTRY
 from backend.observe.store_collector import StoreCollector
 from backend.runs.executor import QUEUE, QueueExecutor
-from backend.store.parked import wait_values
+from backend.store.parked import WaitAnswer, wait_values
 from backend.store.repo import Store
 from tests.pg import postgres_url, wipe
 
@@ -50,13 +49,14 @@ async def park(store: Store, rid: str, kind: str = "approval") -> Message:
     run = await store.get_run(rid)
     assert run is not None
     asked = Message.build(kind, "may I?", status="running")
-    asked.conversation_id, asked.run_id = run["conversation_id"], rid
+    asked.conversation_id, asked.run_id = run.conversation_id, rid
     return await store.append_message(asked, None, wait_values(asked.uuid, kind, 600))
 
 
 async def answer(store: Store, rid: str, asked: Message, kind: str, body: dict[str, str]) -> bool:
     partner = Message.build(kind, "answered", uuid=asked.uuid)
-    stored = await store.end_wait(rid, asked.uuid, kind, None, json.dumps(body), partner)
+    decided = WaitAnswer.model_validate({"uuid": asked.uuid, **body})
+    stored = await store.end_wait(rid, asked.uuid, kind, None, decided, partner)
     return stored is not None
 
 

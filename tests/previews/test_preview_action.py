@@ -57,7 +57,7 @@ async def test_a_command_that_exits_at_once_fails_with_its_output(bench: Bench) 
     assert "exited (status 3)" in done.content
     assert "cannot-bind-here" in done.content
     [row] = await bench.rows()
-    assert row["state"] == "failed"
+    assert row.state == "failed"
 
 
 async def test_a_command_that_never_listens_fails_after_the_start_timeout(
@@ -71,7 +71,7 @@ async def test_a_command_that_never_listens_fails_after_the_start_timeout(
         assert "Nothing accepted connections on the port within 1 seconds" in done.content
         assert "started" in done.content
         assert processes_with(marker) == []
-        assert [r["state"] for r in await b.rows()] == ["failed"]
+        assert [r.state for r in await b.rows()] == ["failed"]
     finally:
         await b.host.close()
         await b.store.close()
@@ -102,7 +102,7 @@ async def test_one_service_over_the_maximum_is_refused(bench: Bench) -> None:
     # the same name replaces its service instead
     again = await bench.preview(port="8003", command="python3 -m http.server 8003")
     assert again.ok, again.content
-    assert sorted(r["port"] for r in await bench.rows() if r["state"] == "ready") == [
+    assert sorted(r.port for r in await bench.rows() if r.state == "ready") == [
         8001,
         8002,
         8003,
@@ -117,7 +117,7 @@ async def test_an_idle_service_is_stopped_and_leaves_no_process(tmp_path: Path) 
         assert done.ok, done.content
         assert processes_with(marker)
         deadline = time.monotonic() + 30
-        while [r["state"] for r in await b.rows()] != ["stopped"]:
+        while [r.state for r in await b.rows()] != ["stopped"]:
             assert time.monotonic() < deadline, await b.rows()
             await asyncio.sleep(0.05)
         assert processes_with(marker) == []
@@ -140,12 +140,12 @@ async def test_a_service_whose_process_died_is_stopped_and_restart_brings_it_bac
     await service.exited
     assert service.state == "stopped"
     await bench.host.sweep()
-    assert [r["state"] for r in await bench.rows()] == ["stopped"]
+    assert [r.state for r in await bench.rows()] == ["stopped"]
     again = await bench.preview(
         port="8080", command=f"python3 -m http.server 8080 # {marker}", name="web"
     )
     assert again.ok, again.content
-    assert [r["state"] for r in await bench.rows()] == ["ready"]
+    assert [r.state for r in await bench.rows()] == ["ready"]
 
 
 def test_the_bwrap_root_has_python3() -> None:
@@ -159,9 +159,9 @@ async def test_a_service_is_stopped_at_its_maximum_age(tmp_path: Path) -> None:
         done = await b.preview(port="8080", command=f"python3 -m http.server 8080 # {marker}")
         assert done.ok, done.content
         row = (await b.rows())[0]
-        await b.store.touch_preview(row["id"], row["started_at"].replace(year=2100))  # busy
+        await b.store.touch_preview(row.id, row.started_at.replace(year=2100))  # busy
         deadline = time.monotonic() + 30
-        while [r["state"] for r in await b.rows()] != ["stopped"]:
+        while [r.state for r in await b.rows()] != ["stopped"]:
             assert time.monotonic() < deadline, await b.rows()
             await asyncio.sleep(0.05)
         assert processes_with(marker) == []
@@ -213,11 +213,11 @@ async def test_a_service_that_grows_the_workspace_past_its_budget_is_stopped(
         done = await b.preview(port="8767", command=writer)
         assert done.status == "success", done.content
         deadline = time.monotonic() + 30
-        while (await b.rows())[0]["state"] != "failed":
+        while (await b.rows())[0].state != "failed":
             assert time.monotonic() < deadline, "the service was not stopped at the budget"
             await asyncio.sleep(0.1)
         (row,) = await b.rows()
-        assert "WORKSPACE_MAX_MB" in row["log"][-1], row["log"][-3:]
+        assert "WORKSPACE_MAX_MB" in row.log[-1], row.log[-3:]
         used = sum(f.stat().st_size for f in b.ctx.workspace.glob("f*"))
         assert used < 100 * 1024 * 1024  # stopped near the budget, not after 300 MB
         settled = len(list(b.ctx.workspace.glob("f*")))

@@ -86,7 +86,7 @@ async def test_the_clean_up_after_a_command_spares_the_service_not_the_leftovers
     assert processes_with(leftover.split()[1]) == []  # the command's leftover: killed
     assert processes_with(marker)  # the service: still running
     (row,) = await b.rows()
-    assert row["state"] == "ready"
+    assert row.state == "ready"
     fetch = "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8773/api/hello').status)"
     got = await command(b, f'python3 -c "{fetch}"')
     assert got.strip() == "200"
@@ -100,9 +100,9 @@ async def test_stopping_a_service_leaves_no_process_of_it(docker_bench: Bench) -
     done = await b.preview(port="8774", command=service)
     assert done.status == "success", done.content
     (row,) = await b.rows()
-    folder = str(Path(row["socket"]).parent.name)
+    folder = str(Path(row.socket).parent.name)
     assert processes_with(marker) and processes_with(folder)  # the app, its forwarder
-    await b.host.stop(b.cid, row["name"])
+    await b.host.stop(b.cid, row.name)
     assert processes_with(marker) == []
     assert processes_with(folder) == []
     # the sandbox lives on, and its commands
@@ -116,13 +116,13 @@ async def test_a_service_whose_app_exits_leaves_no_forwarder(docker_bench: Bench
     )
     assert done.status == "success", done.content
     (row,) = await b.rows()
-    folder = str(Path(row["socket"]).parent.name)
+    folder = str(Path(row.socket).parent.name)
     assert processes_with(folder)
     pid = (b.ctx.workspace / "app.pid").read_text().strip()
     await command(b, f"kill {pid}")
     for _ in range(200):
-        if (await b.rows())[0]["state"] == "stopped" and not processes_with(folder):
+        if (await b.rows())[0].state == "stopped" and not processes_with(folder):
             break
         await asyncio.sleep(0.05)
-    assert (await b.rows())[0]["state"] == "stopped"
+    assert (await b.rows())[0].state == "stopped"
     assert processes_with(folder) == []

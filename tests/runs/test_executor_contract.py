@@ -75,11 +75,11 @@ async def test_a_submitted_run_is_executed_once_to_its_end_by_a_leased_owner(
     cid, rid = await manager.start("1", "write code")
     assert await manager.wait(rid, timeout=60) == "completed"
     run = await manager.store.get_run(rid)
-    assert run is not None and run["owner"]
+    assert run is not None and run.owner
     if manager.executor.runs_here:
-        assert run["owner"] == manager.instance_id
+        assert run.owner == manager.instance_id
     else:
-        assert run["owner"].startswith("worker-")
+        assert run.owner.startswith("worker-")
     kinds = [m.meta.action_type for m in await manager.store.messages(cid, limit=100)]
     assert kinds.count("question") == 1 and kinds[-1] == "finish_summery"
     assert [c["stage"] for c in fake_model.model.calls] == ["planning", "thinking"]

@@ -195,7 +195,7 @@ async def test_a_feed_of_another_processs_run_hangs_up_when_this_process_shuts_d
     pair.reader.bus.close_readers()
     assert await rest == []
     run = await pair.store.get_run(rid)
-    assert run is not None and run["status"] == "running"
+    assert run is not None and run.status == "running"
 
 
 async def test_the_sse_encoding_numbers_messages_and_not_deltas(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from backend.agent.specialists import BUILTIN
 from backend.llm.testing import ScriptedLLM
 from backend.messages.bus import Bus
 from backend.messages.message import Message
+from backend.messages.tasks import PlanTask
 from backend.runs import RunManager
 from backend.runtime.base import ActionResult
 from backend.store.repo import ConflictError, Store
@@ -72,7 +73,7 @@ async def test_ending_changes_only_a_run_that_is_still_running(store: Store) -> 
     assert await store.end_run(rid, "failed", "lease expired") is True
     assert await store.end_run(rid, "completed") is False  # a late owner cannot overwrite
     run = await store.get_run(rid)
-    assert run is not None and run["status"] == "failed" and run["error"] == "lease expired"
+    assert run is not None and run.status == "failed" and run.error == "lease expired"
 
 
 async def test_thirty_racing_starts_from_two_processes_give_exactly_one_run(
@@ -117,7 +118,8 @@ async def test_recovery_takes_only_runs_whose_owner_lease_expired(
         rid_a = await store.start_run("1", cid_a, "g", "chat", "local", owner="worker-a")
         cid_g = await store.create_conversation("1", "g")
         rid_g = await store.start_run("1", cid_g, "g", "auto", "local", owner="ghost")
-        await store.save_tasks(rid_g, cid_g, [{"id": "t1", "title": "T", "status": "running"}])
+        task = PlanTask(id="t1", title="T", description="", requirement="", status="running")
+        await store.save_tasks(rid_g, cid_g, [task])
         for msg in (
             Message.build("task", "T", status="running", task_id="t1"),
             Message.build("terminal_run", "sleep 9", status="running", task_id="t1", uuid="u1"),
@@ -127,9 +129,9 @@ async def test_recovery_takes_only_runs_whose_owner_lease_expired(
 
         assert await b.recover() == 1
         ghost = await store.get_run(rid_g)
-        assert ghost is not None and ghost["status"] == "failed"
+        assert ghost is not None and ghost.status == "failed"
         live = await store.get_run(rid_a)
-        assert live is not None and live["status"] == "running"  # never touched
+        assert live is not None and live.status == "running"  # never touched
         msgs = await store.messages(cid_g, limit=100)
         kinds = [(m.meta.action_type, m.status) for m in msgs]
         assert kinds == [
@@ -150,7 +152,7 @@ async def test_recovery_takes_only_runs_whose_owner_lease_expired(
         assert await b.recover() == 1
         assert await b.wait(rid_a, timeout=30) == "completed"
         taken = await store.get_run(rid_a)
-        assert taken is not None and taken["owner"] == b.instance_id and taken["resumes"] == 1
+        assert taken is not None and taken.owner == b.instance_id and taken.resumes == 1
         stored = [m.meta.action_type for m in await store.messages(cid_a, limit=100)]
         assert stored == ["question", "auto_reply"]
         assert reaper.reaped == []  # not yet: a lease's grace after it expired
@@ -160,7 +162,7 @@ async def test_recovery_takes_only_runs_whose_owner_lease_expired(
         await set_expiry(store, "worker-a", datetime(2000, 1, 1))
         await b.recover()
         assert reaper.reaped == [["worker-a"]]
-        assert "worker-a" not in {i["id"] for i in await store.instances()}
+        assert "worker-a" not in {i.id for i in await store.instances()}
     finally:
         await close(b)
 

@@ -78,7 +78,7 @@ async def test_a_stop_request_reaches_the_readers_control_handler(pair: Pair) ->
     heard: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
     pair.reader.on_control(lambda kind, run_id: heard.put_nowait((kind, run_id)))
     info = await pair.store.request_stop(rid)
-    assert info is not None and info["owner"] == "writer"
+    assert info is not None and info.owner == "writer"
     pair.writer.control("stop", rid)  # what RunManager.stop does after recording it
     async with asyncio.timeout(5):
         assert await heard.get() == ("stop", rid)

@@ -160,8 +160,8 @@ async def test_a_run_whose_owner_dies_at_any_point_completes_on_another_process(
         assert got["ran"] <= 1, (label, "the command ran twice")
         assert len(got["calls"]) <= FEWEST_CALLS + 1, (label, [c[0] for c in got["calls"]])
         row = got["row"]
-        assert row["resumes"] <= 1 and row["repeated_calls"] <= 1, (label, row)
-        resumed += row["resumes"]
+        assert row.resumes <= 1 and row.repeated_calls <= 1, (label, row)
+        resumed += row.resumes
         interrupted = [m for m in got["msgs"] if m.content == INTERRUPTED_ACTION]
         if interrupted:  # the model read it in its next call
             told += 1
@@ -185,7 +185,7 @@ async def test_past_run_max_resumes_the_run_fails_saying_why(tmp_path: Path, db_
         assert await manager.recover() == 1
         assert await manager.wait(rid, timeout=DEADLINE) == "failed"
         row = await store.get_run(rid)
-        assert row is not None and "RUN_MAX_RESUMES=3" in row["error"]
+        assert row is not None and "RUN_MAX_RESUMES=3" in (row.error or "")
         kinds = [m.meta.action_type for m in await store.messages(cid, limit=100)]
         assert kinds == ["error", "finish_summery"]
         assert llm.calls == []

@@ -175,7 +175,7 @@ async def test_a_run_taken_over_elsewhere_leaves_no_record(tmp_path: Path) -> No
         assert record.control is None and all(r is record for r in seen.records)
         assert_dropped(manager, rid)
         row = await manager.store.get_run(rid)
-        assert row is not None and row["owner"] == "elsewhere" and row["status"] == "running"
+        assert row is not None and row.owner == "elsewhere" and row.status == "running"
 
 
 async def test_a_run_handed_over_at_shutdown_leaves_no_record(tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ async def test_a_run_handed_over_at_shutdown_leaves_no_record(tmp_path: Path) ->
         assert_made_once(seen, record)
         assert_dropped(manager, rid)
         row = await manager.store.get_run(rid)
-        assert row is not None and row["status"] == "running"  # a live process goes on
+        assert row is not None and row.status == "running"  # a live process goes on
 
 
 async def test_a_run_cancelled_before_it_began_leaves_no_record(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from backend.agent.resume import INTERRUPTED_ACTION, NOT_RUN
 from backend.runs import RunManager
-from tests.support.runs import DEADLINE, ReactiveLLM, a_process, bury
+from tests.support.runs import DEADLINE, ReactiveLLM, a_process, bury, executable
 
 # bounded: it waits for a file the test creates once the run was taken over elsewhere
 WAITS_FOR_GO = "for i in $(seq 2400); do [ -f go ] && break; sleep 0.05; done; echo ran >> log.txt"
@@ -46,7 +46,7 @@ async def test_an_owner_that_wakes_after_a_take_over_writes_nothing_more(
         await taker.recover()
         assert await taker.wait(rid, timeout=DEADLINE) == "completed"
         after_take_over = await taker.store.messages(cid, limit=10_000)
-        checkpoint = (await taker.store.run_for_execution(rid) or {})["checkpoint"]
+        checkpoint = (await executable(taker.store, rid)).checkpoint
 
         # the paused process wakes: its command ends, and it would publish the result
         workspace = stalled.workspace("1", cid)
@@ -59,9 +59,9 @@ async def test_an_owner_that_wakes_after_a_take_over_writes_nothing_more(
             (m.meta.action_type, m.status, m.content[:60]) for m in msgs[len(after_take_over) :]
         ]
         row = await taker.store.get_run(rid)
-        assert row is not None and row["status"] == "completed"
-        assert row["owner"] == taker.instance_id
-        assert (await taker.store.run_for_execution(rid) or {})["checkpoint"] == checkpoint
+        assert row is not None and row.status == "completed"
+        assert row.owner == taker.instance_id
+        assert (await executable(taker.store, rid)).checkpoint == checkpoint
         # the command's one result is the taker's "interrupted"; the write after it never ran
         (command,) = [
             m for m in msgs if m.meta.action_type == "terminal_run" and m.status != "running"

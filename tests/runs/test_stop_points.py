@@ -100,7 +100,7 @@ async def test_a_stop_at_every_await_point_of_a_task_step_stops_cleanly(
             got = await one_run(manager, k)
             label = f"stop at step {k} of {total}"
             assert got["status"] in ("stopped", "completed"), (label, got["status"])
-            assert got["row"]["status"] == got["status"], label
+            assert got["row"].status == got["status"], label
             assert got["calls_after"] <= 1, label
             assert not got["llm_errors"], (label, got["llm_errors"])
             running = {m.uuid for m in got["msgs"] if m.status == "running"}

@@ -37,7 +37,7 @@ async def test_a_stop_right_after_the_run_let_go_ends_it_stopped(tmp_path: Path)
         assert await manager.wait(rid, timeout=30) == "stopped"
         assert stops == [True]
         row = await store.get_run(rid)
-        assert row is not None and row["status"] == "stopped" and row["wait"] is None
+        assert row is not None and row.status == "stopped" and row.wait is None
         msgs = await store.messages(cid)
         kinds = [(m.meta.action_type, m.status) for m in msgs]
         assert ("approval", "failure") in kinds and ("stop", "failure") in kinds

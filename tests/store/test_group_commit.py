@@ -13,8 +13,10 @@ import pytest
 from sqlalchemy import Engine, create_engine, event, select
 
 from backend.messages.message import Message
+from backend.messages.tasks import PlanTask
 from backend.store.base import MESSAGES, RUNS, TASKS
 from backend.store.repo import ConflictError, NotFoundError, RunNotOwned, Store
+from tests.support.runs import executable
 
 RUNS_AT_ONCE = 20
 
@@ -86,7 +88,7 @@ async def test_writes_made_at_once_share_commits_and_are_committed_when_answered
     # one transaction per write would be RUNS_AT_ONCE commits
     assert counts["commits"] <= RUNS_AT_ONCE // 2, counts
     for cid, rid in pairs:
-        assert (await store.run_for_execution(rid))["checkpoint"] == "cp"  # type: ignore[index]
+        assert (await executable(store, rid)).checkpoint == "cp"
         assert [m.seq for m in await store.messages(cid)] == [1]
 
 
@@ -95,12 +97,17 @@ async def test_a_failing_write_fails_alone_among_the_writes_it_was_batched_with(
 ) -> None:
     pairs = await runs(store, RUNS_AT_ONCE)
     theirs = {rid for _, rid in pairs[::4]}  # fenced by an owner that is not theirs
-    tasks = [{"id": f"t{i}", "title": "task"} for i in range(2)]
+    tasks = [
+        PlanTask(id=f"t{i}", title="task", description="", requirement="", status="pending")
+        for i in range(2)
+    ]
     done, conflicts = 0, 0
 
     async def write(cid: str, rid: str) -> str:
         owner = "b" if rid in theirs else "a"
-        await store.save_tasks(rid, cid, [{**t, "id": t["id"] + rid} for t in tasks])  # ORM
+        await store.save_tasks(
+            rid, cid, [t.model_copy(update={"id": t.id + rid}) for t in tasks]
+        )  # ORM
         try:
             await store.append_message(msg(cid, rid), checkpoint="cp", owner=owner)
         except RunNotOwned:
@@ -165,7 +172,7 @@ async def test_a_run_starts_in_three_statements(store: Store) -> None:
     assert counts == {"statements": 3, "commits": 1}
     run = await store.run_for_execution(rid)
     assert run is not None
-    assert (run["status"], run["owner"], run["user_id"]) == ("running", "a", "1")
+    assert (run.status, run.owner, run.user_id) == ("running", "a", "1")
     conv = await store.get_conversation("1", cid)
     assert conv is not None and conv.status == "running"
 

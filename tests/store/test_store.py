@@ -6,6 +6,7 @@ import pytest
 
 from backend.messages.message import Message
 from backend.store.repo import ConflictError, NotFoundError, RunNotOwned, Store
+from tests.support.runs import executable
 
 
 def msg(cid: str, rid: str, kind: str = "x") -> Message:
@@ -36,7 +37,7 @@ async def test_one_active_run_per_conversation(store: Store) -> None:
     with pytest.raises(ConflictError):
         await store.start_run("1", cid, "g", "auto", "local")
     await store.end_run(rid, "completed")
-    assert (await store.get_run(rid))["status"] == "completed"  # type: ignore[index]
+    assert (await executable(store, rid)).status == "completed"
     await store.start_run("1", cid, "g", "auto", "local")
     with pytest.raises(NotFoundError):
         await store.start_run("2", cid, "g", "auto", "local")
@@ -97,11 +98,11 @@ async def test_a_fenced_write_lands_only_while_its_owner_owns_the_running_run(
         await store.save_checkpoint(rid, "stale", "turns", owner="a")
     # nothing of "a" was written: no message, no seq taken, the checkpoint is the taker's
     assert [m.seq for m in await store.messages(cid)] == [1]
-    assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c2"
+    assert (await executable(store, rid)).checkpoint == "c2"
     assert (await store.append_message(msg(cid, rid), checkpoint="c3", owner="b")).seq == 2
-    assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c3"
+    assert (await executable(store, rid)).checkpoint == "c3"
     assert (await store.append_message(msg(cid, rid), owner="b")).seq == 3  # no checkpoint
-    assert (await store.run_for_execution(rid) or {})["checkpoint"] == "c3"
+    assert (await executable(store, rid)).checkpoint == "c3"
     # an ended run takes no fenced write, even from its last owner; unfenced ones still land
     await store.end_run(rid, "completed")
     with pytest.raises(RunNotOwned):

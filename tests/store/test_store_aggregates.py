@@ -6,7 +6,10 @@ from __future__ import annotations
 from backend.actions import registry
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
+from backend.messages.tasks import PlanTask
 from backend.store.repo import Store
+from backend.store.rows import OrphanedRun, StopTarget
+from tests.support.runs import executable
 
 
 async def _run(store: Store, owner: str | None = None) -> tuple[str, str]:
@@ -48,11 +51,16 @@ async def test_open_messages_are_running_actions_without_a_final_partner(
 async def test_tasks_of_a_run_and_the_running_ones(store: Store) -> None:
     cid, rid = await _run(store)
     await store.save_tasks(
-        rid, cid, [{"id": "t1", "title": "A"}, {"id": "t2", "title": "B", "status": "running"}]
+        rid,
+        cid,
+        [
+            PlanTask(id="t1", title="A", description="", requirement="", status="pending"),
+            PlanTask(id="t2", title="B", description="", requirement="", status="running"),
+        ],
     )
     await store.update_task("t1", "running")
     await store.update_task("t2", "completed", "done")
-    assert [t["id"] for t in await store.running_tasks(rid)] == ["t1"]
+    assert [t.id for t in await store.running_tasks(rid)] == ["t1"]
 
 
 async def test_a_run_ends_once_and_only_by_its_owner(store: Store) -> None:
@@ -62,7 +70,7 @@ async def test_a_run_ends_once_and_only_by_its_owner(store: Store) -> None:
     assert await store.end_run(rid, "completed", owner="i1") is True
     assert await store.end_run(rid, "failed") is False
     run = await store.get_run(rid, user_id="1")
-    assert run is not None and run["status"] == "completed"
+    assert run is not None and run.status == "completed"
     assert await store.get_run(rid, user_id="2") is None
     assert await store.running_run_of(cid) is None
 
@@ -76,18 +84,20 @@ async def test_a_run_whose_owner_lease_expired_is_orphaned_and_can_be_claimed(
     assert await store.orphaned_runs() == []
     await store.expire_instance("dead")
     assert await store.live_instances() == {"live"}
-    assert await store.orphaned_runs() == [{"run_id": rid, "conversation_id": cid, "owner": "dead"}]
+    assert await store.orphaned_runs() == [
+        OrphanedRun(run_id=rid, conversation_id=cid, owner="dead")
+    ]
     assert await store.claim_run(rid, "live", expected="someone else") is False
     assert await store.claim_run(rid, "live", expected="dead") is True
     assert await store.orphaned_runs() == []
     assert await store.expired_instances(0) == ["dead"]
     await store.delete_instances(["dead"])
-    assert {i["id"] for i in await store.instances()} == {"live"}
+    assert {i.id for i in await store.instances()} == {"live"}
 
 
 async def test_a_stop_request_is_recorded_on_running_runs_only(store: Store) -> None:
     cid, rid = await _run(store, owner="i1")
-    assert await store.request_stop(rid) == {"owner": "i1", "conversation_id": cid}
+    assert await store.request_stop(rid) == StopTarget(owner="i1", conversation_id=cid)
     assert await store.run_flags([rid, "nope"]) == {rid: ("running", True, "i1")}
     await store.end_run(rid, "stopped")
     assert await store.request_stop(rid) is None
@@ -99,11 +109,11 @@ async def test_a_runs_mcp_server_pick_is_stored_for_the_process_that_executes_it
     cid = await store.create_conversation("1", "t")
     picked = await store.start_run("1", cid, "g", "auto", "local", mcp_servers=["calc"])
     run = await store.run_for_execution(picked)
-    assert run is not None and run["mcp_servers"] == ["calc"]
+    assert run is not None and run.mcp_servers == ["calc"]
     await store.end_run(picked, "completed")
     everything = await store.start_run("1", cid, "g", "auto", "local")
     run = await store.run_for_execution(everything)
-    assert run is not None and run["mcp_servers"] is None
+    assert run is not None and run.mcp_servers is None
     none = await store.create_conversation("1", "u")
     empty = await store.start_run("1", none, "g", "auto", "local", mcp_servers=[])
-    assert (await store.run_for_execution(empty) or {})["mcp_servers"] == []
+    assert (await executable(store, empty)).mcp_servers == []

@@ -105,7 +105,7 @@ async def _waiting(m: RunManager, cid: str, kind: str) -> Message:
         closed = {x.uuid for x in msgs if x.status != "running"}
         found = [x for x in msgs if x.meta.action_type == kind and x.uuid not in closed]
         run_row = await m.store.get_run(msgs[0].run_id) if msgs else None
-        parked = run_row is not None and (run_row["status"], run_row["owner"]) == ("waiting", None)
+        parked = run_row is not None and (run_row.status, run_row.owner) == ("waiting", None)
         if found and parked:
             return found[0]
         await asyncio.sleep(0.01)

@@ -14,6 +14,7 @@ from backend.config import Settings
 from backend.previews.host import PreviewHost
 from backend.runtime.local import LocalRuntime
 from backend.store.repo import Store
+from backend.store.rows import StoredPreview
 from backend.tools.kit import Tools
 from backend.workspace import workspace_path
 from tests.support.runtime import require_bwrap
@@ -31,7 +32,7 @@ class Bench:
     async def preview(self, **params: str) -> Done:
         return await execute(self.ctx, Action("preview", params))
 
-    async def rows(self) -> list[dict[str, Any]]:
+    async def rows(self) -> list[StoredPreview]:
         return await self.host.rows(self.cid)
 
 

@@ -10,6 +10,7 @@ from backend.llm.base import Completion, DeltaCallback
 from backend.messages.bus import Bus
 from backend.runs import RunManager
 from backend.store.repo import Store
+from backend.store.rows import RunToExecute
 from tests.agent.scripts import finish, plan_reply, run, write
 from tests.support.settings import make_settings
 
@@ -64,8 +65,9 @@ class ReactiveLLM:
 DEADLINE = 120
 
 
-async def a_process(tmp_path: Path, db_url: str, llm: ReactiveLLM) -> RunManager:
-    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=30.0)
+async def a_process(tmp_path: Path, db_url: str, llm: ReactiveLLM, **settings_: Any) -> RunManager:
+    """A process's run manager over the store at ``db_url``; ``settings_``: more settings."""
+    settings = make_settings(tmp_path, database_url=db_url, lease_seconds=30.0, **settings_)
     store = Store(db_url)
     store.migrate()
     manager = RunManager(settings, store, Bus(), llm, BUILTIN)
@@ -96,3 +98,10 @@ async def bury(manager: RunManager, db_url: str) -> None:
         await other.expire_instance(manager.instance_id)
     finally:
         await other.close()
+
+
+async def executable(store: Store, run_id: str) -> RunToExecute:
+    """The run as a process executing it reads it (it must be there)."""
+    run = await store.run_for_execution(run_id)
+    assert run is not None, run_id
+    return run

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from backend.agent.resume import INTERRUPTED_ACTION
 from backend.agent.specialists import BUILTIN
@@ -19,6 +20,8 @@ from backend.llm.base import Completion, DeltaCallback
 from backend.messages.bus import Bus
 from backend.messages.message import Message
 from backend.runs import RunManager
+from backend.store.base import RUNS
+from backend.store.parked import WaitAnswer
 from backend.store.repo import Store
 from backend.waits import (
     BadAnswer,
@@ -27,6 +30,7 @@ from backend.waits import (
     answer_approval,
     answer_question,
 )
+from backend.waits.replies import Decision
 from tests.agent.scripts import finish, plan_reply, run
 from tests.support.runs import bury, kill
 from tests.support.settings import make_settings
@@ -89,7 +93,7 @@ async def waiting_message(m: RunManager, cid: str, kind: str = "approval") -> Me
         closed = {x.uuid for x in msgs if x.status != "running"}
         found = [x for x in msgs if x.meta.action_type == kind and x.uuid not in closed]
         run = await m.store.get_run(msgs[0].run_id) if msgs else None
-        if found and run is not None and run["status"] == "waiting" and run["owner"] is None:
+        if found and run is not None and run.status == "waiting" and run.owner is None:
             return found[0]
         await asyncio.sleep(0.01)
     raise AssertionError(f"no {kind} message")
@@ -152,14 +156,14 @@ async def test_an_approval_taken_by_a_process_that_died_before_acting_is_not_los
     partner = Message.build(
         "approval", "Approved", task_id=asked.meta.task_id, uuid=asked.uuid, json=asked.meta.json_
     )
-    answer = json.dumps({"uuid": asked.uuid, "decision": "approve", "reason": ""})
+    answer = WaitAnswer(uuid=asked.uuid, decision="approve")
     stored = await m.store.end_wait(rid, asked.uuid, "approval", "serve-dead-1", answer, partner)
     assert stored is not None and ran(m, cid) == 0
     await m.recover()  # its owner is dead: a live process takes the run over
     assert await m.wait(rid, timeout=30) == "completed"
     assert ran(m, cid) == 1
     row = await m.store.get_run(rid)
-    assert row is not None and row["resumes"] == 1
+    assert row is not None and row.resumes == 1
 
 
 async def test_an_approved_command_under_way_when_its_process_died_is_not_run_again(
@@ -172,7 +176,7 @@ async def test_an_approved_command_under_way_when_its_process_died_is_not_run_ag
     owner = await a_process(processes, tmp_path, db_url, llm)
     cid, rid = await owner.start("1", "write code", mode="agent", approval="risky")
     asked = await waiting_message(owner, cid)
-    assert await answer_approval(owner, rid, asked.uuid, "approve") == {"decision": "approve"}
+    assert await answer_approval(owner, rid, asked.uuid, "approve") == Decision(decision="approve")
     for _ in range(3000):  # the command runs (its output is on disk)
         if ran(owner, cid):
             break
@@ -226,15 +230,53 @@ async def test_an_answer_that_comes_the_moment_the_message_is_stored_is_taken(
         thinking=[run("echo ran >> log.txt"), finish("done")],
     )
     m = await a_process(processes, tmp_path, db_url, llm)
-    taken: list[dict[str, str]] = []
+    taken: list[Decision] = []
 
     async def at_once(msg: Message) -> None:
         if msg.meta.action_type == "approval" and msg.status == "running":
             row = await m.store.get_run(msg.run_id)
-            assert row is not None and row["owner"] == m.instance_id  # not let go yet
+            assert row is not None and row.owner == m.instance_id  # not let go yet
             taken.append(await answer_approval(m, msg.run_id, msg.uuid, "approve"))
 
     cid, rid = await m.start("1", "write code", mode="agent", approval="risky", listener=at_once)
     assert await m.wait(rid, timeout=30) == "completed"
-    assert taken == [{"decision": "approve"}]
+    assert taken == [Decision(decision="approve")]
     assert ran(m, cid) == 1
+
+
+BEFORE_TYPING = Path(__file__).parents[1] / "agent" / "data" / "checkpoints_before_typing.json"
+
+
+async def test_a_run_parked_with_a_checkpoint_stored_before_typing_goes_on_when_approved(
+    tmp_path: Path, db_url: str, processes: list[RunManager]
+) -> None:
+    """The checkpoint a run parked with, in the shape the code before typed run state
+    stored it (its wait, tasks and pending turn plain dicts; tests/agent/data): approved,
+    the run goes on from it, runs the action once and completes."""
+    llm = StageLLM(
+        planning=[plan_reply("One")],
+        thinking=["<think>check first</think>" + run("echo ran >> log.txt"), finish("done")],
+    )
+    m = await a_process(processes, tmp_path, db_url, llm)
+    cid, rid = await m.start("1", "write code", mode="agent", approval="risky")
+    asked = await waiting_message(m, cid)
+    stored = json.loads(BEFORE_TYPING.read_text())
+    checkpoint = stored["parked"]["checkpoint"]
+    for key, now in (
+        ("run_id", rid),
+        ("conversation_id", cid),
+        ("workspace", str(m.workspace("1", cid))),
+        ("task_id", str(asked.meta.task_id)),
+        ("wait_uuid", asked.uuid),
+    ):
+        checkpoint = checkpoint.replace(stored["ids"][key], now)
+    values = {"checkpoint": checkpoint, "transcript": stored["parked"]["transcript"]}
+    await m.store._core(lambda c: c.execute(update(RUNS).where(RUNS.c.id == rid).values(values)))
+    assert await answer_approval(m, rid, asked.uuid, "approve") == Decision(decision="approve")
+    assert await m.wait(rid, timeout=30) == "completed"
+    assert ran(m, cid) == 1
+    thinking = [msgs for stage, msgs in llm.calls if stage == "thinking"]
+    assert (
+        len(thinking) == 2
+        and "[terminal_run: echo ran >> log.txt] ok" in thinking[1][-1]["content"]
+    )

@@ -2,9 +2,11 @@
 // agent's question. Errors come back as HttpError (409: no longer pending).
 
 import { apiFetch } from './api'
+import type { Answered, Decision as DecisionReply, DecisionDecision } from './api.gen'
 import { errorFromResponse } from './sse'
 
-export type Decision = 'approve' | 'reject' | 'approve_all'
+/** A person's decision on an approval (generated from backend/waits/replies.py). */
+export type Decision = DecisionDecision
 
 /** The longest rejection reason the server takes. */
 export const REASON_MAX = 4000
@@ -27,7 +29,7 @@ export function sendDecision(
   decision: Decision,
   reason = '',
   digest = '',
-): Promise<{ decision: Decision }> {
+): Promise<DecisionReply> {
   const body: { decision: Decision; reason?: string; digest?: string } = { decision }
   if (decision === 'reject' && reason.trim()) body.reason = reason.trim()
   // the action as shown: the server refuses (409) if the waiting action is another one
@@ -35,6 +37,6 @@ export function sendDecision(
   return post(`${runPath(runId)}/approvals/${encodeURIComponent(uuid)}`, body)
 }
 
-export function sendAnswer(runId: string, uuid: string, answer: string): Promise<{ answer: string }> {
+export function sendAnswer(runId: string, uuid: string, answer: string): Promise<Answered> {
   return post(`${runPath(runId)}/answers/${encodeURIComponent(uuid)}`, { answer })
 }

@@ -20,6 +20,8 @@ export type WireShape =
   | PreviewOut
   | McpServerState
   | ErrorBody
+  | Decision
+  | Answered
   | PlanTask
   | McpCall
 export type ConversationSummaryStatus =
@@ -30,6 +32,7 @@ export type RunInfoStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'st
 export type EndEventStatus = 'completed' | 'failed' | 'stopped'
 export type PreviewOutState = 'starting' | 'ready' | 'stopped' | 'failed'
 export type McpServerStateState = 'ready' | 'starting' | 'failed'
+export type DecisionDecision = 'approve' | 'reject' | 'approve_all'
 export type PlanTaskStatus = 'pending' | 'running' | 'completed' | 'failed'
 export type BinaryPartType = 'image' | 'audio' | 'resource'
 
@@ -215,6 +218,12 @@ export interface ErrorDetail {
    * What went wrong, in plain words.
    */
   message: string
+}
+export interface Decision {
+  decision: DecisionDecision
+}
+export interface Answered {
+  answer: string
 }
 export interface PlanTask {
   id: string

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from backend.actions.model import Action, ActionSpec
@@ -55,8 +56,8 @@ async def preview(ctx: ActionContext, action: Action) -> Done:
                 "started with terminal_run stops when its command ends).",
             )
         entry = {**host.entry(row), "path": path}
-        entry["url"] = host.url({**row, "path": path})
-        content = f"Preview {row['name']!r} is at {entry['url']}."
+        entry["url"] = host.url(replace(row, path=path))
+        content = f"Preview {row.name!r} is at {entry['url']}."
         return Done("success", content, url=entry["url"], data=[PreviewEntry(**entry)])
     started = await host.start(
         cast("ServiceRuntime", runtime),

@@ -101,6 +101,14 @@ def say(text: str) -> str:
 
 
 @server.tool()
+def tally(path: str) -> str:
+    """Adds a line to the file at path and says how many it has (how often it was called)."""
+    with open(path, "a") as f:
+        f.write("called\n")
+    return f"tally {Path(path).read_text().count('called')}"
+
+
+@server.tool()
 def report() -> list[ContentBlock]:
     """Returns text, a text resource, a binary resource and a resource link."""
     return [
