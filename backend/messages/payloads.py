@@ -10,7 +10,7 @@ code does not know, still loads: readers pass over what they do not know.
 Which kind carries which model is said in one place per kind: the run's own kinds in
 :data:`backend.messages.kinds.PAYLOADS`, an action's in its definition
 (``ActionDef.payload``, backend/actions/registry). The web UI's types are generated from
-both (``MetaPayloads`` in message.gen.ts).
+both (``MetaPayloads``, by ``make frontend-types``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ The schema is the serialised form (every field is always sent). Enumerations car
 member names (``x-enum-varnames``) so that the TypeScript side gets the same constants.
 ``meta.json`` is typed by the payload models (backend/messages/payloads.py): an item is a
 ``MetaItem`` (one of the models, or an unknown kind's object), and ``MetaPayloads`` maps each
-kind to the models of its items (the web UI reads meta.json through it, lib/payloads.ts).
+kind to the models of its items (the web UI reads meta.json through it, lib/metajson.ts).
 """
 
 from __future__ import annotations

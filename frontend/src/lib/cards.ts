@@ -6,7 +6,7 @@
 import { MessageKind } from './types'
 import type { Message } from './types'
 import { diffLines, type DiffLine } from './diff'
-import { firstOf } from './payloads'
+import { firstOf } from './metajson'
 
 export interface CommandView {
   command: string

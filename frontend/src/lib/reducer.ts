@@ -18,7 +18,7 @@ import type { Delta } from './sse'
 import { MessageKind } from './types'
 import type { EndEvent, FileInfo, Message, Meta, PlanTask, RunStatus } from './types'
 import { isPendingWait, isWaitMessage } from './waits'
-import { firstOf, itemsOf } from './payloads'
+import { firstOf, itemsOf } from './metajson'
 
 /** what the server sends in a plan's or task's meta.json (PlanTask, generated) */
 export type TaskStatus = PlanTask['status']

@@ -3,7 +3,7 @@
 
 import { MessageKind } from './types'
 import type { Message } from './types'
-import { firstOf, itemsOf, type ItemOf } from './payloads'
+import { firstOf, itemsOf, type ItemOf } from './metajson'
 
 /** A part of an MCP result as the server sends it (backend/tools/mcp/parts.py). */
 type SentPart = ItemOf<typeof MessageKind.MCP_TOOL>['parts'][number]

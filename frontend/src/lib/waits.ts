@@ -4,7 +4,7 @@
 
 import { MessageKind } from './types'
 import type { Message } from './types'
-import { firstOf, type ItemOf } from './payloads'
+import { firstOf, type ItemOf } from './metajson'
 
 /** Message kinds that park the run until a person answers. */
 export const WAIT_KINDS = new Set<string>([MessageKind.APPROVAL, MessageKind.ASK_USER])

@@ -1,11 +1,11 @@
-// meta.json read through its generated types (payloads.ts): each reader gets its kind's
+// meta.json read through its generated types (metajson.ts): each reader gets its kind's
 // items, exactly as the server stores and sends them. The items here are the server's own:
 // tests/messages/meta_json.fixture.json, what every backend writer stored in a real run
 // (tests/support/meta_writers.py; the backend checks its writers still store exactly that).
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { firstOf, itemsOf } from '../src/lib/payloads'
+import { firstOf, itemsOf } from '../src/lib/metajson'
 import { codeView, commandView, diffView } from '../src/lib/cards'
 import { buildView, summaryFiles } from '../src/lib/reducer'
 import { toolView } from '../src/lib/tools'
