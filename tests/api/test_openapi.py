@@ -167,6 +167,24 @@ def test_a_messages_meta_json_items_are_the_payload_models(document: dict[str, A
         jsonschema.validate({**approval, "digest": 7}, as_request)
 
 
+def test_a_given_schema_replaces_only_a_model_the_document_names() -> None:
+    def given() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"detail": {"$ref": "#/$defs/Detail"}},
+            "$defs": {"Detail": {"type": "string"}},
+        }
+
+    info = ApiInfo("t", "1", "", ErrorBody, {}, schemas={"ErrorBody": given, "Unused": given})
+    components = build_document([], info)["components"]["schemas"]
+    assert components["ErrorBody"] == {
+        "type": "object",
+        "properties": {"detail": {"$ref": "#/components/schemas/Detail"}},
+    }
+    assert components["Detail"] == {"type": "string"}
+    assert "Unused" not in components
+
+
 def test_security_schemes_bearer_and_access_token_on_get_only(document: dict[str, Any]) -> None:
     schemes = document["components"]["securitySchemes"]
     assert schemes["bearer"] == {**schemes["bearer"], "type": "http", "scheme": "bearer"}
