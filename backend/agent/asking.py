@@ -10,7 +10,7 @@ import difflib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import anyio
 
@@ -56,10 +56,10 @@ async def ask_approval(
 ) -> NoReturn:
     shown = await approval_content(ctx.state.workspace, action)
     content = scrub(shown.content)
-    about = dict(shown.about)
+    about = shown.about
     if content != shown.content:  # a NUL or broken Unicode: stored as U+FFFD
-        about["note"] = (about["note"] + " " if about["note"] else "") + UNSHOWABLE
-        about["whole"] = False
+        note = (about.note + " " if about.note else "") + UNSHOWABLE
+        about = about.model_copy(update={"whole": False, "note": note})
     msg = Message.build(
         MessageKind.APPROVAL,
         content,
@@ -72,7 +72,7 @@ async def ask_approval(
                 class_=action_class,
                 params=dict(action.params),
                 digest=action_digest(action.type, action.params),
-                shown=ApprovalShown.model_validate(about),
+                shown=about,
             )
         ],
         meta_content=f"{action.type} needs approval",
@@ -131,7 +131,7 @@ class Shown(NamedTuple):
 
     content: str
     filepath: str
-    about: dict[str, Any]
+    about: ApprovalShown
 
 
 async def approval_content(workspace: Path, action: Action) -> Shown:
@@ -184,9 +184,9 @@ async def approval_content(workspace: Path, action: Action) -> Shown:
 UNSHOWABLE = "Characters that cannot be stored (NUL, broken Unicode) are shown as \ufffd."
 
 
-def _about(text: str, note: str) -> dict[str, Any]:
+def _about(text: str, note: str) -> ApprovalShown:
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    return {"whole": not note, "note": note, "lines": lines, "chars": len(text)}
+    return ApprovalShown(whole=not note, note=note, lines=lines, chars=len(text))
 
 
 def _cut(text: str, what: str, where_whole: str) -> tuple[str, str]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backend.agent.errors import RunError
+from backend.messages.payloads import RunBudget
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -26,14 +27,14 @@ class BudgetExceeded(RunError):
         self.setting = setting
 
 
-def limits(settings: Settings) -> dict[str, Any]:
+def limits(settings: Settings) -> RunBudget:
     """The run budgets as the UI shows them (None = no limit)."""
-    return {
-        "max_tokens": settings.run_max_tokens,
-        "max_cost_usd": settings.run_max_cost_usd,
-        "max_seconds": settings.run_max_seconds,
-        "max_model_calls": settings.run_max_model_calls,
-    }
+    return RunBudget(
+        max_tokens=settings.run_max_tokens,
+        max_cost_usd=settings.run_max_cost_usd,
+        max_seconds=settings.run_max_seconds,
+        max_model_calls=settings.run_max_model_calls,
+    )
 
 
 @dataclass

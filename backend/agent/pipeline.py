@@ -30,7 +30,7 @@ from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.messages.payloads import BudgetNote, RunBudget
+from backend.messages.payloads import BudgetNote
 from backend.messages.tasks import PlanTask, TaskStatus
 from backend.workspace import scan
 
@@ -57,7 +57,7 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
         resumed_note = await prepare_resume(ctx) if ctx.resumed else None
         if state.stage == "start":
             state.stage = "route"
-            budget = BudgetNote(budget=RunBudget.model_validate(limits(ctx.deps.settings)))
+            budget = BudgetNote(budget=limits(ctx.deps.settings))
             await ctx.publish(
                 Message.build(MessageKind.QUESTION, state.goal, role="user", json=[budget])
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def changed_files(ctx: RunContext) -> list[dict[str, object]]:
+async def changed_files(ctx: RunContext) -> list[SummaryFile]:
     now = await anyio.to_thread.run_sync(scan, ctx.state.workspace)
     paths = sorted(
         p for p, stat in now.items() if ctx.state.snapshot.get(p) != stat or p in ctx.state.written
@@ -33,7 +33,8 @@ async def changed_files(ctx: RunContext) -> list[dict[str, object]]:
     await ctx.deps.store.record_files(
         ctx.state.conversation_id, ctx.run_id, [(p, now[p][0]) for p in paths]
     )
-    return [file_entry(ctx.state.conversation_id, p, now[p][0]) for p in paths]
+    cid = ctx.state.conversation_id
+    return [SummaryFile.model_validate(file_entry(cid, p, now[p][0])) for p in paths]
 
 
 async def summarize(
@@ -55,17 +56,17 @@ async def summarize(
     # which the file lists pass over: they have no filepath)
     previews = await running_previews(ctx)
     if previews:
-        lines = [f"- {p['name']}: {p['url']}" for p in previews]
+        lines = [f"- {p.name}: {p.url}" for p in previews]
         content = "\n".join([content, "", "Previews (running):", *lines])
-    entries: list[BaseModel] = [SummaryFile.model_validate(f) for f in files]
-    entries += [SummaryPreview(preview=PreviewEntry.model_validate(p)) for p in previews]
+    entries: list[BaseModel] = [*files]
+    entries += [SummaryPreview(preview=p) for p in previews]
     await ctx.publish(
         Message.build(MessageKind.FINISH_SUMMERY, content, json=entries, uuid=summary)
     )
 
 
-async def running_previews(ctx: RunContext) -> list[dict[str, Any]]:
-    """The conversation's previews that run now: [{name, port, path, url}]."""
+async def running_previews(ctx: RunContext) -> list[PreviewEntry]:
+    """The conversation's previews that run now."""
     host = ctx.deps.tools.previews if ctx.deps.tools is not None else None
     if host is None:
         return []
@@ -74,18 +75,18 @@ async def running_previews(ctx: RunContext) -> list[dict[str, Any]]:
     except Exception:
         log.exception("could not list the previews for the summary")
         return []
-    return [host.entry(r) for r in rows if r.state == "ready"]
+    return [PreviewEntry.model_validate(host.entry(r)) for r in rows if r.state == "ready"]
 
 
 async def _model_summary(
     ctx: RunContext,
     tasks: list[PlanTask],
     notes: list[str],
-    files: list[dict[str, object]],
+    files: list[SummaryFile],
     live_uuid: str = "",
 ) -> str:
     done = "\n".join(f"- {t.title}: {n}" for t, n in zip(tasks, notes, strict=False))
-    names = "\n".join(f"- {f['filepath']} ({f['filesize']} bytes)" for f in files) or "(none)"
+    names = "\n".join(f"- {f.filepath} ({f.filesize} bytes)" for f in files) or "(none)"
     try:
         completion = await ctx.call_model(
             "summary",

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from backend.actions.registry.wire import wire_schema
 from backend.api.errors import ApiError
 from backend.api.models import ID_PATTERN, ErrorBody
 from backend.openapi import ApiInfo, Reply, build_document, operation
@@ -76,6 +77,9 @@ def openapi_document(request: Request) -> dict[str, Any]:
             error_model=ErrorBody,
             error_text=ERROR_TEXT,
             path_params={name: ID for name in ("cid", "run_id", "uuid")},
+            # the message's schema is the web UI's (backend/messages/schema.py): meta.json
+            # items are the payload models (MetaItem), which kind carries which MetaPayloads
+            schemas={"Message": wire_schema},
         )
         cached = build_document(request.app.routes, info, strict=False)
         request.app.state.openapi = cached

@@ -24,9 +24,9 @@ from backend.actions import registry
 from backend.cli.words import show_command, size_line
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.messages.payloads import ApprovalRequest, read_items
+from backend.messages.payloads import ApprovalRequest
 from backend.waits import WaitError, answer_approval, answer_question
-from backend.waits.digest import digest_of
+from backend.waits.digest import approval_of, digest_of
 
 if TYPE_CHECKING:
     from backend.runs.manager import RunManager
@@ -128,8 +128,9 @@ STOP = None  # the person ended input: the run is to be stopped
 
 
 def _request(msg: Message) -> ApprovalRequest | None:
-    """What an approval message asks (meta.json's first entry), or None."""
-    return next(iter(read_items(msg.meta.json_[:1], ApprovalRequest)), None)
+    """What an approval message asks, or None: read as the answer reads it (its digest is
+    the one the answer names, backend/waits/digest.py)."""
+    return approval_of(msg.meta.json_)
 
 
 def approval_action(msg: Message) -> tuple[str, str]:

@@ -15,7 +15,7 @@ both (``MetaPayloads``, by ``make frontend-types``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -53,6 +53,20 @@ def read_items(items: Iterable[object], model: type[M]) -> list[M]:
             out.append(model.model_validate(item))
         except ValidationError:
             continue
+    return out
+
+
+def read_payload(items: Iterable[object], models: Sequence[type[BaseModel]]) -> list[BaseModel]:
+    """Each item as the first of ``models`` (a kind's payload) that it is; an item that is
+    none of them (a newer writer's) is passed over."""
+    out: list[BaseModel] = []
+    for item in items:
+        for model in models:
+            try:
+                out.append(model.model_validate(item))
+            except ValidationError:
+                continue
+            break
     return out
 
 
@@ -132,4 +146,5 @@ __all__ = [
     "plain",
     "plain_items",
     "read_items",
+    "read_payload",
 ]

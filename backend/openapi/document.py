@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -33,6 +33,10 @@ class ApiInfo:
     error_text: dict[int, str]
     # the schema of a path parameter by its name, where a route describes none itself
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # a model's JSON Schema as made by its own source, used instead of pydantic's wherever
+    # the document names the model (by its name; the schema's ``$defs`` referenced as
+    # ``#/$defs/<name>`` join the components): e.g. the Message's, with meta.json typed
+    schemas: Mapping[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
 
 
 class _Schemas:
@@ -79,6 +83,7 @@ def build_document(
         for method in sorted((route.methods or set()) - {"HEAD"}):
             item = paths.setdefault(api_path(route.path), {})
             item[method.lower()] = _operation(route, method, op, schemas, error_ref, info)
+    _given(schemas.components, info.schemas)
     return {
         "openapi": "3.1.0",
         "info": {"title": info.title, "version": info.version, "description": info.description},
@@ -175,6 +180,31 @@ def _parameters(route: Route, op: Operation, info: ApiInfo) -> list[dict[str, An
             }
         )
     return out
+
+
+def _given(components: dict[str, Any], given: Mapping[str, Callable[[], dict[str, Any]]]) -> None:
+    """Put each given model's schema (and its definitions) in place of pydantic's, where the
+    document names the model."""
+    for name, make in given.items():
+        if name not in components:
+            continue
+        schema = _to_components(make())
+        defs: dict[str, Any] = schema.pop("$defs", {})
+        components.update(defs)
+        components[name] = schema
+
+
+def _to_components(node: Any) -> Any:
+    """``node`` with its ``#/$defs/`` references made component references."""
+    if isinstance(node, dict):
+        out = {key: _to_components(value) for key, value in node.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            out["$ref"] = REF.format(model=ref.removeprefix("#/$defs/"))
+        return out
+    if isinstance(node, list):
+        return [_to_components(value) for value in node]
+    return node
 
 
 def _reply(reply: Reply, schemas: _Schemas) -> dict[str, Any]:

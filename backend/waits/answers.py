@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from backend.messages.message import Message
 from backend.store.parked import WaitAnswer
 from backend.waits.classes import APPROVAL, ASK_USER, DECISIONS
-from backend.waits.digest import digest_of
+from backend.waits.digest import approval_of, digest_of
 from backend.waits.errors import BadAnswer, WaitConflict, WaitNotFound
 from backend.waits.replies import Answered, Decision
 
@@ -187,7 +187,5 @@ async def _end(
 
 
 def _class_of(waiting: Message) -> str:
-    for item in waiting.meta.json_:
-        if isinstance(item, dict) and item.get("class"):
-            return str(item["class"])
-    return "such"
+    request = approval_of(waiting.meta.json_)
+    return request.class_ if request and request.class_ else "such"

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from backend.messages.payloads import ApprovalRequest, read_items
 
 
 def canonical(action_type: str, params: Mapping[str, Any]) -> bytes:
@@ -29,9 +31,15 @@ def action_digest(action_type: str, params: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical(action_type, params)).hexdigest()
 
 
-def digest_of(meta_json: list[Any]) -> str:
-    """The digest an approval message carries (meta.json's first entry), or ""."""
-    first = meta_json[0] if meta_json else None
-    if not isinstance(first, dict):
-        return ""
-    return str(first.get("digest") or "")
+def approval_of(meta_json: Iterable[object]) -> ApprovalRequest | None:
+    """The action an approval message asks about (its meta.json's ApprovalRequest, as
+    backend/agent/asking.py writes it), or None: an item that is no ApprovalRequest (another
+    kind's, a newer writer's) is passed over."""
+    found = read_items(meta_json, ApprovalRequest)
+    return found[0] if found else None
+
+
+def digest_of(meta_json: Iterable[object]) -> str:
+    """The digest an approval message carries (its :func:`approval_of`), or ""."""
+    request = approval_of(meta_json)
+    return request.digest if request else ""

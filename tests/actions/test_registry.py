@@ -48,7 +48,7 @@ SHOUT = ActionDef(
     handler=shout,
     approval="edits",
     running=lambda a: f"Shouting {a.params.get('text', '')}",
-    show=lambda content, data: f"loudly: {content} (from {data[0]['said']!r})",
+    show=lambda content, data: f"loudly: {content} (from {data[0].said!r})",
     payload=(Shouted,),
 )
 # -----------------------------------------------------------------------------------------

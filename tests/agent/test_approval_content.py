@@ -8,6 +8,7 @@ from pathlib import Path
 
 from backend.actions.model import Action
 from backend.agent.asking import CONTENT_CAP, approval_content, approved_as_shown
+from backend.messages.payloads import ApprovalShown
 from backend.store.parked import WaitAnswer
 from backend.waits.digest import action_digest, canonical
 
@@ -19,7 +20,7 @@ async def test_an_edit_is_shown_as_a_diff_against_the_file_on_disk(tmp_path: Pat
     assert path == "app.py"
     assert "-print(1)\n+print(2)\n" in content
     assert content.startswith("--- a/app.py\n+++ b/app.py\n")
-    assert about["whole"] is True and about["note"] == ""
+    assert about.whole is True and about.note == ""
 
 
 async def test_a_symlink_out_of_the_workspace_shows_nothing_of_the_outside_file(
@@ -41,17 +42,17 @@ async def test_a_command_is_shown_whole_however_long(tmp_path: Path) -> None:
         tmp_path, Action("terminal_run", {"command": command})
     )
     assert content == command
-    assert about == {"whole": True, "note": "", "lines": 4, "chars": len(command)}
+    assert about == ApprovalShown(whole=True, note="", lines=4, chars=len(command))
 
 
 async def test_one_huge_line_is_cut_with_a_note_of_how_much(tmp_path: Path) -> None:
     line = "x" * (CONTENT_CAP * 2)
     action = Action("write_code", {"path": "one.txt", "content": line})
     content, _, about = await approval_content(tmp_path, action)
-    assert about["whole"] is False and about["lines"] == 1
+    assert about.whole is False and about.lines == 1
     assert len(content) < CONTENT_CAP + 300
-    assert content.endswith(f"[… {about['note']}]\n")
-    assert "characters) are not shown here" in about["note"]
+    assert content.endswith(f"[… {about.note}]\n")
+    assert "characters) are not shown here" in about.note
 
 
 async def test_an_unstorable_character_is_noted_by_the_content_not_hidden(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 from backend.agent.budget import Budget, BudgetExceeded, limits
 from backend.config import Settings
 from backend.llm.base import Completion
+from backend.messages.payloads import RunBudget
 from tests.support.settings import make_settings
 
 
@@ -17,12 +18,9 @@ def _completion(tokens: int, cost: float | None) -> Completion:
 
 
 def test_defaults_match_the_contract(tmp_path: Path) -> None:
-    assert limits(make_settings(tmp_path)) == {
-        "max_tokens": 2_000_000,
-        "max_cost_usd": None,
-        "max_seconds": 3600.0,
-        "max_model_calls": 200,
-    }
+    assert limits(make_settings(tmp_path)) == RunBudget(
+        max_tokens=2_000_000, max_cost_usd=None, max_seconds=3600.0, max_model_calls=200
+    )
 
 
 @pytest.mark.parametrize("value", ["", "none", "None", "0", "off"])

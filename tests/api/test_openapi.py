@@ -4,6 +4,7 @@ with assets served by planact."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -16,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from backend.actions.registry.wire import payloads, wire_schema
 from backend.api.models import STREAM_EVENTS, ErrorBody, StartRunBody
 from backend.app import create_app
 from backend.config import Settings
@@ -130,6 +132,57 @@ def test_request_bodies_are_the_models_the_routes_validate_with(
     resp = client.post("/api/agent/run", json={"goal": ["not", "text"]})
     assert resp.status_code == 400
     assert resp.json()["error"]["message"].startswith("'goal':")
+
+
+def test_a_messages_meta_json_items_are_the_payload_models(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    message = schemas["Message"]
+    assert message["properties"]["meta"] == {"$ref": "#/components/schemas/Meta"}
+    items = schemas["Meta"]["properties"]["json"]["items"]
+    assert items == {"$ref": "#/components/schemas/MetaItem"}
+    named = {
+        ref["$ref"].removeprefix("#/components/schemas/") for ref in schemas["MetaItem"]["anyOf"]
+    }
+    models = {m.__name__ for kind_models in payloads().values() for m in kind_models}
+    assert named == models | {"UnknownItem"}
+    # the same schema as the web UI's types are made of (backend/messages/schema.py)
+    wire = wire_schema()["$defs"]
+    for name in [*named, "MetaPayloads", "Meta"]:
+        text = json.dumps(schemas[name]).replace("#/components/schemas/", "#/$defs/")
+        assert json.loads(text) == wire[name], name
+    # an approval as the server writes it is an ApprovalRequest, a bad one is not
+    approval = {
+        "action_type": "terminal_run",
+        "class": "terminal",
+        "params": {"command": "ls"},
+        "digest": "sha256:" + "0" * 64,
+        "shown": {"whole": True, "note": "", "lines": 1, "chars": 2},
+    }
+    as_request = {
+        "$ref": "#/components/schemas/ApprovalRequest",
+        "components": document["components"],
+    }
+    jsonschema.validate(approval, as_request)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**approval, "digest": 7}, as_request)
+
+
+def test_a_given_schema_replaces_only_a_model_the_document_names() -> None:
+    def given() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"detail": {"$ref": "#/$defs/Detail"}},
+            "$defs": {"Detail": {"type": "string"}},
+        }
+
+    info = ApiInfo("t", "1", "", ErrorBody, {}, schemas={"ErrorBody": given, "Unused": given})
+    components = build_document([], info)["components"]["schemas"]
+    assert components["ErrorBody"] == {
+        "type": "object",
+        "properties": {"detail": {"$ref": "#/components/schemas/Detail"}},
+    }
+    assert components["Detail"] == {"type": "string"}
+    assert "Unused" not in components
 
 
 def test_security_schemes_bearer_and_access_token_on_get_only(document: dict[str, Any]) -> None:

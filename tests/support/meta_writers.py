@@ -4,8 +4,9 @@
 plan, its tasks, write_code, edit_file, terminal_run, read_file, finish, the summary's
 files), a run that asks the person and then an approval (both answered: the partners copy
 the wait's items), a run stopped while it waits for an approval (the run closed from the
-store: its task and summary), and the tool actions' handlers against servers on 127.0.0.1
-(a search provider, a web site, an SDK-written MCP server). It gives, per scenario, each
+store: its task and summary), a summary that lists a running preview, and the tool actions'
+handlers against servers on 127.0.0.1 (a search provider, a web site, an SDK-written MCP
+server). It gives, per scenario, each
 stored message's kind and its ``meta.json`` as the stored JSON text, with what differs from
 one run to the next (ids, the temporary folder, ports, the site's nonces) replaced.
 
@@ -26,6 +27,7 @@ import re
 import sys
 import tempfile
 from collections import defaultdict, deque
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -235,11 +237,49 @@ async def tool_actions(tmp: Path) -> Stored:
     return out
 
 
+async def summary_with_preview(tmp: Path) -> Stored:
+    """A run's summary in a conversation with a running preview (its row as the host stores
+    it, hosted by this manager's process): the summary lists it after the files."""
+    llm = StageLLM(planning=[plan_reply("Note it")], thinking=[finish("noted")])
+    m = await _manager(tmp, llm)
+    try:
+        cid = await m.store.create_conversation("1", "previewed")
+        now = datetime.now(UTC)
+        await m.store.put_preview(
+            {
+                "conversation_id": cid,
+                "user_id": "1",
+                "kind": "service",
+                "name": "app",
+                "port": 8080,
+                "path": "/docs/",
+                "command": "python3 -m http.server 8080",
+                "runtime": "local",
+                "state": "ready",
+                "owner": m.instance_id,
+                "socket": "",
+                "token": "t" * 32,
+                "token_expires": now + timedelta(hours=1),
+                "started_at": now,
+                "last_request_at": now,
+                "stop_requested": False,
+                "log": [],
+            }
+        )
+        _, rid = await m.start("1", "note it", conversation_id=cid, mode="agent")
+        assert await m.wait(rid, timeout=60) == "completed"
+        return await _stored(m, cid, rid, tmp)
+    finally:
+        await m.shutdown()
+        await m.store.close()
+
+
 SCENARIOS = {
     "agent_run": agent_run,
     "answered_waits": answered_waits,
     "stopped_while_waiting": stopped_while_waiting,
     "tool_actions": tool_actions,
+    "summary_with_preview": summary_with_preview,
 }
 
 

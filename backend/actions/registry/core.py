@@ -13,16 +13,16 @@ the definitions (:mod:`backend.actions.registry.wire`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from backend.actions import model
 from backend.actions.model import Action, ActionSpec
-from backend.messages.payloads import JsonObject
+from backend.messages.payloads import read_payload
 from backend.observe.calls import ActionRun
 
 if TYPE_CHECKING:
@@ -116,10 +116,10 @@ class ActionDef:
     label: Callable[[Action], str] = _path_label  # how the model's observation names it
     running: Callable[[Action], str] = lambda a: a.type  # its `running` message's content
     describe: Callable[[Action], str] = lambda a: a.type  # one line: what it did
-    # how `planact run` prints its result (content, meta.json); None: the content itself.
-    # Its first line is the head (all that is printed when a command's output was already
-    # printed live)
-    show: Callable[[str, list[JsonObject]], str] | None = None
+    # how `planact run` prints its result (content, meta.json read as its ``payload``
+    # models: each show takes a list of its own model); None: the content itself. Its first
+    # line is the head (all that is printed when a command's output was already printed live)
+    show: Callable[[str, list[Any]], str] | None = None
     shows_failure: bool = False  # ``show`` prints its failures too (a failed command)
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
@@ -219,12 +219,14 @@ def lemonai_type(kind: str) -> str:
     return kind
 
 
-def show(kind: str, content: str, data: list[JsonObject], *, failed: bool = False) -> str | None:
+def show(kind: str, content: str, data: Iterable[object], *, failed: bool = False) -> str | None:
     """How `planact run` prints a result of the action with stream ``kind`` (None: as any
-    message; a failure only when the action ``shows_failure``)."""
+    message; a failure only when the action ``shows_failure``). ``data`` (meta.json as
+    stored) reaches its ``show`` read as the action's payload models; an item that is none
+    of them is passed over."""
     for defn in _DEFS.values():
         if defn.kind == kind and defn.show is not None and (defn.shows_failure or not failed):
-            return defn.show(content, data)
+            return defn.show(content, read_payload(data, defn.payload))
     return None
 
 

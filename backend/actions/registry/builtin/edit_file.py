@@ -6,7 +6,6 @@ from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
-from backend.messages.payloads import JsonObject
 
 
 class FileEdit(BaseModel):
@@ -27,9 +26,9 @@ async def edit_file(ctx: ActionContext, action: Action) -> Done:
 SHOWN_LINES = 40  # lines of the diff `planact run` prints
 
 
-def show(content: str, data: list[JsonObject]) -> str:
+def show(content: str, data: list[FileEdit]) -> str:
     """The result, then the change as a unified diff."""
-    diff = str(data[0].get("diff") or "").rstrip("\n") if data else ""
+    diff = data[0].diff.rstrip("\n") if data else ""
     if not diff:
         return ""
     return "\n".join([content, *fold(diff.split("\n"), SHOWN_LINES)])

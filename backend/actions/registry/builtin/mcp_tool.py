@@ -7,7 +7,6 @@ from typing import Any
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.payloads import JsonObject
 from backend.tools.mcp.parts import McpCall
 
 FILES = "mcp_files"  # the workspace folder images and binary resources of results go to
@@ -81,10 +80,10 @@ def _arguments_shown(raw: str) -> Any:
         return raw
 
 
-def show(content: str, data: list[JsonObject]) -> str:
-    call = data[0] if data else {}
-    args = json.dumps(call.get("arguments", {}), ensure_ascii=False)
-    return f"{call.get('name', '')} {args}\n{content}"
+def show(content: str, data: list[McpCall]) -> str:
+    call = data[0] if data else McpCall(name="", arguments={}, parts=[])
+    args = json.dumps(call.arguments, ensure_ascii=False)
+    return f"{call.name} {args}\n{content}"
 
 
 ACTION = ActionDef(

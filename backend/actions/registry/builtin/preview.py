@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
-from backend.messages.payloads import JsonObject, PreviewEntry
+from backend.messages.payloads import PreviewEntry
 
 if TYPE_CHECKING:
     from backend.previews.host import ServiceRuntime
@@ -73,10 +73,10 @@ async def preview(ctx: ActionContext, action: Action) -> Done:
     return Done("success" if started.ok else "failure", started.content, url=url, data=list(data))
 
 
-def show(content: str, data: list[JsonObject]) -> str:
+def show(content: str, data: list[PreviewEntry]) -> str:
     if not data:
         return content
-    return f"Preview {data[0].get('name', '')}: {data[0].get('url', '')}"
+    return f"Preview {data[0].name}: {data[0].url}"
 
 
 def describe(action: Action) -> str:

@@ -6,7 +6,6 @@ from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
-from backend.messages.payloads import JsonObject
 
 
 class CommandRun(BaseModel):
@@ -37,22 +36,22 @@ def describe(action: Action) -> str:
 SHOWN_LINES = 20  # the last lines of each stream `planact run` prints
 
 
-def show(content: str, data: list[JsonObject]) -> str:
+def show(content: str, data: list[CommandRun]) -> str:
     """The command as a terminal shows it: `$ command`, its exit code, then its output
     (``|`` stdout, ``!`` stderr, the last lines of each)."""
-    if not data or "stdout" not in data[0]:
+    if not data:
         return ""  # e.g. cut short by a stop: printed as its content
     d = data[0]
-    badge = "timed out" if d.get("timed_out") else f"exit {d.get('exit_code')}"
-    lines = [f"$ {d.get('command', '')}  [{badge}]"]
-    for stream, mark in (("stdout", "|"), ("stderr", "!")):
-        text = str(d.get(stream) or "").rstrip("\n")
+    badge = "timed out" if d.timed_out else f"exit {d.exit_code}"
+    lines = [f"$ {d.command}  [{badge}]"]
+    for output, mark in ((d.stdout, "|"), (d.stderr, "!")):
+        text = output.rstrip("\n")
         if text:
             lines += [f"{mark} {line}" for line in fold(text.split("\n"), SHOWN_LINES, tail=True)]
-    if d.get("timed_out"):
+    if d.timed_out:
         lines.append(content.split("\n", 1)[0])  # how long it ran, what to do instead
-    if d.get("note"):
-        lines.append(str(d["note"]))
+    if d.note:
+        lines.append(d.note)
     return "\n".join(lines)
 
 

@@ -8,7 +8,6 @@ from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.payloads import JsonObject
 from backend.runtime.base import OUTPUT_CAP, cap_text
 
 SCREENSHOTS = "screenshots"  # the workspace folder rendered pages' screenshots go to
@@ -64,12 +63,12 @@ async def web_fetch(ctx: ActionContext, action: Action) -> Done:
     )
 
 
-def show(content: str, data: list[JsonObject]) -> str:
-    page = data[0] if data else {}
-    if not page.get("title") and not page.get("markdown"):
+def show(content: str, data: list[PageRead]) -> str:
+    page = data[0] if data else PageRead(url="")
+    if not page.title and not page.markdown:
         return content
-    lines = [ln for ln in str(page.get("markdown", "")).splitlines() if ln.strip()]
-    head = f"{page.get('title') or '(untitled)'} <{page.get('url', '')}>"
+    lines = [ln for ln in page.markdown.splitlines() if ln.strip()]
+    head = f"{page.title or '(untitled)'} <{page.url}>"
     return "\n".join([head, *lines[:SHOWN_LINES]])
 
 

@@ -6,7 +6,6 @@ from pydantic import BaseModel
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
-from backend.messages.payloads import JsonObject
 from backend.runtime.base import cap_text
 
 
@@ -31,10 +30,10 @@ async def web_search(ctx: ActionContext, action: Action) -> Done:
     return Done(result.status, cap_text(result.content), data=list(hits))
 
 
-def show(content: str, data: list[JsonObject]) -> str:
+def show(content: str, data: list[SearchHit]) -> str:
     if not data:
         return content
-    return "\n".join(f"{r.get('title') or r.get('url', '')}\n  {r.get('url', '')}" for r in data)
+    return "\n".join(f"{hit.title or hit.url}\n  {hit.url}" for hit in data)
 
 
 ACTION = ActionDef(

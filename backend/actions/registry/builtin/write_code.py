@@ -6,7 +6,6 @@ from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry.core import ActionContext, ActionDef, Done
-from backend.messages.payloads import JsonObject
 
 SHOWN_CAP = 20_000  # characters of the written file its card carries (meta.json)
 
@@ -48,14 +47,14 @@ def describe(action: Action) -> str:
 SHOWN_LINES = 10  # the first lines of a written file `planact run` prints
 
 
-def show(content: str, data: list[JsonObject]) -> str:
+def show(content: str, data: list[WrittenFile]) -> str:
     """The written file's first lines, numbered, under the result."""
-    if not data or "content" not in data[0]:
+    if not data:
         return ""
     d = data[0]
-    text = str(d["content"]).rstrip("\n")
+    text = d.content.rstrip("\n")
     lines = text.split("\n") if text else []
-    total = max(int(d.get("lines") or 0), len(lines))
+    total = max(d.lines, len(lines))
     head = lines[:SHOWN_LINES]
     width = len(str(len(head)))
     out = [f"{content} ({total} lines)"]
