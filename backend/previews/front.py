@@ -25,7 +25,7 @@ import h11
 from backend.previews.handoff import receive_connection
 from backend.previews.proxy import HOP_BY_HOP_B, PREFIX, forwarded_headers
 from backend.previews.splice import Splicer
-from backend.previews.upstream import READ_SIZE, readable_now
+from backend.previews.upstream import readable_now
 
 if TYPE_CHECKING:
     from backend.previews.proxy import PreviewProxy
@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 IDLE = 5.0  # seconds a kept-alive connection may wait for its next request (uvicorn's own)
 HEAD_TIMEOUT = 30.0  # seconds a started request head may take to arrive
 MAX_HEAD = 65536  # bytes of a request or answer head
+HEAD_READ = 16384  # bytes read at once while a head is awaited (the body after it is spliced)
+STREAM_READ = 1 << 20  # bytes read at once of an answer relayed through h11
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 NO_BODY = frozenset({204, 304})
 
@@ -115,7 +117,7 @@ class _Connection:
                 return None  # the client closed between requests
             try:
                 async with asyncio.timeout(HEAD_TIMEOUT if self.pending else IDLE):
-                    data = await self.loop.sock_recv(self.client, READ_SIZE)
+                    data = await self.loop.sock_recv(self.client, HEAD_READ)
             except TimeoutError:
                 return None
             if not data:
@@ -197,7 +199,7 @@ class _Connection:
             if isinstance(event, h11.Response):
                 return event
             if event is h11.NEED_DATA:
-                upstream.receive_data(await self.loop.sock_recv(app, READ_SIZE))
+                upstream.receive_data(await self.loop.sock_recv(app, HEAD_READ))
             elif not isinstance(event, h11.InformationalResponse):  # a 1xx is not passed on
                 raise h11.RemoteProtocolError("the app closed without an answer")
 
@@ -251,7 +253,7 @@ class _Connection:
         while True:
             event = upstream.next_event()
             if event is h11.NEED_DATA:
-                upstream.receive_data(await self.loop.sock_recv(app, READ_SIZE))
+                upstream.receive_data(await self.loop.sock_recv(app, STREAM_READ))
             elif isinstance(event, h11.Data):
                 await self.loop.sock_sendall(client, server.send(event) or b"")
             elif isinstance(event, h11.EndOfMessage):
