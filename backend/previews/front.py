@@ -92,6 +92,8 @@ class _Connection:
                     return
         except (OSError, h11.ProtocolError) as exc:  # the client sees its connection closed
             log.debug("previews: a connection ended: %r", exc)
+        except Exception:  # the store failing, say: this connection ends, not the listener
+            log.exception("previews: a connection failed")
         finally:
             self.splicer.close()
             self._drop_app()

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -274,4 +275,21 @@ def test_a_client_gone_mid_body_leaves_no_task_and_no_descriptor(origin: Origin,
         assert origin.connections() == 1
     origin.wait_idle(fds)
     with httpx.Client(timeout=20) as client:  # and the app still answers
+        assert client.get(f"{origin.base}/hello").content == b"hello"
+
+
+def test_a_store_that_fails_ends_that_connection_not_the_listener(
+    origin: Origin, tmp_path: Path
+) -> None:
+    """The token cannot be checked (its table gone): the client's connection is closed
+    unanswered, nothing is forwarded, and the listener serves the next one."""
+    with sqlite3.connect(tmp_path / "planact.db") as db:
+        db.execute("ALTER TABLE previews RENAME TO previews_away")
+    try:
+        with httpx.Client(timeout=20) as client, pytest.raises(httpx.RemoteProtocolError):
+            client.get(f"http://127.0.0.1:{origin.port}/p/{'x' * 32}/hello")
+    finally:
+        with sqlite3.connect(tmp_path / "planact.db") as db:
+            db.execute("ALTER TABLE previews_away RENAME TO previews")
+    with httpx.Client(timeout=20) as client:
         assert client.get(f"{origin.base}/hello").content == b"hello"
