@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IDLE = 5.0  # seconds a kept-alive connection may wait for its next request (uvicorn's own)
-HEAD_TIMEOUT = 30.0  # seconds a started request head may take to arrive
+HEAD_TIMEOUT = 30.0  # seconds a connection's first request head, or a started one, may take
 MAX_HEAD = 65536  # bytes of a request or answer head
 HEAD_READ = 16384  # bytes read at once while a head is awaited (the body after it is spliced)
 STREAM_READ = 1 << 20  # bytes read at once of an answer relayed through h11
@@ -75,6 +75,7 @@ class _Connection:
         self.app: socket.socket | None = None
         self.app_path = ""
         self.splicer = Splicer()
+        self.answered = 0  # requests answered on this connection
 
     async def run(self) -> None:
         try:
@@ -90,6 +91,7 @@ class _Connection:
                     return
                 if not await self._forward(server, route):
                     return
+                self.answered += 1
         except (OSError, h11.ProtocolError) as exc:  # the client sees its connection closed
             log.debug("previews: a connection ended: %r", exc)
         except Exception:  # the store failing, say: this connection ends, not the listener
@@ -108,6 +110,7 @@ class _Connection:
         server = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         if self.pending:  # (nothing fed means nothing: b"" would mean the end)
             server.receive_data(self.pending)
+        head_by: float | None = None  # when the head must be in, from its first byte on
         while True:
             try:
                 event = server.next_event()
@@ -118,7 +121,12 @@ class _Connection:
             if event is not h11.NEED_DATA:
                 return None  # the client closed between requests
             try:
-                async with asyncio.timeout(HEAD_TIMEOUT if self.pending else IDLE):
+                if self.answered and not self.pending:  # between two requests
+                    until = self.loop.time() + IDLE
+                else:
+                    head_by = head_by or self.loop.time() + HEAD_TIMEOUT
+                    until = head_by
+                async with asyncio.timeout_at(until):
                     data = await self.loop.sock_recv(self.client, HEAD_READ)
             except TimeoutError:
                 return None

@@ -30,6 +30,7 @@ import httpx
 import pytest
 import uvloop
 
+from backend.previews import front
 from backend.previews.listener import PreviewListener
 from backend.runtime import forwarder
 from backend.store.repo import Store
@@ -293,3 +294,25 @@ def test_a_store_that_fails_ends_that_connection_not_the_listener(
             db.execute("ALTER TABLE previews_away RENAME TO previews")
     with httpx.Client(timeout=20) as client:
         assert client.get(f"{origin.base}/hello").content == b"hello"
+
+
+def test_slow_or_idle_clients_are_closed_in_time(
+    origin: Origin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection that sends no head, one whose head trickles in past the head limit, and
+    one idle after an answer past the idle limit: each closed by the listener."""
+    monkeypatch.setattr(front, "HEAD_TIMEOUT", 0.5)
+    monkeypatch.setattr(front, "IDLE", 0.2)
+    with origin.connect() as silent:
+        assert silent.recv(100) == b""  # closed unanswered
+    with origin.connect() as trickle:
+        trickle.sendall(f"GET /p/{TOKEN}/hello HTTP/1.1\r\n".encode())
+        with pytest.raises(OSError):  # each byte in time, the whole head not
+            for _ in range(100):
+                trickle.sendall(b"X-Slow: 1\r\n")
+                time.sleep(0.05)  # the client's pace (the limit is the listener's)
+    with origin.connect() as idle:
+        client = h11.Connection(h11.CLIENT)
+        head, got = exchange(idle, client, *request("GET", f"/p/{TOKEN}/hello"))
+        assert (head.status_code, got) == (200, b"hello")
+        assert idle.recv(100) == b""  # then closed, idle
