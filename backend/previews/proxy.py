@@ -229,6 +229,10 @@ class PreviewProxy:
         has_body = any(
             k == b"content-length" or k == b"transfer-encoding" for k, _ in scope["headers"]
         )
+        if has_body and not any(k == b"content-length" for k, _ in headers):
+            # a body of unknown length goes on chunked (without a framing header h11 would
+            # frame it as empty and fail on its first byte)
+            headers.append((b"transfer-encoding", b"chunked"))
         request = httpcore.Request(
             scope["method"],
             url,

@@ -4,7 +4,7 @@ frames a body, and in the ways an app gets it wrong, for the proxy's tests.
     python3 framing_app.py PORT
 
 GET /pattern/N  N bytes of a fixed pseudo-random pattern (Content-Length)
-POST /upload    the body's size and SHA-256 (JSON)
+POST /upload    the body's size and SHA-256 (JSON), Content-Length or chunked
 GET /chunked    a chunked answer; GET /until-close: an HTTP/1.0 answer ended by closing
 GET /short      says 1000000 bytes, sends 1000 and closes; GET /silent: closes, no answer
 """
@@ -60,8 +60,16 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"hello")
 
     def do_POST(self) -> None:
-        left = int(self.headers.get("Content-Length", "0"))
         digest, size = hashlib.sha256(), 0
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while part := int(self.rfile.readline().split(b";")[0], 16):
+                digest.update(self.rfile.read(part))
+                size += part
+                self.rfile.readline()
+            self.rfile.readline()  # the end: no trailers here
+            self.answer_json({"size": size, "sha256": digest.hexdigest()})
+            return
+        left = int(self.headers.get("Content-Length", "0"))
         while left > 0:
             chunk = self.rfile.read(min(left, 65536))
             if not chunk:
@@ -69,7 +77,10 @@ class Handler(BaseHTTPRequestHandler):
             digest.update(chunk)
             left -= len(chunk)
             size += len(chunk)
-        body = json.dumps({"size": size, "sha256": digest.hexdigest()}).encode()
+        self.answer_json({"size": size, "sha256": digest.hexdigest()})
+
+    def answer_json(self, value: object) -> None:
+        body = json.dumps(value).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -316,3 +316,19 @@ def test_slow_or_idle_clients_are_closed_in_time(
         head, got = exchange(idle, client, *request("GET", f"/p/{TOKEN}/hello"))
         assert (head.status_code, got) == (200, b"hello")
         assert idle.recv(100) == b""  # then closed, idle
+
+
+def test_what_the_front_does_not_forward_goes_on_to_the_asgi_path(origin: Origin) -> None:
+    """A chunked upload and an HTTP/1.0 request, read in part by the front, handed over with
+    their bytes: the app gets them whole."""
+    parts = [os.urandom(300_000) for _ in range(5)]
+    with httpx.Client(timeout=20) as client:
+        up = client.post(f"{origin.base}/upload", content=iter(parts))  # chunked
+        assert up.json()["sha256"] == hashlib.sha256(b"".join(parts)).hexdigest()
+    with origin.connect() as sock:
+        sock.sendall(f"GET /p/{TOKEN}/pattern/1000 HTTP/1.0\r\nHost: x\r\n\r\n".encode())
+        answer = b""
+        while data := sock.recv(65536):
+            answer += data
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split(b" ", 2)[1] == b"200" and body == pattern(1000)
