@@ -203,6 +203,7 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
         wait_listening(origin_port)
         direct = f"http://127.0.0.1:{app_port}"
         proxied = f"http://127.0.0.1:{origin_port}/p/{token}"
+        print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         with httpx.Client(timeout=60) as c:
             for base in (direct, proxied):  # warm both paths
                 c.get(base + "/api/hello")
@@ -213,6 +214,10 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
             )
             print(f"small GET ({requests} each, keep-alive), p50:")
             added(a, b)
+            for base in (direct, proxied):  # warm the big paths too (buffers, both pipes)
+                for _ in range(2):
+                    c.request("PUT", f"{base}/big/{BIG}")
+                    c.post(base + "/upload", content=b"w" * BIG)
             da, db = paired(
                 lambda: c.request("PUT", f"{direct}/big/{BIG}"),
                 lambda: c.request("PUT", f"{proxied}/big/{BIG}"),

@@ -135,27 +135,36 @@ class PreviewProxy:
         with contextlib.suppress(Exception):
             await self.store.touch_preview(row.id, utcnow())
 
+    async def resolve(self, scope: Scope) -> tuple[str, str, StoredPreview] | None:
+        """(token, path in the preview, its row) of a request, the preview's use recorded;
+        None when the request names no live preview it may reach (unknown, forged, expired
+        token, a stopped service). Checked on every request, kept-alive ones too."""
+        target = self._target(scope)
+        row = await self._row(target[0]) if target is not None else None
+        if target is None or row is None:
+            return None
+        await self._touch(row)
+        return target[0], target[1], row
+
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
-        target = self._target(scope)
-        row = await self._row(target[0]) if target is not None else None
-        if target is None or row is None:
+        found = await self.resolve(scope)
+        if found is None:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 4404})
             else:
                 await _plain(send, 404, NOT_FOUND)
             return
-        await self._touch(row)
-        rest = target[1]
+        token, rest, row = found
         if row.kind == "files":
             await self._static(scope, send, row, rest)
         elif scope["type"] == "websocket":
             await self._websocket(scope, receive, send, row, rest)
         else:
-            await self._http(scope, receive, send, row, rest, target[0])
+            await self._http(scope, receive, send, row, rest, token)
 
     # -- static pages of the workspace -----------------------------------------------------
     async def _static(self, scope: Scope, send: Send, row: StoredPreview, rest: str) -> None:
@@ -191,7 +200,7 @@ class PreviewProxy:
         await send({"type": "http.response.body", "body": b""})
 
     # -- a service over HTTP ---------------------------------------------------------------
-    def _trusted(self, row: StoredPreview) -> str | None:
+    def trusted(self, row: StoredPreview) -> str | None:
         """The workspace, when the service's socket lies in it (docker): the sandbox can
         write there, so the socket is reached by :mod:`backend.previews.sockets`."""
         root = os.path.realpath(
@@ -203,7 +212,7 @@ class PreviewProxy:
         sock = str(row.socket)
         pool = self._pools.get(sock)
         if pool is None:
-            pool = self._pools[sock] = app_pool(sock, self._trusted(row))
+            pool = self._pools[sock] = app_pool(sock, self.trusted(row))
         return pool
 
     async def _http(
@@ -221,6 +230,10 @@ class PreviewProxy:
         has_body = any(
             k == b"content-length" or k == b"transfer-encoding" for k, _ in scope["headers"]
         )
+        if has_body and not any(k == b"content-length" for k, _ in headers):
+            # a body of unknown length goes on chunked (without a framing header h11 would
+            # frame it as empty and fail on its first byte)
+            headers.append((b"transfer-encoding", b"chunked"))
         request = httpcore.Request(
             scope["method"],
             url,
@@ -262,7 +275,7 @@ class PreviewProxy:
             if k.decode("latin-1") not in WS_SKIP
         ]
         try:
-            sock = await receive_connection(str(row.socket), self._trusted(row))
+            sock = await receive_connection(str(row.socket), self.trusted(row))
         except OSError:
             await send({"type": "websocket.close", "code": 1011})
             return

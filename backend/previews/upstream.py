@@ -51,11 +51,11 @@ class AppStream(httpcore.AsyncNetworkStream):
         if info == "socket":
             return self.sock
         if info == "is_readable":
-            return _readable_now(self.sock)
+            return readable_now(self.sock)
         return None
 
 
-def _readable_now(sock: socket.socket) -> bool:
+def readable_now(sock: socket.socket) -> bool:
     """Whether an idle connection has something to read (the app closed it, usually)."""
     try:
         sock.recv(1, socket.MSG_PEEK)  # data, or b"" at its end
