@@ -268,6 +268,7 @@ async def test_without_control_groups_memory_is_capped_per_process(
     assert "MemoryError" in hog.content and "survived" not in hog.content
     seen = await run(rt, ws, "ulimit -d; nice; head -c 100M /dev/zero > /tmp/f; stat -c %s /tmp/f")
     data, niceness, *rest = stdout_of(seen).split()
-    assert (int(data), int(niceness)) == (192 * 1024, 10)  # KiB; the sandbox yields the CPU
+    # KiB; the sandbox yields the CPU: 10 steps nicer than the server (at most 19)
+    assert (int(data), int(niceness)) == (192 * 1024, min(19, os.nice(0) + 10))
     assert int(rest[-1]) <= 16 * MB
     assert "No space left on device" in seen.content
