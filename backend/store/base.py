@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from backend.store.committer import Committer
-from backend.store.db import make_engine, upgrade
+from backend.store.db import is_sqlite_file, make_engine, upgrade
 from backend.store.tables import (
     Conversation,
     FileRow,
@@ -95,7 +95,8 @@ class StoreBase:
 
     def __init__(self, url: str) -> None:
         self.engine: Engine = make_engine(url)
-        self._committer = Committer(self.engine)
+        quick = make_engine(url, never_wait=True) if is_sqlite_file(url) else None
+        self._committer = Committer(self.engine, quick_engine=quick)
         self.url = url
         self.is_postgres = self.engine.dialect.name == "postgresql"
 
@@ -111,6 +112,28 @@ class StoreBase:
         result: T = await self._committer.submit(fn, orm=False)
         return result
 
+    async def _quick(self, fn: Callable[[Connection], T]) -> T:
+        """Like _core, for small work (a few rows, bounded): on SQLite it runs at once on
+        this loop when the database thread is idle and the lock free (committer.py)."""
+        result: T = await self._committer.submit(fn, orm=False, quick=True)
+        return result
+
+    async def _quick_orm(self, fn: Callable[[Session], T]) -> T:
+        """Like _run, for small work: see _quick."""
+        result: T = await self._committer.submit(fn, orm=True, quick=True)
+        return result
+
+    @property
+    def committer(self) -> Committer:
+        """The database thread (tests and the bench read its counters)."""
+        return self._committer
+
+    @property
+    def engines(self) -> list[Engine]:
+        """Every engine that writes: the thread's, and on SQLite the quick path's."""
+        quick = self._committer.quick_engine
+        return [self.engine] if quick is None else [self.engine, quick]
+
     def migrate(self) -> None:
         upgrade(self.engine)
 
@@ -123,3 +146,5 @@ class StoreBase:
     async def close(self) -> None:
         await self._committer.close()
         await asyncio.get_running_loop().run_in_executor(None, self.engine.dispose)
+        if self._committer.quick_engine is not None:
+            self._committer.quick_engine.dispose()

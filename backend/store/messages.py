@@ -56,7 +56,7 @@ class SqlMessages(StoreBase):
                 park_in(c, msg.run_id, wait)
             return self._insert(c, msg)
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     def _insert(self, c: Connection, msg: Message) -> Message:
         """Insert ``msg`` with the conversation's next seq and announce it (in ``c``'s

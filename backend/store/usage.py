@@ -42,7 +42,7 @@ class SqlUsage(StoreBase):
                 )
             )
 
-        await self._core(fn)
+        await self._quick(fn)
 
     async def run_usage(self, run_id: str) -> UsageSummary:
         return await self._run(lambda s: usage_summary(s, Usage.run_id == run_id))
