@@ -17,6 +17,8 @@ from sqlalchemy import (
     Connection,
     Engine,
     Table,
+    Update,
+    bindparam,
     text,
     update,
 )
@@ -75,11 +77,30 @@ def update_running(c: Connection, run_id: str, values: dict[str, Any], owner: st
     """Write ``values`` to the running run's row; with ``owner``, fenced: only while ``owner``
     still owns the run (the UPDATE holds the row until the commit), else :class:`RunNotOwned`
     and nothing is written."""
-    q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
-    if owner is None:
-        c.execute(q.values(**values))
-    elif not c.execute(q.where(RUNS.c.owner == owner).values(**values)).rowcount:
+    params = {f"v_{k}": v for k, v in values.items()}
+    params["run_id"] = run_id
+    if owner is not None:
+        params["fence"] = owner
+    updated = c.execute(_running_update(tuple(values), owner is not None), params).rowcount
+    if owner is not None and not updated:
         raise RunNotOwned(run_id)
+
+
+_RUNNING_UPDATES: dict[tuple[tuple[str, ...], bool], Update] = {}
+
+
+def _running_update(columns: tuple[str, ...], fenced: bool) -> Update:
+    """The UPDATE of a running run's ``columns`` (bound as ``v_<column>``), built once per
+    shape: a statement made per call costs more to build and key than to run."""
+    key = (columns, fenced)
+    q = _RUNNING_UPDATES.get(key)
+    if q is None:
+        q = update(RUNS).where(RUNS.c.id == bindparam("run_id"), RUNS.c.status == ACTIVE)
+        if fenced:
+            q = q.where(RUNS.c.owner == bindparam("fence"))
+        q = q.values({col: bindparam(f"v_{col}") for col in columns})
+        _RUNNING_UPDATES[key] = q
+    return q
 
 
 def new_id() -> str:
