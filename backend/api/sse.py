@@ -5,7 +5,9 @@ an id (never replayed), and one `end` event.
 The stream is written by a small ASGI response of its own (:class:`SseResponse`): each
 event is encoded once into one body message; a comment ping every PING_SECONDS keeps
 proxies from closing an idle stream; the client's disconnect ends it (the feed is closed);
-an event the client does not take within ``send_timeout`` seconds ends it too."""
+an event the client does not take within ``send_timeout`` seconds ends it too. That limit
+is kept by one watchdog per stream (it looks a few times per ``send_timeout`` at the send
+under way), not by a timer armed and cancelled around every event."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 from backend.runs.feed import Delta, End, FeedEvent
 
 PING_SECONDS = 15.0
+WATCH_TICKS = 4  # the send watchdog looks this many times per send timeout
 PING = b": ping\r\n\r\n"
 _LINE_BREAKS = re.compile(r"\r\n|\r|\n")
 
@@ -87,6 +90,7 @@ class SseResponse(Response):
         merged.update({k.lower(): v for k, v in headers.items()})
         self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
         self._lock = asyncio.Lock()
+        self._sending_since: float | None = None  # loop time the send under way began
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -97,7 +101,10 @@ class SseResponse(Response):
         pump = asyncio.ensure_future(self._pump(send))
         listen = asyncio.ensure_future(_disconnected(receive))
         pinger = asyncio.ensure_future(self._ping(send)) if self.ping > 0 else None
-        others = [t for t in (listen, pinger) if t is not None]
+        watch = None
+        if self.send_timeout is not None:
+            watch = asyncio.ensure_future(self._watch(self.send_timeout))
+        others = [t for t in (listen, pinger, watch) if t is not None]
         try:
             await asyncio.wait([pump, *others], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -110,31 +117,40 @@ class SseResponse(Response):
         if not pump.cancelled() and (exc := pump.exception()) is not None:
             raise exc
 
-    async def _send(self, send: Send, message: AsgiMessage) -> bool:
-        """Send one message; False when the client did not take it in time."""
+    async def _send(self, send: Send, message: AsgiMessage) -> None:
+        """Send one message (the watchdog ends the stream if it is not taken in time)."""
         async with self._lock:
+            self._sending_since = asyncio.get_running_loop().time()
             try:
-                async with asyncio.timeout(self.send_timeout):
-                    await send(message)
-            except TimeoutError:
-                return False
-        return True
+                await send(message)
+            finally:
+                self._sending_since = None
 
     async def _pump(self, send: Send) -> None:
         async for event in self.events:
-            message = {"type": "http.response.body", "body": event.encode(), "more_body": True}
-            if not await self._send(send, message):
-                # a client that does not read: the stream ends (its feed is closed); the
-                # server's write timeout cuts the connection (backend/serve/protocol.py)
-                return
+            body = event.encode()
+            await self._send(send, {"type": "http.response.body", "body": body, "more_body": True})
         await self._send(send, {"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _ping(self, send: Send) -> None:
         while True:
             await asyncio.sleep(self.ping)
-            ping = {"type": "http.response.body", "body": PING, "more_body": True}
-            if not await self._send(send, ping):
+            await self._send(send, {"type": "http.response.body", "body": PING, "more_body": True})
+
+    async def _watch(self, limit: float) -> None:
+        """Return (which ends the stream) once a send has waited more than ``limit``
+        seconds: a client that does not read. Its feed is closed; the server's write
+        timeout cuts the connection (backend/serve/protocol.py)."""
+        loop = asyncio.get_running_loop()
+        tick = limit / WATCH_TICKS
+        while True:
+            since = self._sending_since
+            now = loop.time()
+            if since is not None and now - since >= limit:
                 return
+            # the earliest moment the send under way (if any) could pass the limit
+            due = since + limit if since is not None else now + tick
+            await asyncio.sleep(max(min(due, now + tick) - now, 0.0))
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -31,16 +31,56 @@ class CatchUpSource(Protocol):
 
 
 class Subscription(asyncio.Event):
-    """One reader's wake-up flag, with the live deltas that arrived since it last looked."""
+    """One reader's wake-up flag, with the live deltas that arrived since it last looked.
+
+    Its wait's time limit is kept by one lazy timer of its own: a wait sets a deadline;
+    the timer, when it fires before the deadline (a later wait moved it), re-arms for it.
+    A reader woken every 50 ms by deltas costs one timer per limit's length, not one
+    armed and cancelled per wait."""
 
     def __init__(self) -> None:
         super().__init__()
         self.deltas: deque[dict[str, Any]] = deque(maxlen=DELTA_BACKLOG)
+        self._deadline: float | None = None  # loop time the wait under way ends
+        self._timer: asyncio.TimerHandle | None = None
+        self._timed_out = False
 
     def take_deltas(self) -> list[dict[str, Any]]:
         out = list(self.deltas)
         self.deltas.clear()
         return out
+
+    async def wait_at_most(self, seconds: float) -> bool:
+        """Wait until set (True) or ``seconds`` pass (False); cleared either way."""
+        loop = asyncio.get_running_loop()
+        self._deadline = deadline = loop.time() + seconds
+        self._timed_out = False
+        if self._timer is None or self._timer.when() > deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(deadline, self._expire, loop)
+        try:
+            await self.wait()
+            return not self._timed_out
+        finally:
+            self._deadline = None
+            self.clear()
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None:  # no wait under way: the next one arms again
+            return
+        if loop.time() >= deadline:
+            self._timed_out = True
+            self.set()
+        else:
+            self._timer = loop.call_at(deadline, self._expire, loop)
+
+    def stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class Bus:
@@ -119,6 +159,8 @@ class Bus:
 
     async def wait(self, key: str, event: asyncio.Event, seconds: float) -> bool:
         """Wait until notified (True) or the time passes (False)."""
+        if isinstance(event, Subscription):
+            return await event.wait_at_most(seconds)
         try:
             async with asyncio.timeout(seconds):
                 await event.wait()
@@ -134,6 +176,8 @@ class Bus:
         return event
 
     def unsubscribe(self, key: str, event: asyncio.Event) -> None:
+        if isinstance(event, Subscription):
+            event.stop_timer()
         waiters = self._waiters.get(key)
         if waiters is not None:
             waiters.discard(event)

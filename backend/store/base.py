@@ -17,13 +17,15 @@ from sqlalchemy import (
     Connection,
     Engine,
     Table,
+    Update,
+    bindparam,
     text,
     update,
 )
 from sqlalchemy.orm import Session
 
 from backend.store.committer import Committer
-from backend.store.db import make_engine, upgrade
+from backend.store.db import is_sqlite_file, make_engine, upgrade
 from backend.store.tables import (
     Conversation,
     FileRow,
@@ -75,11 +77,30 @@ def update_running(c: Connection, run_id: str, values: dict[str, Any], owner: st
     """Write ``values`` to the running run's row; with ``owner``, fenced: only while ``owner``
     still owns the run (the UPDATE holds the row until the commit), else :class:`RunNotOwned`
     and nothing is written."""
-    q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
-    if owner is None:
-        c.execute(q.values(**values))
-    elif not c.execute(q.where(RUNS.c.owner == owner).values(**values)).rowcount:
+    params = {f"v_{k}": v for k, v in values.items()}
+    params["run_id"] = run_id
+    if owner is not None:
+        params["fence"] = owner
+    updated = c.execute(_running_update(tuple(values), owner is not None), params).rowcount
+    if owner is not None and not updated:
         raise RunNotOwned(run_id)
+
+
+_RUNNING_UPDATES: dict[tuple[tuple[str, ...], bool], Update] = {}
+
+
+def _running_update(columns: tuple[str, ...], fenced: bool) -> Update:
+    """The UPDATE of a running run's ``columns`` (bound as ``v_<column>``), built once per
+    shape: a statement made per call costs more to build and key than to run."""
+    key = (columns, fenced)
+    q = _RUNNING_UPDATES.get(key)
+    if q is None:
+        q = update(RUNS).where(RUNS.c.id == bindparam("run_id"), RUNS.c.status == ACTIVE)
+        if fenced:
+            q = q.where(RUNS.c.owner == bindparam("fence"))
+        q = q.values({col: bindparam(f"v_{col}") for col in columns})
+        _RUNNING_UPDATES[key] = q
+    return q
 
 
 def new_id() -> str:
@@ -95,7 +116,8 @@ class StoreBase:
 
     def __init__(self, url: str) -> None:
         self.engine: Engine = make_engine(url)
-        self._committer = Committer(self.engine)
+        quick = make_engine(url, never_wait=True) if is_sqlite_file(url) else None
+        self._committer = Committer(self.engine, quick_engine=quick)
         self.url = url
         self.is_postgres = self.engine.dialect.name == "postgresql"
 
@@ -111,6 +133,28 @@ class StoreBase:
         result: T = await self._committer.submit(fn, orm=False)
         return result
 
+    async def _quick(self, fn: Callable[[Connection], T]) -> T:
+        """Like _core, for small work (a few rows, bounded): on SQLite it runs at once on
+        this loop when the database thread is idle and the lock free (committer.py)."""
+        result: T = await self._committer.submit(fn, orm=False, quick=True)
+        return result
+
+    async def _quick_orm(self, fn: Callable[[Session], T]) -> T:
+        """Like _run, for small work: see _quick."""
+        result: T = await self._committer.submit(fn, orm=True, quick=True)
+        return result
+
+    @property
+    def committer(self) -> Committer:
+        """The database thread (tests and the bench read its counters)."""
+        return self._committer
+
+    @property
+    def engines(self) -> list[Engine]:
+        """Every engine that writes: the thread's, and on SQLite the quick path's."""
+        quick = self._committer.quick_engine
+        return [self.engine] if quick is None else [self.engine, quick]
+
     def migrate(self) -> None:
         upgrade(self.engine)
 
@@ -123,3 +167,5 @@ class StoreBase:
     async def close(self) -> None:
         await self._committer.close()
         await asyncio.get_running_loop().run_in_executor(None, self.engine.dispose)
+        if self._committer.quick_engine is not None:
+            self._committer.quick_engine.dispose()

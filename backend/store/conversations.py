@@ -50,7 +50,7 @@ class SqlConversations(StoreBase):
             )
             return cid
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def get_conversation(self, user_id: str, cid: str) -> ConversationDetail | None:
         def fn(s: Session) -> ConversationDetail | None:
@@ -144,7 +144,7 @@ class SqlConversations(StoreBase):
             )
             return bool(done.rowcount)
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def record_uploads(self, cid: str, files: list[tuple[str, int]]) -> None:
         """Files a person uploaded: file rows with run id ``upload`` (a run that changes one

@@ -13,14 +13,16 @@ from sqlalchemy.exc import SQLAlchemyError
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, never_wait: bool = False) -> Engine:
+    """``never_wait`` (SQLite): connections that fail at once when another holds the lock
+    (busy timeout 0) and never checkpoint the WAL (backend/store/committer.py)."""
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 0 if never_wait else 30}
     elif parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("", None):
         parsed = parsed.set(drivername="postgresql+psycopg")
     # a ping before every checkout only helps servers that drop idle connections
@@ -34,9 +36,16 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
+            if never_wait:
+                cur.execute("PRAGMA wal_autocheckpoint=0")
             cur.close()
 
     return engine
+
+
+def is_sqlite_file(url: str) -> bool:
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
 
 
 def head_revision() -> str | None:

@@ -26,7 +26,7 @@ class SqlLeases(StoreBase):
     async def renew_instance(
         self, iid: str, kind: str, lease_seconds: float, host: str = ""
     ) -> None:
-        await self._core(lambda c: self._renew(c, iid, kind, lease_seconds, host))
+        await self._quick(lambda c: self._renew(c, iid, kind, lease_seconds, host))
 
     def renew_instance_sync(self, iid: str, kind: str, lease_seconds: float, host: str) -> None:
         """The same from any thread (the lease keeper's own): a busy event loop does not
@@ -65,7 +65,7 @@ class SqlLeases(StoreBase):
                 for r in rows
             ]
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def expire_instance(self, iid: str) -> None:
         """End an instance's lease now (it is known to be dead)."""
@@ -98,7 +98,7 @@ class SqlLeases(StoreBase):
             )
             return [r[0] for r in rows]
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def delete_instances(self, ids: list[str]) -> None:
         if ids:
@@ -121,7 +121,7 @@ class SqlLeases(StoreBase):
             ).all()
             return [OrphanedRun(run_id=r[0], conversation_id=r[1], owner=r[2]) for r in rows]
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def claim_run(self, run_id: str, owner: str, expected: str | None) -> bool:
         """Take a running run from ``expected`` (None: a queued run nobody took; never a run
@@ -167,7 +167,7 @@ class SqlLeases(StoreBase):
             ).all()
             return {r[0]: (r[1], bool(r[2]), r[3]) for r in rows}
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def running_run_of(self, cid: str) -> str | None:
         def fn(c: Connection) -> str | None:

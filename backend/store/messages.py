@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import aliased
 
 from backend.messages.kinds import MessageKind
@@ -25,6 +25,15 @@ from backend.store.base import (
 from backend.store.parked import NewWait, park_in
 from backend.store.runs import run_values
 from backend.store.tables import utcnow
+
+# built once: a statement made per call costs more to build and key than to run
+NEXT_SEQ = (
+    update(CONVERSATIONS)
+    .where(CONVERSATIONS.c.id == bindparam("cid"))
+    .values(last_seq=CONVERSATIONS.c.last_seq + 1, updated_at=bindparam("now"))
+    .returning(CONVERSATIONS.c.last_seq)
+)
+INSERT_MESSAGE = insert(MESSAGES)
 
 
 class SqlMessages(StoreBase):
@@ -56,33 +65,26 @@ class SqlMessages(StoreBase):
                 park_in(c, msg.run_id, wait)
             return self._insert(c, msg)
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     def _insert(self, c: Connection, msg: Message) -> Message:
         """Insert ``msg`` with the conversation's next seq and announce it (in ``c``'s
         transaction)."""
-        seq = c.execute(
-            update(CONVERSATIONS)
-            .where(CONVERSATIONS.c.id == msg.conversation_id)
-            .values(last_seq=CONVERSATIONS.c.last_seq + 1, updated_at=utcnow())
-            .returning(CONVERSATIONS.c.last_seq)
-        ).scalar_one()
+        seq = c.execute(NEXT_SEQ, {"cid": msg.conversation_id, "now": utcnow()}).scalar_one()
         c.execute(
-            insert(MESSAGES),
-            [
-                {
-                    "conversation_id": msg.conversation_id,
-                    "run_id": msg.run_id,
-                    "seq": seq,
-                    "uuid": msg.uuid,
-                    "role": msg.role,
-                    "status": msg.status,
-                    "action_type": msg.meta.action_type,
-                    "content": msg.content,
-                    "meta": msg.meta.model_dump(by_alias=True),
-                    "timestamp": msg.timestamp,
-                }
-            ],
+            INSERT_MESSAGE,
+            {
+                "conversation_id": msg.conversation_id,
+                "run_id": msg.run_id,
+                "seq": seq,
+                "uuid": msg.uuid,
+                "role": msg.role,
+                "status": msg.status,
+                "action_type": msg.meta.action_type,
+                "content": msg.content,
+                "meta": msg.meta.model_dump(by_alias=True),
+                "timestamp": msg.timestamp,
+            },
         )
         self._notify(c, MESSAGE_CHANNEL, msg.run_id)
         return msg.model_copy(update={"seq": seq})

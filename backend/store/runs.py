@@ -106,7 +106,7 @@ class SqlRuns(StoreBase):
             return rid
 
         try:
-            return await self._core(fn)
+            return await self._quick(fn)
         except IntegrityError as exc:  # another process's run won the race
             raise ConflictError(cid) from exc
 
@@ -121,7 +121,7 @@ class SqlRuns(StoreBase):
                     return None
             return run_row(run, RunRow)
 
-        return await self._run(fn)
+        return await self._quick_orm(fn)
 
     async def run_for_execution(self, run_id: str) -> RunToExecute | None:
         """The run with its conversation's user id (what an executor needs to run it)."""
@@ -153,13 +153,13 @@ class SqlRuns(StoreBase):
                 trace_context=run.trace_context,
             )
 
-        return await self._run(fn)
+        return await self._quick_orm(fn)
 
     async def set_run_task_type(self, run_id: str, task_type: str) -> None:
         def fn(c: Connection) -> None:
             c.execute(update(RUNS).where(RUNS.c.id == run_id).values(task_type=task_type))
 
-        await self._core(fn)
+        await self._quick(fn)
 
     async def end_run(
         self, run_id: str, status: str, error: str = "", *, owner: str | None = None
@@ -192,7 +192,7 @@ class SqlRuns(StoreBase):
             self._notify(c, MESSAGE_CHANNEL, run_id)
             return True
 
-        ended = await self._core(fn)
+        ended = await self._quick(fn)
         if ended:  # once per run, by the process whose write ended it
             metrics.run_ended(status)
         return ended
@@ -242,13 +242,13 @@ class SqlRuns(StoreBase):
         if transcript is not None:
             values["transcript"] = transcript
 
-        await self._core(lambda c: update_running(c, run_id, values, owner))
+        await self._quick(lambda c: update_running(c, run_id, values, owner))
 
     async def save_start_files(self, run_id: str, files: str) -> None:
         def fn(c: Connection) -> None:
             c.execute(update(RUNS).where(RUNS.c.id == run_id).values(start_files=files))
 
-        await self._core(fn)
+        await self._quick(fn)
 
     async def take_over(self, run_id: str, expected: str, owner: str | None) -> int | None:
         """Take a running run from its dead owner ``expected`` for ``owner`` (None: queued

@@ -14,6 +14,9 @@ from backend.store.base import (
 from backend.store.shapes import UsageFigures, UsageSummary
 from backend.store.tables import Usage, utcnow
 
+# built once: a statement made per call costs more to build and key than to run
+INSERT_USAGE = insert(USAGE)
+
 
 class SqlUsage(StoreBase):
     """Usage rows, one per model call."""
@@ -30,19 +33,20 @@ class SqlUsage(StoreBase):
     ) -> None:
         def fn(c: Connection) -> None:
             c.execute(
-                insert(USAGE).values(
-                    conversation_id=cid,
-                    run_id=run_id,
-                    stage=stage,
-                    model=model,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    cost=cost,
-                    created_at=utcnow(),
-                )
+                INSERT_USAGE,
+                {
+                    "conversation_id": cid,
+                    "run_id": run_id,
+                    "stage": stage,
+                    "model": model,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "cost": cost,
+                    "created_at": utcnow(),
+                },
             )
 
-        await self._core(fn)
+        await self._quick(fn)
 
     async def run_usage(self, run_id: str) -> UsageSummary:
         return await self._run(lambda s: usage_summary(s, Usage.run_id == run_id))

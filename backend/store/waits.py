@@ -136,7 +136,7 @@ class SqlWaits(SqlMessages):
             ).all()
             return [OrphanedWait(run_id=r[0], owner=r[1], uuid=r[2]) for r in rows]
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def expired_waits(self, now: datetime | None = None) -> list[ExpiredWait]:
         """Waits past their deadline."""
@@ -150,7 +150,7 @@ class SqlWaits(SqlMessages):
             ).all()
             return [ExpiredWait(run_id=x[0], uuid=x[1], kind=x[2]) for x in rows]
 
-        return await self._core(fn)
+        return await self._quick(fn)
 
     async def wait_message(self, run_id: str, uuid: str) -> tuple[Message, bool] | None:
         """The run's `running` message ``uuid`` and whether it has its final partner."""

@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
+import pytest
+
 from backend.api.sse import ServerSentEvent, SseResponse
 
 
@@ -121,3 +123,37 @@ async def test_head_answers_the_headers_and_never_starts_the_feed() -> None:
     assert client.body() == b""
     assert client.sent[-1]["more_body"] is False
     assert closed == []  # its generator never ran
+
+
+async def test_events_arm_no_timer_each_the_send_timeout_is_one_watchdog_per_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every timer the loop is asked for while 500 events are written (asyncio.timeout and
+    # asyncio.sleep both schedule through loop.call_at)
+    loop = asyncio.get_running_loop()
+    armed: list[float] = []
+    call_at = loop.call_at
+
+    def counting_call_at(when: float, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        armed.append(when)
+        return call_at(when, *args, **kwargs)
+
+    closed: list[str] = []
+    items = [ServerSentEvent(data=str(i), event="delta") for i in range(500)]
+    response = SseResponse(await events(items, closed), {}, send_timeout=5, ping=0)
+    client = Client()
+    with monkeypatch.context() as patched:
+        patched.setattr(loop, "call_at", counting_call_at)
+        await response(client.scope, client.receive, client.send)
+    assert client.body().count(b"event: delta") == 500
+    assert len(armed) <= 2  # the watchdog's first look; before: one timer per event
+
+
+async def test_a_ping_the_client_does_not_take_ends_the_stream_after_the_send_timeout() -> None:
+    closed: list[str] = []
+    response = SseResponse(await events([], closed, hold=True), {}, send_timeout=0.05, ping=0.01)
+    client = Client(stalled=True)
+    async with asyncio.timeout(10):
+        await response(client.scope, client.receive, client.send)
+    assert closed == ["closed"]
+    assert len(client.sent) == 1  # the head only: the ping was never taken

@@ -28,8 +28,8 @@ def msg(cid: str, rid: str) -> Message:
 
 
 @contextmanager
-def counted(engine: Engine) -> Iterator[dict[str, int]]:
-    """Statements, writes and commits on ``engine`` meanwhile (SQLAlchemy events)."""
+def counted(store: Store) -> Iterator[dict[str, int]]:
+    """Statements and commits on the store's engines meanwhile (SQLAlchemy events)."""
     counts = {"statements": 0, "commits": 0}
 
     def statement(*_args: Any) -> None:
@@ -38,13 +38,30 @@ def counted(engine: Engine) -> Iterator[dict[str, int]]:
     def commit(_conn: Any) -> None:
         counts["commits"] += 1
 
-    event.listen(engine, "before_cursor_execute", statement)
-    event.listen(engine, "commit", commit)
+    for engine in store.engines:
+        event.listen(engine, "before_cursor_execute", statement)
+        event.listen(engine, "commit", commit)
     try:
         yield counts
     finally:
-        event.remove(engine, "before_cursor_execute", statement)
-        event.remove(engine, "commit", commit)
+        for engine in store.engines:
+            event.remove(engine, "before_cursor_execute", statement)
+            event.remove(engine, "commit", commit)
+
+
+@contextmanager
+def write_lock_held(store: Store, other: Engine) -> Iterator[None]:
+    """On SQLite, another connection holds the write lock meanwhile: no write can take the
+    quick path (backend/store/committer.py), each waits on the database thread."""
+    if store.engine.dialect.name != "sqlite":
+        yield
+        return
+    with other.connect() as conn:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.exec_driver_sql("ROLLBACK")
 
 
 @contextmanager
@@ -82,8 +99,13 @@ async def test_writes_made_at_once_share_commits_and_are_committed_when_answered
                 ).scalar_one_or_none()
             seen.append(row == stored.seq == 1)
 
-        with counted(store.engine) as counts:
-            await asyncio.gather(*(append(cid, rid) for cid, rid in pairs))
+        with counted(store) as counts:
+            with write_lock_held(store, other):
+                appending = asyncio.gather(*(append(cid, rid) for cid, rid in pairs))
+                await asyncio.sleep(0)  # their first steps: each queued to the thread
+                if store.engine.dialect.name == "sqlite":  # the lock is held: none is done
+                    assert store.committer.queued == RUNS_AT_ONCE
+            await appending
     assert seen == [True] * RUNS_AT_ONCE
     # one transaction per write would be RUNS_AT_ONCE commits
     assert counts["commits"] <= RUNS_AT_ONCE // 2, counts
@@ -127,7 +149,7 @@ async def test_a_failing_write_fails_alone_among_the_writes_it_was_batched_with(
             await store.start_run("1", "no such conversation", "g", "auto", "local")
         done += 1
 
-    with counted(store.engine) as counts:
+    with counted(store) as counts:
         got = await asyncio.gather(
             *(write(cid, rid) for cid, rid in pairs),
             *(conflict(cid) for cid, _ in pairs[:3]),
@@ -167,7 +189,7 @@ async def test_a_run_starts_in_three_statements(store: Store) -> None:
     """The start of a run: the conversation marked running (its row locked), the check for
     a live run, the run's row; before, an ORM SELECT … FOR UPDATE came first (4)."""
     cid = await store.create_conversation("1", "t")
-    with counted(store.engine) as counts:
+    with counted(store) as counts:
         rid = await store.start_run("1", cid, "g", "auto", "local", owner="a")
     assert counts == {"statements": 3, "commits": 1}
     run = await store.run_for_execution(rid)
