@@ -42,7 +42,7 @@ def test_panel_shows_a_ready_server_with_its_tools_and_a_failed_one_with_why(
 
         calc = panel.locator('[data-testid="mcp-server"][data-name="calc"]')
         expect(calc.get_by_test_id("mcp-state")).to_have_text("ready")
-        add = calc.get_by_test_id("mcp-tool").filter(has_text="add")
+        add = calc.get_by_test_id("mcp-tool").filter(has_text="add — ")
         expect(add).to_have_text("add — Add two numbers.")
         expect(calc.get_by_test_id("mcp-error")).to_have_count(0)
         expect(calc.get_by_test_id("mcp-stderr")).to_have_count(0)
