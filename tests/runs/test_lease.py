@@ -221,12 +221,13 @@ async def test_a_run_storing_its_own_end_is_never_taken_for_one_ended_elsewhere(
     done = asyncio.Event()
 
     async def watch_all_along() -> int:
-        rounds = 0
+        """How many rounds found a run in the window the test is about (storing its end)."""
+        in_window = 0
         while not done.is_set():
+            in_window += any(c.ending for c in m.lease.local_runs().values())
             await m.lease.watch()
-            rounds += 1
             await asyncio.sleep(0)
-        return rounds
+        return in_window
 
     try:
         with caplog.at_level(logging.WARNING, logger="backend.runs.lease"):
@@ -234,7 +235,7 @@ async def test_a_run_storing_its_own_end_is_never_taken_for_one_ended_elsewhere(
             ids = [(await m.start("1", "say hi", mode="chat"))[1] for _ in range(runs)]
             ends = [await m.wait(rid, timeout=30) for rid in ids]
             done.set()
-            assert await watcher > runs
+            assert await watcher > 0  # the watch did meet runs storing their end
         assert ends == ["completed"] * runs
         assert [r.getMessage() for r in caplog.records if "elsewhere" in r.getMessage()] == []
     finally:
