@@ -39,6 +39,7 @@ from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.local import LocalRuntime
 from backend.store.repo import Store
 from backend.workspace import workspace_path
+from tests.support.previews import seed_ready_service
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "previews" / "sample_app.py"
@@ -178,25 +179,15 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
         store.migrate()
         token = "bench-token-0123456789abcdefghijk"
 
-        async def seed() -> None:
-            cid = await store.create_conversation("u", "bench")
-            await store.put_preview(
-                {
-                    "conversation_id": cid,
-                    "user_id": "u",
-                    "kind": "service",
-                    "name": "app",
-                    "port": app_port,
-                    "path": "/",
-                    "state": "ready",
-                    "owner": "bench",
-                    "socket": str(sockdir / "s"),
-                    "token": token,
-                    "token_expires": __import__("datetime").datetime(2100, 1, 1),
-                }
-            )
-
-        asyncio.run(seed())
+        seeded = seed_ready_service(
+            store,
+            port=app_port,
+            socket=str(sockdir / "s"),
+            token=token,
+            owner="bench",
+            title="bench",
+        )
+        asyncio.run(seeded)
         origin = subprocess.Popen(
             [sys.executable, __file__, "--origin", settings.database_url, str(origin_port)]
         )

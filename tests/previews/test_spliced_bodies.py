@@ -9,7 +9,6 @@ forwarder process and an app process (tests/previews/framing_app.py)."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hashlib
 import json
 import os
@@ -34,6 +33,7 @@ from backend.previews import front
 from backend.previews.listener import PreviewListener
 from backend.runtime import forwarder
 from backend.store.repo import Store
+from tests.support.previews import seed_ready_service
 from tests.support.settings import make_settings
 
 APP = Path(__file__).with_name("framing_app.py")
@@ -99,21 +99,13 @@ def origin(tmp_path: Path) -> Iterator[Origin]:
     origin = Origin(f"http://127.0.0.1:{port}/p/{TOKEN}", port, listener, loop)
 
     async def seed() -> None:
-        cid = await store.create_conversation("u", "spliced")
-        await store.put_preview(
-            {
-                "conversation_id": cid,
-                "user_id": "u",
-                "kind": "service",
-                "name": "app",
-                "port": app_port,
-                "path": "/",
-                "state": "ready",
-                "owner": "test",
-                "socket": str(sockdir / "s"),
-                "token": TOKEN,
-                "token_expires": datetime.datetime(2100, 1, 1),
-            }
+        await seed_ready_service(
+            store,
+            port=app_port,
+            socket=str(sockdir / "s"),
+            token=TOKEN,
+            owner="test",
+            title="spliced",
         )
         assert await listener.start()
 

@@ -3,6 +3,7 @@ left."""
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from backend.store.repo import Store
+from backend.store.rows import StoredPreview
 from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.server import Server, free_port, server_env
 from tests.fakellm import FakeModelServer
@@ -144,3 +147,26 @@ def start_preview_server(
         yield PreviewServer(server, preview_port, runtime)
     finally:
         server.stop()
+
+
+async def seed_ready_service(
+    store: Store, *, port: int, socket: str, token: str, owner: str, title: str
+) -> StoredPreview:
+    """A ready service preview of user ``u``'s new conversation, its forwarder at ``socket``
+    (what the host stores once a service listens), for the origin to forward to."""
+    cid = await store.create_conversation("u", title)
+    return await store.put_preview(
+        {
+            "conversation_id": cid,
+            "user_id": "u",
+            "kind": "service",
+            "name": "app",
+            "port": port,
+            "path": "/",
+            "state": "ready",
+            "owner": owner,
+            "socket": socket,
+            "token": token,
+            "token_expires": datetime.datetime(2100, 1, 1),
+        }
+    )
