@@ -15,6 +15,7 @@ for _var in ("LLM_MODEL", "LLM_API_KEY", "LLM_BASE_URL", "OPENAI_API_KEY", "AUTH
     os.environ.pop(_var, None)
 
 from backend.config import Settings  # noqa: E402
+from tests.exitwatch import pytest_sessionfinish, pytest_unconfigure  # noqa: E402, F401
 from tests.fakellm import FakeModelServer  # noqa: E402
 from tests.migrated import place_migrated  # noqa: E402
 from tests.pg import postgres_url, reset  # noqa: E402

@@ -86,6 +86,57 @@ def test_pytest_summarises_skips_in_one_line_before_the_result(tmp_path: Path) -
     assert lines[-1].startswith("1 passed, 31 skipped")
 
 
+def run_pytest_with_exit_watch(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_some.py").write_text(body)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "PLANACT_TEST_EXIT_GRACE": "1"}
+    plugins = ["-p", "tests.exitwatch", "-p", "no:cacheprovider"]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *plugins, "-q", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+STUCK_THREAD = (
+    "import threading\n"
+    "stuck = threading.Event()\n"
+    "def test_leaves_a_thread_that_never_ends():\n"
+    "    threading.Thread(target=stuck.wait, name='never-ends').start()\n"
+)
+
+
+def test_a_session_that_leaves_a_thread_blocked_ends_with_its_result_and_names_it(
+    tmp_path: Path,
+) -> None:
+    """The interpreter joins non-daemon threads at exit: one that never ends kept the test
+    process (and CI) waiting with nothing printed."""
+    proc = run_pytest_with_exit_watch(tmp_path, STUCK_THREAD)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 passed" in proc.stdout
+    assert "has not ended 1 s after its session (exit status 0)" in proc.stderr
+    assert "never-ends (daemon=False)" in proc.stderr
+    assert "(most recent call first)" in proc.stderr  # every thread's stack
+
+
+def test_a_failed_session_keeps_its_status_when_the_watch_ends_it(tmp_path: Path) -> None:
+    proc = run_pytest_with_exit_watch(
+        tmp_path, STUCK_THREAD + "def test_fails():\n    assert False\n"
+    )
+    assert proc.returncode == 1
+    assert "1 failed, 1 passed" in proc.stdout
+    assert "(exit status 1)" in proc.stderr
+
+
+def test_a_session_that_leaves_nothing_running_ends_without_the_watch(tmp_path: Path) -> None:
+    proc = run_pytest_with_exit_watch(tmp_path, "def test_ok():\n    pass\n")
+    assert proc.returncode == 0
+    assert "has not ended" not in proc.stderr
+
+
 def test_query_tokens_never_reach_the_log(tmp_path: Path, fake_model: FakeModelServer) -> None:
     """Links and EventSource carry the token as ?access_token=: uvicorn's access line wrote
     it out in full, for anyone who reads the log."""
