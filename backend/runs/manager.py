@@ -280,6 +280,8 @@ class RunManager:
             self.runs.unfollow(rid)
             if record is not None:
                 self.runs.leave(record)
+            if owner is None:  # queued: nobody owns it, and no worker ever will; end it here
+                await self.store.claim_run(rid, self.instance_id, None)
             await self.close_unexecuted(rid, "failed", f"The run could not be queued: {exc}")
             raise
         return cid, rid

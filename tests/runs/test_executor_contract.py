@@ -106,6 +106,51 @@ async def test_a_run_is_stopped_through_the_executor_that_holds_it(
     fake_model.release("held")
 
 
+async def test_a_run_the_queue_refuses_ends_failed_with_why_instead_of_running_ownerless(
+    tmp_path: Path,
+) -> None:
+    """No worker would ever take it, and no process owned it to end it: it stayed
+    `running` with no owner for good."""
+    import psycopg
+    from procrastinate.exceptions import ConnectorException
+
+    from backend.runs.notify import psycopg_conninfo
+
+    url = postgres_url()
+    wipe(url)
+    settings = make_settings(tmp_path, database_url=url, executor="queue")
+    store = Store(url)
+    store.migrate()
+    iid = new_instance_id("serve")
+    m = RunManager(
+        settings, store, make_notifier(url, iid), make_llm(settings), BUILTIN,
+        instance_id=iid, executor=QueueExecutor(url),
+    )  # fmt: skip
+    await m.open()
+    try:
+        async with await psycopg.AsyncConnection.connect(
+            psycopg_conninfo(url), autocommit=True
+        ) as conn:  # the job queue refuses every job
+            await conn.execute("DROP TABLE procrastinate_jobs CASCADE")
+        with pytest.raises(ConnectorException):
+            await m.start("1", "write code")
+        async with await psycopg.AsyncConnection.connect(psycopg_conninfo(url)) as conn:
+            cur = await conn.execute("SELECT id FROM runs")
+            ids = [row[0] for row in await cur.fetchall()]
+        assert len(ids) == 1
+        run = await store.get_run(ids[0])
+        assert run is not None and (run.status, run.owner) == ("failed", iid)
+        assert run.error.startswith("The run could not be queued:")
+        kinds = [x.meta.action_type for x in await store.messages(run.conversation_id, limit=100)]
+        assert kinds[-1] == "finish_summery"
+        (conversation,) = await store.list_conversations("1")
+        assert conversation.status == "failed"
+    finally:
+        await m.shutdown()
+        await store.close()
+        wipe(url)
+
+
 def test_the_queue_executor_needs_postgresql() -> None:
     with pytest.raises(QueueConfigError, match="PostgreSQL"):
         QueueExecutor("sqlite:///./x.db")
