@@ -140,7 +140,7 @@ async def test_a_run_the_queue_refuses_ends_failed_with_why_instead_of_running_o
         assert len(ids) == 1
         run = await store.get_run(ids[0])
         assert run is not None and (run.status, run.owner) == ("failed", iid)
-        assert run.error.startswith("The run could not be queued:")
+        assert (run.error or "").startswith("The run could not be queued:")
         kinds = [x.meta.action_type for x in await store.messages(run.conversation_id, limit=100)]
         assert kinds[-1] == "finish_summery"
         (conversation,) = await store.list_conversations("1")
