@@ -3,11 +3,12 @@
 Each request's head is parsed here (h11) and its token checked by the proxy
 (:meth:`PreviewProxy.resolve`), on every request of a kept-alive connection. A plain
 HTTP/1.1 request to a service's app — no body, or a ``Content-Length`` one — is forwarded
-here: the heads through h11, the bodies both ways moved socket to socket by splice(2)
-(:mod:`backend.previews.splice`) when their length is known, through h11 when the app
-answers chunked or until it closes. Everything else (a WebSocket, a static page, an unknown
-token, a chunked upload, HTTP/1.0, a head h11 refuses) goes, with the bytes read so far, to
-uvicorn's protocol and the proxy's ASGI path for the rest of the connection.
+here: the heads through h11, the bodies of known length moved by
+:mod:`backend.previews.splice` (an answer's socket to socket by splice(2), a request's
+through a buffer), an answer through h11 when the app answers chunked or until it closes.
+Everything else (a WebSocket, a static page, an unknown token, a chunked upload, HTTP/1.0,
+a head h11 refuses) goes, with the bytes read so far, to uvicorn's protocol and the proxy's
+ASGI path for the rest of the connection.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import h11
 
 from backend.previews.handoff import receive_connection
 from backend.previews.proxy import HOP_BY_HOP_B, PREFIX, forwarded_headers
-from backend.previews.splice import Splicer
+from backend.previews.splice import Splicer, copy
 from backend.previews.upstream import readable_now
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class _Connection:
         try:
             await self.loop.sock_sendall(app, (head or b"") + first)
             if length > len(first):
-                await self.splicer.move(client, app, length - len(first))
+                await copy(client, app, length - len(first))
             response = await self._response_head(app, upstream)
         except (OSError, h11.ProtocolError) as exc:  # best effort: the client may be gone
             self._drop_app()

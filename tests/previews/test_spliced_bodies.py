@@ -29,7 +29,7 @@ import httpx
 import pytest
 import uvloop
 
-from backend.previews import front
+from backend.previews import front, splice
 from backend.previews.listener import PreviewListener
 from backend.runtime import forwarder
 from backend.store.repo import Store
@@ -204,6 +204,61 @@ def test_pipelined_requests_each_get_their_answer(origin: Origin) -> None:
             reader.receive_data(leftover)
         head, got = exchange(sock, reader)
         assert (head.status_code, got) == (200, b"hello")
+
+
+def test_a_copied_request_body_goes_whole_and_stops_at_its_end(
+    origin: Origin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's body is copied to the app through a buffer (backend/previews/splice.py):
+    in many pieces (a buffer of an odd size here), exactly its bytes reach the app, and the
+    next request, sent in the same write, is left for the next answer."""
+    monkeypatch.setattr(splice, "COPY_SIZE", 4093)
+    body = os.urandom(3 * (1 << 20) + 12345)
+    client = h11.Connection(h11.CLIENT)
+    with origin.connect() as sock:
+        wire = b"".join(client.send(e) or b"" for e in request("POST", f"/p/{TOKEN}/upload", body))
+        second = h11.Connection(h11.CLIENT)
+        wire += b"".join(second.send(e) or b"" for e in request("GET", f"/p/{TOKEN}/hello"))
+        sock.sendall(wire)
+        head, got = exchange(sock, client)
+        assert head.status_code == 200
+        assert json.loads(got) == {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+        reader = h11.Connection(h11.CLIENT)
+        reader.send(request("GET", "/")[0])
+        reader.send(h11.EndOfMessage())
+        if leftover := client.trailing_data[0]:
+            reader.receive_data(leftover)
+        head, got = exchange(sock, reader)
+        assert (head.status_code, got) == (200, b"hello")
+
+
+@pytest.mark.parametrize("way", ["upload", "download"])
+def test_a_client_that_stalls_mid_body_holds_up_no_other_connection(
+    origin: Origin, way: str
+) -> None:
+    """A client that stops sending its body (upload) or reading its answer (download) and
+    keeps its connection open: other clients' bodies go on meanwhile, both ways, and when it
+    closes nothing of it is left."""
+    fds = open_fds()
+    stalled = origin.connect()
+    try:
+        if way == "upload":
+            head = f"POST /p/{TOKEN}/upload HTTP/1.1\r\nHost: x\r\nContent-Length: {BIG}\r\n\r\n"
+            stalled.sendall(head.encode() + b"u" * 2_000_000)
+        else:
+            target = f"/p/{TOKEN}/pattern/{5 * BIG}"
+            stalled.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert stalled.recv(65536).startswith(b"HTTP/1.1 200")  # then reads no more
+        upload = os.urandom(BIG)
+        with httpx.Client(timeout=30) as client:
+            up = client.post(f"{origin.base}/upload", content=upload)
+            assert up.json() == {"size": BIG, "sha256": hashlib.sha256(upload).hexdigest()}
+            down = client.get(f"{origin.base}/pattern/{BIG}")
+            assert down.content == pattern(BIG)
+        assert origin.connections() >= 1  # the stalled one, still served
+    finally:
+        stalled.close()
+    origin.wait_idle(fds)
 
 
 def test_the_token_is_checked_on_every_request_of_a_connection(origin: Origin) -> None:
