@@ -64,7 +64,12 @@ class RunContext:
     unsaved_fields: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.live = Live(self.delta_listener, wanted=self._wants_deltas, publish=self.publish_delta)
+        self.live = Live(
+            self.delta_listener,
+            wanted=self._wants_deltas,
+            publish=self.publish_delta,
+            publish_now=self.publish_delta_now,
+        )
 
     @property
     def run_id(self) -> str:
@@ -77,6 +82,13 @@ class RunContext:
         """A live, unstored delta (see docs/api.md "The stream") to every reader of the run."""
         if not self.control.lost:
             await self.deps.notifier.publish_delta(self.run_id, payload)
+
+    def publish_delta_now(self, payload: dict[str, Any]) -> bool:
+        """The same at once when the notifier can (no other process to tell): True; else
+        False and nothing done (it goes through :meth:`publish_delta`)."""
+        if self.control.lost:
+            return True
+        return self.deps.notifier.publish_delta_now(self.run_id, payload)
 
     def _wants_deltas(self) -> bool:
         if self.delta_listener is not None:

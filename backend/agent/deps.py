@@ -26,6 +26,8 @@ class RunNotifier(Protocol):
 
     async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None: ...
 
+    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool: ...
+
 
 @dataclass(frozen=True)
 class RunDeps:

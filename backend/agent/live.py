@@ -64,18 +64,24 @@ class _Kept:
 class Live:
     """``sink`` gets each coalesced delta synchronously (tests, the CLI); ``publish`` (the
     run's notifier) gets them in order through an outbox, drained by a background task and
-    by :meth:`drain`, which the run awaits before it publishes a stored message."""
+    by :meth:`drain`, which the run awaits before it publishes a stored message.
+    ``publish_now`` (optional) delivers a delta at once when it can (True; nothing has to
+    cross processes): used while nothing is queued or being sent, so the order stays the
+    same, and no task is started per delta."""
 
     def __init__(
         self,
         sink: DeltaSink | None = None,
         wanted: Callable[[], bool] | None = None,
         publish: DeltaPublisher | None = None,
+        publish_now: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self._sink = sink
         self._publish = publish
+        self._publish_now = publish_now
         self._outbox: deque[dict[str, Any]] = deque()
         self._drainer: asyncio.Task[None] | None = None
+        self._sending = 0  # deltas taken from the outbox and still being published
         on = sink is not None or publish is not None
         self.deltas = Coalescer(self._emit, wanted=wanted) if on else None
         self._output: dict[str, dict[str, _Kept]] = {}
@@ -89,6 +95,9 @@ class Live:
             self._sink(payload)
         if self._publish is None:
             return
+        idle = not self._outbox and not self._sending
+        if idle and self._publish_now is not None and self._publish_now(payload):
+            return  # nothing queued or on its way before it: the order is kept
         self._outbox.append(payload)
         if self._drainer is None or self._drainer.done():
             with contextlib.suppress(RuntimeError):  # no loop: the next drain() sends it
@@ -97,7 +106,11 @@ class Live:
     async def drain(self) -> None:
         """Hand every pending delta to the publisher, in order."""
         while self._outbox and self._publish is not None:
-            await self._publish(self._outbox.popleft())
+            self._sending += 1  # taken from the outbox, not delivered yet
+            try:
+                await self._publish(self._outbox.popleft())
+            finally:
+                self._sending -= 1
 
     # -- the stored side --------------------------------------------------------------------
     def flush(self, uuid: str) -> None:

@@ -50,11 +50,14 @@ class ServerSentEvent:
         return f"{head}{body}\r\n".encode()
 
 
+# a delta's JSON (compact, UTF-8 as is): one encoder for every delta, not one per call
+_delta_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 async def sse_events(feed: AsyncIterator[FeedEvent]) -> AsyncIterator[ServerSentEvent]:
     async for event in feed:
         if isinstance(event, Delta):
-            data = json.dumps(event.payload, ensure_ascii=False, separators=(",", ":"))
-            yield ServerSentEvent(data=data, event="delta")
+            yield ServerSentEvent(data=_delta_json(event.payload), event="delta")
         elif isinstance(event, End):
             end = {
                 "conversation_id": event.conversation_id,
@@ -89,8 +92,8 @@ class SseResponse(Response):
         }
         merged.update({k.lower(): v for k, v in headers.items()})
         self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
-        self._lock = asyncio.Lock()
         self._sending_since: float | None = None  # loop time the send under way began
+        self._pinging: asyncio.Future[None] | None = None  # a ping's send under way
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -118,24 +121,40 @@ class SseResponse(Response):
             raise exc
 
     async def _send(self, send: Send, message: AsgiMessage) -> None:
-        """Send one message (the watchdog ends the stream if it is not taken in time)."""
-        async with self._lock:
-            self._sending_since = asyncio.get_running_loop().time()
-            try:
-                await send(message)
-            finally:
-                self._sending_since = None
+        """Send one message (the watchdog ends the stream if it is not taken in time). One
+        send at a time: the pump waits for a ping's, a ping skips while an event's is under
+        way (without a lock for every event)."""
+        self._sending_since = asyncio.get_running_loop().time()
+        try:
+            await send(message)
+        finally:
+            self._sending_since = None
 
     async def _pump(self, send: Send) -> None:
         async for event in self.events:
             body = event.encode()
+            while self._pinging is not None:
+                await self._pinging
             await self._send(send, {"type": "http.response.body", "body": body, "more_body": True})
+        while self._pinging is not None:
+            await self._pinging
         await self._send(send, {"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _ping(self, send: Send) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.ping)
-            await self._send(send, {"type": "http.response.body", "body": PING, "more_body": True})
+            if self._sending_since is not None:
+                continue  # an event is being sent: the stream is not idle
+            done = self._pinging = loop.create_future()
+            try:
+                await self._send(
+                    send, {"type": "http.response.body", "body": PING, "more_body": True}
+                )
+            finally:
+                self._pinging = None
+                if not done.done():
+                    done.set_result(None)
 
     async def _watch(self, limit: float) -> None:
         """Return (which ends the stream) once a send has waited more than ``limit``

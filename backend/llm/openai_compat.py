@@ -39,6 +39,7 @@ YIELD_EVERY = 32
 MAX_LINE = 16 * 2**20
 # how much of an error body is read (error messages only)
 ERROR_BODY_LIMIT = 64 * 1024
+_decode_json = json.JSONDecoder().decode
 
 
 class OpenAICompatLLM(ModelClient):
@@ -258,7 +259,9 @@ class _StreamReader:
             self.done = True
             return True
         try:
-            obj = json.loads(payload)
+            # SSE is UTF-8: decoded here, and parsed by a decoder made once (json.loads on
+            # bytes would first guess the encoding, per chunk)
+            obj = _decode_json(payload.decode())
         except ValueError as exc:
             raise LLMTransientError(
                 f"the model stream sent a chunk that is not JSON: {short(repr(payload), 120)}"
@@ -284,26 +287,29 @@ class _StreamReader:
         if choices:
             choice = choices[0]
             delta = choice.get("delta")
+            content = False  # the idle timer starts over once per chunk that carries any
             if delta:
                 piece = delta.get("content")
                 if piece and isinstance(piece, str):
                     self.text.append(piece)
-                    self.deadline.touch()
+                    content = True
                     if self.on_delta is not None:
                         self.on_delta("text", piece)
                 piece = delta.get("reasoning_content") or delta.get("reasoning")
                 if piece and isinstance(piece, str):
                     self.reasoning.append(piece)
-                    self.deadline.touch()
+                    content = True
                     if self.on_delta is not None:
                         self.on_delta("reasoning", piece)
                 calls = delta.get("tool_calls")
                 if calls:
                     self.tool_deltas(calls)
-                    self.deadline.touch()
+                    content = True
             finish = choice.get("finish_reason")
             if finish:
                 self.finish = str(finish)
+                content = True
+            if content:
                 self.deadline.touch()
 
     def tool_deltas(self, calls: list[dict[str, Any]]) -> None:

@@ -25,8 +25,11 @@ def relative_paths(text: str, workspace: Path) -> str:
     ``<workspace>/src/a.py`` becomes ``src/a.py`` and ``<workspace>`` alone becomes ``.``."""
     if not text:
         return text
-    pattern = _pattern(str(workspace))
-    if pattern is None or not any(f in text for f in _needles(str(workspace))):
+    folder = str(workspace)
+    if not any(f and f in text for f in _needles(folder)):
+        return text  # the usual case: no pattern compiled for a run whose text names none
+    pattern = _pattern(folder)
+    if pattern is None:
         return text
     return pattern.sub(lambda m: "" if m.group(0).endswith("/") else ".", text)
 

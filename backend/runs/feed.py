@@ -88,7 +88,7 @@ async def run_feed(
                     if not asked:
                         asked = True
                         await notifier.request_catch_up(run_id, event)
-                    await bus.wait(run_id, event, SAFETY_POLL_SECONDS)
+                    await event.wait_at_most(SAFETY_POLL_SECONDS)
                 continue
             msgs = await store.messages(conversation_id, run_id=run_id, after=last, limit=BATCH)
             if caught_up or not msgs:
@@ -117,7 +117,7 @@ async def run_feed(
             if not asked:
                 asked = True
                 await notifier.request_catch_up(run_id, event)
-            await bus.wait(run_id, event, poll)
+            await event.wait_at_most(poll)
     finally:
         metrics.OPEN_STREAMS.dec()
         bus.unsubscribe(run_id, event)

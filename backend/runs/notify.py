@@ -57,6 +57,10 @@ class Notifier(Protocol):
     async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
         """A live, unstored delta of ``run_id`` for every reader on every process."""
 
+    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool:
+        """The same, delivered at once when no other process needs to hear of it; False
+        (nothing done) when it must go through ``publish_delta``."""
+
     async def request_catch_up(self, run_id: str, reader: Subscription) -> None:
         """``reader`` attached while ``run_id`` runs: have it get the output so far."""
 
@@ -83,6 +87,10 @@ class LocalNotifier:
 
     async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
         self.bus.deliver_delta(run_id, payload)
+
+    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool:
+        self.bus.deliver_delta(run_id, payload)
+        return True
 
     async def request_catch_up(self, run_id: str, reader: Subscription) -> None:
         self._local_catch_up(run_id, reader)
@@ -124,6 +132,9 @@ class PgNotifier(LocalNotifier):
         if self._sender is not None:
             with contextlib.suppress(Exception):
                 await self._sender.close()
+
+    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool:
+        return False  # other processes' readers hear of it by a NOTIFY: publish_delta
 
     async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
         self.bus.deliver_delta(run_id, payload)

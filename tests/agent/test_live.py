@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from backend.agent.live import Live
@@ -68,3 +69,60 @@ async def test_delta_text_never_carries_lone_surrogates_or_nul() -> None:
     live.text("u", "auto_reply", "caf\udce9 \x00 ok")
     assert sent[0]["text"] == "caf\ufffd \ufffd ok"
     sent[0]["text"].encode("utf-8")
+
+
+async def test_deltas_go_at_once_when_the_publisher_can_and_in_order_when_it_cannot() -> None:
+    got: list[str] = []
+    accept = True
+
+    async def publish(payload: dict[str, Any]) -> None:
+        got.append(payload["text"])
+
+    def publish_now(payload: dict[str, Any]) -> bool:
+        if accept:
+            got.append(payload["text"])
+        return accept
+
+    live = Live(publish=publish, publish_now=publish_now)
+    live.text("u", "auto_reply", "a")
+    assert got == ["a"]  # delivered within the call: no task, no await
+    accept = False  # e.g. the delta must cross processes: through the outbox
+    live.published(Message.build("auto_reply", "a", uuid="u"))
+    live.text("v", "auto_reply", "b")
+    assert got == ["a"]
+    accept = True
+    live.text("w", "auto_reply", "c")  # "b" is still queued: "c" waits behind it
+    assert got == ["a"]
+    await live.drain()
+    assert got == ["a", "b", "c"]
+    live.text("x", "auto_reply", "d")  # nothing queued any more: at once again
+    assert got == ["a", "b", "c", "d"]
+
+
+async def test_a_delta_waits_behind_one_still_being_published() -> None:
+    got: list[str] = []
+    fast: list[str] = []
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def publish(payload: dict[str, Any]) -> None:
+        got.append(payload["text"])
+        started.set()
+        await release.wait()  # e.g. a NOTIFY under way
+
+    take_now = False
+
+    def publish_now(payload: dict[str, Any]) -> bool:
+        if take_now:
+            fast.append(payload["text"])
+        return take_now
+
+    live = Live(publish=publish, publish_now=publish_now)
+    live.text("u", "auto_reply", "a")  # declined at once: queued, a task sends it
+    await started.wait()  # "a" is taken from the outbox, its publish waits
+    take_now = True  # the fast path would take the next one
+    live.published(Message.build("auto_reply", "a", uuid="u"))
+    live.text("v", "auto_reply", "b")
+    assert fast == []  # "b" does not overtake "a": it is queued behind it
+    release.set()
+    await live.drain()
+    assert got == ["a", "b"]

@@ -157,3 +157,54 @@ async def test_a_ping_the_client_does_not_take_ends_the_stream_after_the_send_ti
         await response(client.scope, client.receive, client.send)
     assert closed == ["closed"]
     assert len(client.sent) == 1  # the head only: the ping was never taken
+
+
+class OneAtATime(Client):
+    """A client whose body sends wait for ``taken``; records sends that overlapped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken = asyncio.Event()
+        self.in_flight = 0
+        self.overlapped = 0
+        self.waiting = asyncio.Event()
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] != "http.response.body":
+            return await super().send(message)
+        self.in_flight += 1
+        self.overlapped += self.in_flight > 1
+        try:
+            self.waiting.set()
+            await self.taken.wait()
+            await super().send(message)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_a_ping_and_an_event_are_never_sent_at_once() -> None:
+    gate = asyncio.Event()
+    closed: list[str] = []
+
+    async def feed() -> AsyncIterator[ServerSentEvent]:
+        try:
+            await gate.wait()  # the first event comes while a ping's send is under way
+            yield ServerSentEvent(data="x", event="delta")
+            await gate.wait()
+            yield ServerSentEvent(data="y", event="delta")
+        finally:
+            closed.append("closed")
+
+    response = SseResponse(feed(), {}, send_timeout=5, ping=0.01)
+    client = OneAtATime()
+    serving = asyncio.create_task(response(client.scope, client.receive, client.send))
+    async with asyncio.timeout(10):
+        await client.waiting.wait()  # a ping is being sent, and not taken yet
+        gate.set()  # the events are ready meanwhile; more pings come due meanwhile
+        client.taken.set()
+        await serving
+    assert client.overlapped == 0
+    body = client.body()
+    assert body.index(b": ping") < body.index(b"data: x") < body.index(b"data: y")
+    assert client.sent[-1]["more_body"] is False
+    assert closed == ["closed"]

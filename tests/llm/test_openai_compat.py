@@ -112,6 +112,7 @@ async def test_sse_details_crlf_comments_multiline_data_and_no_final_blank_line(
     ("body", "message"),
     [
         (sse(chunk("a"), "{not json"), "not JSON"),
+        (sse(chunk("a")) + b'data: {"choices": "\xff"}\n\n', "not JSON"),  # not UTF-8
         (sse(chunk("a"), {"error": {"message": "overloaded"}}), "overloaded"),
     ],
 )

@@ -101,6 +101,21 @@ async def test_deltas_reach_the_reader_in_order_and_long_ones_arrive_whole(pair:
     assert {d["uuid"] for d in got} == {"u"}
 
 
+async def test_a_delta_goes_at_once_only_where_no_other_process_must_hear_of_it(
+    pair: Pair,
+) -> None:
+    _, rid = await new_run(pair.store)
+    sub = pair.writer.bus.subscribe(rid)
+    delta = {"uuid": "u", "action_type": "auto_reply", "text": "a"}
+    went = pair.writer.publish_delta_now(rid, delta)
+    if pair.kind == "local":
+        assert went is True
+        assert sub.take_deltas() == [delta]  # delivered within the call
+    else:  # another process's readers hear of it only by publish_delta's NOTIFY
+        assert went is False
+        assert sub.take_deltas() == []
+
+
 @pytest.fixture
 async def pg_pair(tmp_path: Path) -> AsyncIterator[Pair]:
     url = postgres_url()
