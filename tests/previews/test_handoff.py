@@ -26,17 +26,22 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-@pytest.fixture
-def fake_forwarder(tmp_path: Path) -> Iterator[Callable[[Hand], str]]:
-    """A forwarder at a path that answers every connection with ``hand``."""
-    servers: list[socket.socket] = []
+class FakeForwarder:
+    """Forwarders at paths of ``folder`` that answer every connection with a ``hand``. They
+    serve on threads of this process, so the descriptors a hand opens are this process's
+    too until it is done: :meth:`answered` waits for that."""
 
-    def start(hand: Hand) -> str:
-        path = str(tmp_path / f"s{len(servers)}")
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.servers: list[socket.socket] = []
+        self._answered = threading.Semaphore(0)
+
+    def start(self, hand: Hand) -> str:
+        path = str(self.folder / f"s{len(self.servers)}")
         server = socket.socket(socket.AF_UNIX)
         server.bind(path)
         server.listen()
-        servers.append(server)
+        self.servers.append(server)
 
         def serve() -> None:
             while True:
@@ -46,13 +51,25 @@ def fake_forwarder(tmp_path: Path) -> Iterator[Callable[[Hand], str]]:
                     return
                 with conn:
                     hand(conn)
+                self._answered.release()  # the hand's descriptors and the connection closed
 
         threading.Thread(target=serve, daemon=True).start()
         return path
 
-    yield start
-    for server in servers:
-        server.close()
+    async def answered(self) -> None:
+        """Until a connection has been answered and everything of it closed here."""
+        assert await asyncio.to_thread(self._answered.acquire, True, 30)
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.close()
+
+
+@pytest.fixture
+def fake_forwarder(tmp_path: Path) -> Iterator[FakeForwarder]:
+    forwarders = FakeForwarder(tmp_path)
+    yield forwarders
+    forwarders.close()
 
 
 def hands(data: bytes, *make: Callable[[], int]) -> Hand:
@@ -97,19 +114,20 @@ def a_listening_socket() -> int:
     ],
 )
 async def test_anything_but_a_connected_tcp_socket_is_refused_and_closed(
-    fake_forwarder: Callable[[Hand], str], hand: Hand
+    fake_forwarder: FakeForwarder, hand: Hand
 ) -> None:
-    path = fake_forwarder(hand)
+    path = fake_forwarder.start(hand)
     before = open_fds()
     with pytest.raises(OSError):
         await receive_connection(path, None)
+    await fake_forwarder.answered()  # (the forwarder's own descriptors are closed too)
     assert open_fds() == before  # every descriptor received was closed
 
 
 async def test_the_proxy_answers_502_for_a_refused_handoff(
-    fake_forwarder: Callable[[Hand], str],
+    fake_forwarder: FakeForwarder,
 ) -> None:
-    pool = app_pool(fake_forwarder(hands(b"1", a_file)), None)
+    pool = app_pool(fake_forwarder.start(hands(b"1", a_file)), None)
     try:
         with pytest.raises(httpcore.ConnectError):
             await pool.request("GET", "http://preview/")
