@@ -55,22 +55,50 @@ KEEP = os.environ.get("DIAGNOSE_KEEP") == "1"  # keep the profiles' perf.data fi
 TOKEN = "bench-token-0123456789abcdefghijk"
 
 
+def perf_started(commands: list[list[str]], settle: float = 0.3) -> list[subprocess.Popen[bytes]]:
+    """Start each perf command and give it ``settle`` seconds to attach."""
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for cmd in commands
+    ]
+    time.sleep(settle)  # perf attached
+    return procs
+
+
+def perf_stopped(procs: list[subprocess.Popen[bytes]]) -> None:
+    """End them as Ctrl-C does (each writes its file) and wait for each."""
+    for proc in procs:
+        proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        proc.wait()
+
+
 @contextmanager
 def perf_stat(pids: dict[str, int], out: dict[str, dict[str, float]]) -> Iterator[None]:
     """Count EVENTS in each process while the block runs (into ``out[name][event]``)."""
     tmp = Path(tempfile.mkdtemp(prefix="planact-perf-"))
-    procs = {}
-    for name, pid in pids.items():
-        cmd = ["perf", "stat", "-x", ",", "-o", str(tmp / name), "-e", ",".join(EVENTS)]
-        procs[name] = subprocess.Popen([*cmd, "-p", str(pid)], stderr=subprocess.DEVNULL)
-    time.sleep(0.3)  # perf attached
+    procs = perf_started(
+        [
+            [
+                "perf",
+                "stat",
+                "-x",
+                ",",
+                "-o",
+                str(tmp / name),
+                "-e",
+                ",".join(EVENTS),
+                "-p",
+                str(pid),
+            ]
+            for name, pid in pids.items()
+        ]
+    )
     try:
         yield
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGINT)
-        for name, proc in procs.items():
-            proc.wait()
+        perf_stopped(procs)
+        for name in pids:
             counts: dict[str, float] = {}
             for line in (tmp / name).read_text().splitlines():
                 parts = line.split(",")
@@ -87,19 +115,18 @@ def perf_stat(pids: dict[str, int], out: dict[str, dict[str, float]]) -> Iterato
 def exits_of(pids: dict[str, int], out: dict[str, list[int]]) -> Iterator[None]:
     """The values the receives of each process returned while the block ran."""
     tmp = Path(tempfile.mkdtemp(prefix="planact-perf-"))
-    procs = {}
     events = "syscalls:sys_exit_recvfrom,syscalls:sys_exit_splice"
-    for name, pid in pids.items():
-        cmd = ["perf", "record", "-q", "-o", str(tmp / name), "-e", events, "-p", str(pid)]
-        procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    time.sleep(0.3)
+    procs = perf_started(
+        [
+            ["perf", "record", "-q", "-o", str(tmp / name), "-e", events, "-p", str(pid)]
+            for name, pid in pids.items()
+        ]
+    )
     try:
         yield
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGINT)
-        for name, proc in procs.items():
-            proc.wait()
+        perf_stopped(procs)
+        for name in pids:
             text = subprocess.run(
                 ["perf", "script", "-i", str(tmp / name), "-F", "event,trace"],
                 capture_output=True,
@@ -118,20 +145,18 @@ def exits_of(pids: dict[str, int], out: dict[str, list[int]]) -> Iterator[None]:
 def profiles(pids: dict[str, int], top: int) -> Iterator[None]:
     """Print each process's hottest symbols (kernel and user, self time) over the block."""
     tmp = Path(tempfile.mkdtemp(prefix="planact-perf-"))
-    procs = {}
-    for name, pid in pids.items():
-        cmd = ["perf", "record", "-q", "-g", "-F", "4999", "-o", str(tmp / name.replace(" ", "-"))]
-        procs[name] = subprocess.Popen(
-            [*cmd, "-p", str(pid)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-        )
-    time.sleep(0.3)
+    record = ["perf", "record", "-q", "-g", "-F", "4999"]
+    procs = perf_started(
+        [
+            [*record, "-o", str(tmp / name.replace(" ", "-")), "-p", str(pid)]
+            for name, pid in pids.items()
+        ]
+    )
     try:
         yield
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGINT)
-        for name, proc in procs.items():
-            proc.wait()
+        perf_stopped(procs)
+        for name in pids:
             report = subprocess.run(
                 [
                     *("perf", "report", "-i", str(tmp / name.replace(" ", "-")), "--stdio"),
@@ -153,14 +178,11 @@ def sched_times(pids: dict[str, int], bodies: int) -> Iterator[None]:
     """Print, per process, its time running, waiting for a CPU while runnable (preempted or
     woken) and asleep (waiting for data or room), per 10 MB (`perf sched`, whole machine)."""
     tmp = Path(tempfile.mkdtemp(prefix="planact-perf-"))
-    cmd = ["perf", "sched", "record", "-a", "-o", str(tmp / "sched")]
-    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    time.sleep(0.5)
+    procs = perf_started([["perf", "sched", "record", "-a", "-o", str(tmp / "sched")]], 0.5)
     try:
         yield
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait()
+        perf_stopped(procs)
         text = subprocess.run(
             [
                 *("perf", "sched", "timehist", "-i", str(tmp / "sched"), "--state"),
