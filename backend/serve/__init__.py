@@ -55,4 +55,7 @@ def serve(app: Starlette, settings: Settings) -> None:
         http=protocol_class(limits),
         backlog=max(2048, limits.max_connections),
         log_config=uvicorn_log_config(),  # its access lines without ?access_token=
+        # access lines are INFO: above it (LOG_LEVEL=WARNING) uvicorn makes none at all,
+        # rather than a record per request that the level then drops
+        access_log=logging.getLogger().level <= logging.INFO,
     )

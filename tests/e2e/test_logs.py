@@ -347,3 +347,22 @@ def test_a_wait_for_a_person_is_logged_as_a_wait_and_only_the_real_end_as_an_end
     assert f"run {rid} goes on after a person's answer: conversation {cid}" in ours[2]
     assert f"run {rid} ended: conversation {cid}, status completed" in ours[3]
     assert "parked" not in log
+
+
+@pytest.mark.parametrize(("level", "written"), [("INFO", True), ("WARNING", False)])
+def test_access_lines_follow_the_log_level(
+    tmp_path: Path, fake_model: FakeModelServer, level: str, written: bool
+) -> None:
+    """A request that changes something is an INFO access line: written at LOG_LEVEL=INFO,
+    not made at all above it."""
+    env = server_env(tmp_path, fake_model.base_url, LOG_LEVEL=level)
+    server = Server(tmp_path, env).start()
+    try:
+        with server.client() as client:
+            assert client.post("/api/conversations", json={"title": "t"}).status_code == 201
+            assert client.get("/api/conversations/none").status_code == 404
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert ('"POST /api/conversations HTTP/1.1" 201' in log) is written, log[-2000:]
+    assert ('"GET /api/conversations/none HTTP/1.1" 404' in log) is written, log[-2000:]
