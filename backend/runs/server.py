@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from backend.heap import freeze_startup_heap
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -39,6 +41,11 @@ class GracefulServer(uvicorn.Server):
     async def serve(self, sockets: Any = None) -> None:
         self._loop = asyncio.get_running_loop()
         await super().serve(sockets)
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)  # the app's lifespan has started: the heap is built
+        if not self.should_exit:
+            freeze_startup_heap()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self._drain is not None or self._loop is None or self.should_exit:

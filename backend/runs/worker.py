@@ -9,6 +9,7 @@ import signal
 from typing import Any
 
 from backend.config import Settings
+from backend.heap import freeze_startup_heap
 from backend.llm.dispatch import DispatchLLM
 from backend.llm.factory import make_llm
 from backend.observe.endpoint import Listener
@@ -66,6 +67,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     manager.requeue = requeue  # a run taken over from a dead owner is queued again
     await manager.open()
     await close_stalled_jobs(app)
+    freeze_startup_heap()
     worker = Worker(
         app,
         queues=[QUEUE],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 
 from tests.agent.scripts import finish, plan_reply, run
-from tests.e2e.cluster import follow, start_json
+from tests.e2e.cluster import Worker, follow, start_json
 from tests.e2e.server import PLANACT, PROCESS_DEADLINE, Server, server_env, wait_for
 from tests.e2e.waiting import MARKER_COMMAND, decide, pending
 from tests.fakellm import FakeModelServer
+from tests.pg import postgres_url, reset
 from tests.sse_client import iter_events
 
 pytestmark = pytest.mark.e2e
@@ -61,6 +63,9 @@ def test_debug_log_level_brings_library_lines_back(
     log = server.log.read_text()
     assert "alembic" in log.lower()
     assert "LiteLLM" in log
+    # what it built to start is frozen out of the cyclic collector's full collections
+    frozen = re.search(r"start-up heap: (\d+) objects frozen", log)
+    assert frozen is not None and int(frozen.group(1)) > 50_000, log[-3000:]
 
 
 def test_pytest_summarises_skips_in_one_line_before_the_result(tmp_path: Path) -> None:
@@ -366,3 +371,13 @@ def test_access_lines_follow_the_log_level(
     log = server.log.read_text()
     assert ('"POST /api/conversations HTTP/1.1" 201' in log) is written, log[-2000:]
     assert ('"GET /api/conversations/none HTTP/1.1" 404' in log) is written, log[-2000:]
+
+
+def test_a_worker_freezes_its_start_up_heap(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    url = postgres_url()
+    reset(url)
+    env = server_env(tmp_path, fake_model.base_url, DATABASE_URL=url, LOG_LEVEL="DEBUG")
+    worker = Worker(tmp_path, env, "heap").start()
+    worker.stop()
+    frozen = re.search(r"start-up heap: (\d+) objects frozen", worker.log.read_text())
+    assert frozen is not None and int(frozen.group(1)) > 50_000, worker.log.read_text()[-3000:]
