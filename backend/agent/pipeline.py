@@ -26,7 +26,6 @@ from backend.agent.runlog import logged_run
 from backend.agent.specialists import Specialist
 from backend.agent.summary import summarize
 from backend.agent.task_loop import run_task
-from backend.agent.titles import goal_title
 from backend.llm.base import LLMError
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -62,10 +61,6 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
                 Message.build(MessageKind.QUESTION, state.goal, role="user", json=[budget])
             )
         if state.stage == "route":
-            # a conversation made empty (to upload files first) is named by its first goal
-            await ctx.deps.store.retitle_if_default(
-                state.conversation_id, ("",), goal_title(state.goal)
-            )
             state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
             ctx.store_with_next_checkpoint(start_files=state.snapshot_json())
             state.specialist = specialist = await route(ctx, specialists)

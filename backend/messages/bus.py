@@ -89,6 +89,9 @@ class Bus:
         self._live: dict[str, list[Message]] = {}
         self._floor: dict[str, int] = {}  # a live run's messages up to this seq: in the store
         self._in_flight: dict[str, CatchUpSource] = {}
+        # a run of this process that ended while readers followed it: its final status,
+        # its messages kept (in _live) until the last of those readers has gone
+        self._ended: dict[str, str] = {}
         self.closing = False  # set when the process shuts down: readers end their streams
 
     # -- runs of this process -------------------------------------------------------------
@@ -99,21 +102,36 @@ class Bus:
         who attach mid-command."""
         self._live[key] = []
         self._floor[key] = floor
+        self._ended.pop(key, None)
         if in_flight is not None:
             self._in_flight[key] = in_flight
 
-    def mark_done(self, key: str) -> None:
+    def mark_done(self, key: str, ended: str | None = None) -> None:
+        """The run left this process. ``ended``: the final status this process stored for
+        it (None: it did not end here, e.g. it parked or was handed over). Readers of an
+        ended run get its last messages and its status from here, not from the store."""
+        self._in_flight.pop(key, None)
+        if ended is not None and key in self._live and self._waiters.get(key):
+            self._ended[key] = ended
+        else:
+            self._forget(key)
+        self.notify(key)
+
+    def _forget(self, key: str) -> None:
         self._live.pop(key, None)
         self._floor.pop(key, None)
-        self._in_flight.pop(key, None)
-        self.notify(key)
+        self._ended.pop(key, None)
 
     def in_flight(self, key: str) -> CatchUpSource | None:
         """The run ``key``'s in-flight output when it runs in this process."""
         return self._in_flight.get(key)
 
     def is_live(self, key: str) -> bool:
-        return key in self._live
+        return key in self._live and key not in self._ended
+
+    def ended(self, key: str) -> str | None:
+        """The final status of a run that ended in this process while it was followed."""
+        return self._ended.get(key)
 
     def publish(self, key: str, stored: Message) -> None:
         """``stored`` was committed to the store: keep it for live readers, wake them."""
@@ -123,7 +141,9 @@ class Bus:
         self.notify(key)
 
     def stored_after(self, key: str, after: int) -> list[Message] | None:
-        """The live run's messages with seq > after, or None when the run is not live here."""
+        """The live run's messages with seq > after, or None when the run is not live here
+        (or ``after`` is before what it kept). An ended run's are kept while it is followed
+        (:meth:`ended`)."""
         messages = self._live.get(key)
         if messages is None or after < self._floor.get(key, 0):
             return None
@@ -183,3 +203,5 @@ class Bus:
             waiters.discard(event)
             if not waiters:
                 del self._waiters[key]
+                if key in self._ended:  # its last reader has gone
+                    self._forget(key)

@@ -71,6 +71,7 @@ async def run_feed(
         last = after
         while True:
             deltas = event.take_deltas()  # taken before the messages read below
+            ended = bus.ended(run_id)  # read before them too: an ended run's are all kept
             live = bus.stored_after(run_id, last)
             if live is not None:
                 # a run of this process: its stored messages are on the bus, and it
@@ -85,6 +86,9 @@ async def run_feed(
                     yield msg
                 if not live:
                     caught_up = True
+                    if ended is not None:  # it ended in this process: nothing comes after
+                        yield End(conversation_id, run_id, ended)
+                        return
                     if not asked:
                         asked = True
                         await notifier.request_catch_up(run_id, event)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from backend.agent.control import RunControl
     from backend.runtime.base import Runtime
     from backend.store.repo import Store
+    from backend.store.rows import InstanceRow, RecoveryScan
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class LeaseKeeper:
         stop_local: Callable[[str, bool], None],
         runtimes: Callable[[], list[Runtime]],
         take_over: Callable[[str, str], Awaitable[bool]],
-        sweep: Callable[[], Awaitable[int]] | None = None,
+        sweep: Callable[[RecoveryScan], Awaitable[int]] | None = None,
     ) -> None:
         self.store = store
         self.iid = instance_id
@@ -183,21 +184,25 @@ class LeaseKeeper:
     async def recover(self) -> int:
         """Take over every running run whose owner's lease expired. Returns how many."""
         async with self._recover_lock:
-            await self._expire_dead_neighbours()
+            scan = await self.store.recovery_scan(self.seconds)
+            if await self._expire_dead_neighbours(scan.instances):
+                scan = await self.store.recovery_scan(self.seconds)  # their runs: orphans now
             count = 0
-            for run in await self.store.orphaned_runs():
+            for run in scan.orphaned_runs:
                 if not await self.take_over(run.run_id, run.owner):
                     continue  # another process recovers it, or its owner came back
                 log.warning("run %s lost its owner %s: taken over", run.run_id, run.owner)
                 count += 1
             self.recovered += count
             if self.sweep is not None:
-                await self.sweep()
-            await self._forget_dead_instances()
+                await self.sweep(scan)
+            await self._forget_dead_instances(scan.forgettable)
             return count
 
-    async def _expire_dead_neighbours(self) -> None:
-        for inst in await self.store.instances():
+    async def _expire_dead_neighbours(self, instances: list[InstanceRow]) -> bool:
+        """End the lease of each instance on this host whose process is gone; whether any."""
+        expired = False
+        for inst in instances:
             if inst.id == self.iid or not inst.live or inst.host != self.host:
                 continue
             pid = inst.pid
@@ -205,9 +210,12 @@ class LeaseKeeper:
                 pid != os.getpid() and not pid_alive(pid)
             ):
                 await self.store.expire_instance(inst.id)
+                expired = True
+        return expired
 
-    async def _forget_dead_instances(self) -> None:
-        dead = await self.store.expired_instances(self.seconds)
+    async def _forget_dead_instances(self, dead: list[str]) -> None:
+        """Instances whose lease ended long ago and that own no running run (the scan's
+        ``forgettable``): their sandboxes removed, their rows deleted."""
         if not dead:
             return
         for runtime in self.runtimes():

@@ -40,7 +40,7 @@ from backend.runs.takeover import last_stored, take_over
 from backend.runs.waiting import uncancellable, wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
-from backend.store.repo import ConflictError, Store
+from backend.store.repo import ConflictError, Store, new_id
 from backend.store.rows import RunToExecute
 from backend.tools.kit import Tools
 from backend.workspace import workspace_path
@@ -102,7 +102,7 @@ class RunManager:
             stop_local=lambda run_id, lost: self.runs.stop(run_id, lost=lost),
             runtimes=self.runtimes.loaded,
             take_over=self.take_over,
-            sweep=lambda: parking.sweep(self),
+            sweep=lambda scan: parking.sweep(self, scan),
         )
         # queue workers: defer the job of a run taken over (set by backend/runs/worker.py)
         self.requeue: Callable[[str], Awaitable[None]] | None = None
@@ -169,7 +169,8 @@ class RunManager:
         await self.lease.start()
         await self.executor.start()
         self.executing = True
-        await parking.sweep(self)  # waits that timed out while no process was up
+        # waits that timed out while no process was up
+        await parking.sweep(self, await self.store.recovery_scan(self.lease.seconds))
 
     async def recover(self) -> int:
         """Take over the runs whose owner's lease expired (also run periodically by the
@@ -238,7 +239,7 @@ class RunManager:
         runtime_name = runtime or self.settings.runtime
         if can_ask is None:
             can_ask = self.kind != "cli"
-        cid = conversation_id or await self.store.create_conversation(user_id, goal_title(goal))
+        cid = conversation_id or new_id()  # a new conversation: made with the run
         owner = self.instance_id if self.executor.runs_here else None
         rid = await self.store.start_run(
             user_id,
@@ -251,6 +252,8 @@ class RunManager:
             mcp_servers=mcp_servers,
             approval=approval or self.settings.approval_mode,
             can_ask=can_ask,
+            title=goal_title(goal),
+            new_conversation=conversation_id is None,
         )
         if listener is not None or delta_listener is not None:  # (the CLI: its own run)
             self.runs.follow(rid, Followers(listener, delta_listener))
@@ -390,6 +393,7 @@ class RunManager:
 
     async def _drive(self, record: LocalRun, ctx: RunContext) -> str:
         status = "failed"
+        ended: str | None = None  # the final status this process stored, if it did
         record.started = True
         try:
             status = await run_pipeline(ctx, self.specialists)
@@ -405,13 +409,14 @@ class RunManager:
                     error = ""
                     if ctx.control.shutting_down:
                         error = "The server shut down while this run was active."
-                    await uncancellable(
+                    if await uncancellable(
                         self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
-                    )
+                    ):
+                        ended = status
             finally:
                 if status != PARKED:
                     self.runs.unfollow(ctx.run_id)
-                self.bus.mark_done(ctx.run_id)
+                self.bus.mark_done(ctx.run_id, ended)
         return status
 
     # -- stop, wait, delete ---------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from backend.runs.local import LocalRuns
 from backend.runs.takeover import Host, submitter
+from backend.store.rows import RecoveryScan
 from backend.waits.answers import Host as AnswerHost
 from backend.waits.answers import expire_waits
 
@@ -68,11 +69,12 @@ async def stop_parked(m: ParkingHost, run_id: str) -> bool:
     return True
 
 
-async def sweep(m: ParkingHost) -> int:
-    """Waits whose owner died before it let go: released (or ended, if stopped meanwhile);
-    waits past APPROVAL_TIMEOUT: rejected, the run goes on (once this process can resume
-    runs: its executor is started). Returns how many timed out."""
-    for wait in await m.store.orphaned_waits():
+async def sweep(m: ParkingHost, scan: RecoveryScan) -> int:
+    """Of a recovery round's ``scan``: waits whose owner died before it let go, released
+    (or ended, if stopped meanwhile); waits past APPROVAL_TIMEOUT, rejected, the run goes
+    on (once this process can resume runs: its executor is started). Returns how many
+    timed out."""
+    for wait in scan.orphaned_waits:
         rid, dead = wait.run_id, wait.owner
         if await m.store.release_parked(rid, dead, wait.uuid) and await m.store.take_parked(
             rid, m.instance_id, dead
@@ -81,4 +83,5 @@ async def sweep(m: ParkingHost) -> int:
     if not m.executing:
         return 0
     # a `planact run` times out only its own run (it takes no other process's run)
-    return await expire_waits(m, m.runs.followed() if m.kind == "cli" else None)
+    followed = m.runs.followed() if m.kind == "cli" else None
+    return await expire_waits(m, followed, scan.expired_waits)

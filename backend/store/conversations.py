@@ -132,20 +132,6 @@ class SqlConversations(StoreBase):
 
         return await self._core(fn)
 
-    async def retitle_if_default(self, cid: str, defaults: tuple[str, ...], title: str) -> bool:
-        """Set the title unless a person chose one (the title is still one of
-        ``defaults``: empty or the goal's first words)."""
-
-        def fn(c: Connection) -> bool:
-            done = c.execute(
-                update(CONVERSATIONS)
-                .where(CONVERSATIONS.c.id == cid, CONVERSATIONS.c.title.in_(defaults))
-                .values(title=title[:200])
-            )
-            return bool(done.rowcount)
-
-        return await self._quick(fn)
-
     async def record_uploads(self, cid: str, files: list[tuple[str, int]]) -> None:
         """Files a person uploaded: file rows with run id ``upload`` (a run that changes one
         later takes the row over)."""

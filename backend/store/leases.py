@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from backend.store import recovery
 from backend.store.base import (
     ACTIVE,
     CONTROL_CHANNEL,
@@ -56,16 +57,7 @@ class SqlLeases(StoreBase):
                 )
 
     async def instances(self) -> list[InstanceRow]:
-        def fn(c: Connection) -> list[InstanceRow]:
-            i = INSTANCES.c
-            rows = c.execute(select(i.id, i.kind, i.host, i.pid, i.expires_at)).all()
-            now = utcnow()
-            return [
-                InstanceRow(id=r[0], kind=r[1], host=r[2], pid=int(r[3]), live=r[4] > now)
-                for r in rows
-            ]
-
-        return await self._quick(fn)
+        return await self._quick(lambda c: recovery.instances(c, utcnow()))
 
     async def expire_instance(self, iid: str) -> None:
         """End an instance's lease now (it is known to be dead)."""
@@ -87,18 +79,8 @@ class SqlLeases(StoreBase):
         return await self._core(fn)
 
     async def expired_instances(self, grace_seconds: float) -> list[str]:
-        """Instances whose lease ended more than ``grace_seconds`` ago and that own no
-        running run any more (their runs were recovered): safe to forget."""
-
-        def fn(c: Connection) -> list[str]:
-            cutoff = utcnow() - timedelta(seconds=grace_seconds)
-            busy = select(RUNS.c.id).where(RUNS.c.owner == INSTANCES.c.id, RUNS.c.status == ACTIVE)
-            rows = c.execute(
-                select(INSTANCES.c.id).where(INSTANCES.c.expires_at < cutoff, ~busy.exists())
-            )
-            return [r[0] for r in rows]
-
-        return await self._quick(fn)
+        """Instances safe to forget (store/recovery.py ``forgettable``)."""
+        return await self._quick(lambda c: recovery.forgettable(c, utcnow(), grace_seconds))
 
     async def delete_instances(self, ids: list[str]) -> None:
         if ids:
@@ -106,22 +88,7 @@ class SqlLeases(StoreBase):
 
     async def orphaned_runs(self) -> list[OrphanedRun]:
         """Running runs whose owner's lease expired (or whose owner is unknown)."""
-
-        def fn(c: Connection) -> list[OrphanedRun]:
-            live = select(INSTANCES.c.id).where(
-                INSTANCES.c.id == RUNS.c.owner, INSTANCES.c.expires_at > utcnow()
-            )
-            rows = c.execute(
-                select(RUNS.c.id, RUNS.c.conversation_id, RUNS.c.owner).where(
-                    RUNS.c.status == ACTIVE,
-                    RUNS.c.owner.is_not(None),
-                    RUNS.c.wait_uuid.is_(None),  # a parked run: store/waits.py
-                    ~live.exists(),
-                )
-            ).all()
-            return [OrphanedRun(run_id=r[0], conversation_id=r[1], owner=r[2]) for r in rows]
-
-        return await self._quick(fn)
+        return await self._quick(lambda c: recovery.orphaned_runs(c, utcnow()))
 
     async def claim_run(self, run_id: str, owner: str, expected: str | None) -> bool:
         """Take a running run from ``expected`` (None: a queued run nobody took; never a run

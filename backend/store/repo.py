@@ -6,6 +6,7 @@
     messages.py       messages (seq)
     usage.py          token usage and cost
     waits.py          runs parked while they wait for a person
+    recovery.py       a recovery round's reads, in one transaction
 
 Each part is a mixin over :class:`~backend.store.base.StoreBase` (the engine and its one
 database thread); :class:`Store` is all of them: callers take a ``Store`` and import from
@@ -29,6 +30,7 @@ from backend.store.conversations import SqlConversations
 from backend.store.leases import SqlLeases
 from backend.store.messages import SqlMessages
 from backend.store.previews import SqlPreviews
+from backend.store.recovery import SqlRecovery
 from backend.store.runs import SqlRuns
 from backend.store.usage import SqlUsage
 from backend.store.waits import WAITING, SqlWaits
@@ -47,5 +49,7 @@ __all__ = [
 ]
 
 
-class Store(SqlConversations, SqlRuns, SqlLeases, SqlWaits, SqlMessages, SqlUsage, SqlPreviews):
+class Store(
+    SqlConversations, SqlRuns, SqlLeases, SqlWaits, SqlMessages, SqlUsage, SqlPreviews, SqlRecovery
+):
     """SQLite or PostgreSQL (``url``), migrated by :meth:`migrate`."""

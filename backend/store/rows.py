@@ -75,6 +75,19 @@ class InstanceRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RecoveryScan:
+    """What a process's recovery round reads (backend/runs/lease.py), in one transaction:
+    the instances, running runs and parked runs whose owner's lease expired, waits past
+    their deadline, and instances ``forgettable`` (lease ended long ago, no running run)."""
+
+    instances: list[InstanceRow]
+    orphaned_runs: list[OrphanedRun]
+    orphaned_waits: list[OrphanedWait]
+    expired_waits: list[ExpiredWait]
+    forgettable: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class StopTarget:
     """Where a stop request recorded on a running run goes: its owner (None: queued or
     parked) and its conversation."""

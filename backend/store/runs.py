@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -45,6 +45,24 @@ def run_values(checkpoint: str | None, run_fields: Mapping[str, str] | None) -> 
     return values
 
 
+# a run's start, built once (a statement made per call costs more to build than to run)
+_NEW_CONVERSATION = insert(CONVERSATIONS)
+_NEW_RUN = insert(RUNS)
+_MARK_RUNNING = (
+    update(CONVERSATIONS)
+    .where(CONVERSATIONS.c.id == bindparam("cid"), CONVERSATIONS.c.user_id == bindparam("uid"))
+    .values(
+        status=ACTIVE,
+        updated_at=bindparam("now"),
+        # a conversation with no title yet is named by its first goal
+        title=case((CONVERSATIONS.c.title == "", bindparam("title")), else_=CONVERSATIONS.c.title),
+    )
+)
+_ACTIVE_RUNS = select(func.count()).where(
+    RUNS.c.conversation_id == bindparam("cid"), RUNS.c.status == ACTIVE
+)
+
+
 class SqlRuns(StoreBase):
     """Runs and their tasks."""
 
@@ -61,47 +79,52 @@ class SqlRuns(StoreBase):
         mcp_servers: list[str] | None = None,
         approval: str = "never",
         can_ask: bool = True,
+        *,
+        title: str = "",
+        new_conversation: bool = False,
     ) -> str:
         """Create a run owned by ``owner`` (None: queued for a worker); raises ConflictError
         if one is active (the partial unique index decides across processes),
-        NotFoundError if no conversation."""
+        NotFoundError if no conversation. ``title``: the conversation's, if it has none yet
+        (a conversation made empty, to upload files first, is named by its first goal).
+        ``new_conversation``: make the conversation ``cid`` too, in the same transaction."""
         rid = new_id()
 
         def fn(c: Connection) -> str:
             now = utcnow()
-            # marks the conversation running and takes its row's lock (PostgreSQL) before
-            # the check for a live run: one statement for the SELECT … FOR UPDATE and UPDATE
-            found = c.execute(
-                update(CONVERSATIONS)
-                .where(CONVERSATIONS.c.id == cid, CONVERSATIONS.c.user_id == user_id)
-                .values(status=ACTIVE, updated_at=now)
-            ).rowcount
-            if not found:
-                raise NotFoundError(cid)
-            r = RUNS.c
-            active = c.execute(
-                select(func.count()).where(r.conversation_id == cid, r.status == ACTIVE)
-            ).scalar()
-            if active:
-                raise ConflictError(cid)
+            if new_conversation:  # nothing can run in it yet: no check needed
+                c.execute(
+                    _NEW_CONVERSATION,
+                    {"id": cid, "user_id": user_id, "title": title[:200], "status": ACTIVE}
+                    | {"last_seq": 0, "created_at": now, "updated_at": now},
+                )
+            else:
+                # marks the conversation running and takes its row's lock (PostgreSQL)
+                # before the check for a live run: one statement for SELECT … FOR UPDATE
+                # and UPDATE
+                found = c.execute(
+                    _MARK_RUNNING, {"cid": cid, "uid": user_id, "now": now, "title": title[:200]}
+                ).rowcount
+                if not found:
+                    raise NotFoundError(cid)
+                if c.execute(_ACTIVE_RUNS, {"cid": cid}).scalar():
+                    raise ConflictError(cid)
             c.execute(
-                insert(RUNS),
-                [
-                    {
-                        "id": rid,
-                        "conversation_id": cid,
-                        "goal": goal,
-                        "mode": mode,
-                        "runtime": runtime,
-                        "owner": owner,
-                        "stop_requested": False,
-                        "model": model,
-                        "mcp_servers": None if mcp_servers is None else json.dumps(mcp_servers),
-                        "approval": approval,
-                        "can_ask": can_ask,
-                        "created_at": now,
-                    }
-                ],
+                _NEW_RUN,
+                {
+                    "id": rid,
+                    "conversation_id": cid,
+                    "goal": goal,
+                    "mode": mode,
+                    "runtime": runtime,
+                    "owner": owner,
+                    "stop_requested": False,
+                    "model": model,
+                    "mcp_servers": None if mcp_servers is None else json.dumps(mcp_servers),
+                    "approval": approval,
+                    "can_ask": can_ask,
+                    "created_at": now,
+                },
             )
             return rid
 

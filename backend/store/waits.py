@@ -15,7 +15,8 @@ from sqlalchemy import Connection, select, update
 
 from backend.messages.message import Message
 from backend.observe import metrics
-from backend.store.base import ACTIVE, INSTANCES, MESSAGES, RUNS
+from backend.store import recovery
+from backend.store.base import ACTIVE, MESSAGES, RUNS
 from backend.store.messages import SqlMessages, message_of
 from backend.store.parked import CLEARED, WAITING, WaitAnswer, conversation_status
 from backend.store.rows import ExpiredWait, OrphanedWait
@@ -121,36 +122,11 @@ class SqlWaits(SqlMessages):
 
     async def orphaned_waits(self) -> list[OrphanedWait]:
         """Parked runs whose owner died before it let go of them (its lease expired)."""
-
-        def fn(c: Connection) -> list[OrphanedWait]:
-            live = select(INSTANCES.c.id).where(
-                INSTANCES.c.id == RUNS.c.owner, INSTANCES.c.expires_at > utcnow()
-            )
-            rows = c.execute(
-                select(RUNS.c.id, RUNS.c.owner, RUNS.c.wait_uuid).where(
-                    RUNS.c.status == ACTIVE,
-                    RUNS.c.wait_uuid.is_not(None),
-                    RUNS.c.owner.is_not(None),
-                    ~live.exists(),
-                )
-            ).all()
-            return [OrphanedWait(run_id=r[0], owner=r[1], uuid=r[2]) for r in rows]
-
-        return await self._quick(fn)
+        return await self._quick(lambda c: recovery.orphaned_waits(c, utcnow()))
 
     async def expired_waits(self, now: datetime | None = None) -> list[ExpiredWait]:
         """Waits past their deadline."""
-
-        def fn(c: Connection) -> list[ExpiredWait]:
-            r = RUNS.c
-            rows = c.execute(
-                select(r.id, r.wait_uuid, r.wait_kind).where(
-                    r.status == ACTIVE, r.wait_uuid.is_not(None), r.wait_until < (now or utcnow())
-                )
-            ).all()
-            return [ExpiredWait(run_id=x[0], uuid=x[1], kind=x[2]) for x in rows]
-
-        return await self._quick(fn)
+        return await self._quick(lambda c: recovery.expired_waits(c, now or utcnow()))
 
     async def wait_message(self, run_id: str, uuid: str) -> tuple[Message, bool] | None:
         """The run's `running` message ``uuid`` and whether it has its final partner."""

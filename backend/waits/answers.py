@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from backend.messages.message import Message
 from backend.store.parked import WaitAnswer
+from backend.store.rows import ExpiredWait
 from backend.waits.classes import APPROVAL, ASK_USER, DECISIONS
 from backend.waits.digest import approval_of, digest_of
 from backend.waits.errors import BadAnswer, WaitConflict, WaitNotFound
@@ -117,13 +118,16 @@ async def answer_question(
     return Answered(answer=text)
 
 
-async def expire_waits(host: Host, run_ids: set[str] | None = None) -> int:
+async def expire_waits(
+    host: Host, run_ids: set[str] | None = None, expired: list[ExpiredWait] | None = None
+) -> int:
     """Reject every wait past its deadline (APPROVAL_TIMEOUT) with a reason the model
     reads; the run goes on. Any live process may sweep: one wins each wait. Returns how
-    many this call ended. ``run_ids``: only these runs (None: all)."""
+    many this call ended. ``run_ids``: only these runs (None: all). ``expired``: the waits
+    past their deadline as a recovery round read them (None: read now)."""
     seconds = host.settings.approval_timeout
     done = 0
-    for wait in await host.store.expired_waits():
+    for wait in expired if expired is not None else await host.store.expired_waits():
         if run_ids is not None and wait.run_id not in run_ids:
             continue
         found = await host.store.wait_message(wait.run_id, wait.uuid)

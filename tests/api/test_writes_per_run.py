@@ -89,13 +89,13 @@ def test_a_chat_run_writes_in_few_transactions(tmp_path: Path, db_url: str) -> N
         "INSERT runs": 1,
         "INSERT messages": 2,
         "INSERT usage": 2,
-        # the run's start; the seq of each message; the title; the end
-        "UPDATE conversations": 5,
+        # the seq of each message; the end (a new conversation is made running and named)
+        "UPDATE conversations": 3,
         # each message's checkpoint (fenced), the checkpoint before each model call (with
         # the start files, then the task type), the end
         "UPDATE runs": 5,
-        "writes": 16,
-        # the conversation, the run's start, each message, the title, each model call's
-        # checkpoint and usage, the end: 2 fewer than the 12 with their own transactions
-        "transactions": 10,
+        "writes": 14,
+        # the run's start with its conversation, each message, each model call's
+        # checkpoint and usage, the end: 4 fewer than the 12 with their own transactions
+        "transactions": 8,
     }

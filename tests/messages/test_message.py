@@ -72,3 +72,35 @@ def test_bus_keeps_a_live_runs_stored_messages_until_it_ends() -> None:
     assert bus.stored_after("r", 6) == []
     bus.mark_done("r")
     assert bus.stored_after("r", 0) is None and not bus.is_live("r")
+
+
+def test_bus_keeps_an_ended_runs_messages_and_status_while_it_is_followed() -> None:
+    bus = Bus()
+    bus.mark_live("r")
+    first, second = bus.subscribe("r"), bus.subscribe("r")
+    msg = Message.build("x", "last")
+    msg.seq = 3
+    bus.publish("r", msg)
+    bus.mark_done("r", "completed")
+    assert not bus.is_live("r")  # it left this process
+    assert bus.ended("r") == "completed" and bus.stored_after("r", 0) == [msg]
+    bus.unsubscribe("r", first)
+    assert bus.ended("r") == "completed"  # one reader still follows it
+    bus.unsubscribe("r", second)
+    assert bus.ended("r") is None and bus.stored_after("r", 0) is None  # forgotten
+
+
+def test_bus_keeps_nothing_of_a_run_that_ended_unfollowed_or_did_not_end_here() -> None:
+    bus = Bus()
+    bus.mark_live("r")
+    bus.mark_done("r", "completed")  # nobody followed it
+    assert bus.ended("r") is None and bus.stored_after("r", 0) is None
+    bus.mark_live("p")
+    bus.subscribe("p")
+    bus.mark_done("p")  # parked or handed over: no final status here
+    assert bus.ended("p") is None and bus.stored_after("p", 0) is None
+    bus.mark_live("q")
+    bus.subscribe("q")
+    bus.mark_done("q", "failed")
+    bus.mark_live("q")  # the same run again (resumed here): live, not ended
+    assert bus.ended("q") is None and bus.is_live("q") and bus.stored_after("q", 0) == []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from backend.api.sse import sse_events
 from backend.messages.message import Message
@@ -143,6 +144,58 @@ async def test_a_run_of_this_process_is_read_from_the_bus(pair: Pair) -> None:
         await pair.store.end_run(rid, "completed")
         pair.writer.bus.mark_done(rid)
         assert [e async for e in feed] == [End(cid, rid, "completed")]
+
+
+async def test_a_run_that_ends_in_this_process_gives_its_reader_the_end_without_a_store_read(
+    pair: Pair,
+) -> None:
+    """Its last messages and its final status, as the owner stored them, come from the bus."""
+    cid, rid = await new_run(pair.store)
+    bus = pair.writer.bus
+    bus.mark_live(rid)
+    feed = run_feed(pair.store, pair.writer, cid, rid)
+    statements: list[str] = []
+
+    def counted(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    async with asyncio.timeout(20):
+        waiting = asyncio.ensure_future(anext(feed))
+        first = await store_message(pair, cid, rid, "first")
+        assert await waiting == first
+        last = await store_message(pair, cid, rid, "last")
+        assert await pair.store.end_run(rid, "stopped")
+        for engine in pair.store.engines:
+            event.listen(engine, "before_cursor_execute", counted)
+        try:
+            bus.mark_done(rid, "stopped")
+            assert [e async for e in feed] == [last, End(cid, rid, "stopped")]
+        finally:
+            for engine in pair.store.engines:
+                event.remove(engine, "before_cursor_execute", counted)
+    assert statements == []
+    assert bus.stored_after(rid, 0) is None  # its last reader has gone: forgotten
+
+
+async def test_a_run_that_ends_while_its_reader_takes_a_delta_loses_no_message(
+    pair: Pair,
+) -> None:
+    """The reader is suspended handing on a delta while the run stores its last message
+    and ends: that message still comes before the end."""
+    cid, rid = await new_run(pair.store)
+    bus = pair.writer.bus
+    bus.mark_live(rid)
+    feed = run_feed(pair.store, pair.writer, cid, rid)
+    payload = {"uuid": "u1", "action_type": "auto_reply", "text": "Hel"}
+    async with asyncio.timeout(20):
+        waiting = asyncio.ensure_future(anext(feed))
+        await asyncio.sleep(0)  # one loop turn: the reader subscribes
+        bus.deliver_delta(rid, payload)
+        assert await waiting == Delta(payload)  # the feed waits in its yield of the delta
+        last = await store_message(pair, cid, rid, "Hello")
+        assert await pair.store.end_run(rid, "completed")
+        bus.mark_done(rid, "completed")
+        assert [e async for e in feed] == [last, End(cid, rid, "completed")]
 
 
 async def test_a_delta_reaches_a_caught_up_reader_and_is_never_replayed(pair: Pair) -> None:

@@ -25,15 +25,28 @@ async def test_search_by_title_and_goal_literally_and_per_user(store: Store) -> 
     assert await ids("sales", "2") == {other}
 
 
-async def test_rename_and_default_titles(store: Store) -> None:
+async def test_rename_and_a_titleless_conversation_named_by_its_first_goal(store: Store) -> None:
     cid = await store.create_conversation("1", "")
     assert await store.rename_conversation("2", cid, "not mine") is False
-    assert await store.retitle_if_default(cid, ("",), "first goal") is True
-    assert await store.retitle_if_default(cid, ("", "first goal"), "Planner title") is True
-    assert await store.rename_conversation("1", cid, "Chosen") is True
-    assert await store.retitle_if_default(cid, ("", "first goal"), "Planner again") is False
+    rid = await store.start_run("1", cid, "g", "auto", "local", title="First goal")
     conv = await store.get_conversation("1", cid)
-    assert conv is not None and conv.title == "Chosen"
+    assert conv is not None and conv.title == "First goal"
+    await store.end_run(rid, "completed")
+    assert await store.rename_conversation("1", cid, "Chosen") is True
+    await store.start_run("1", cid, "g", "auto", "local", title="Second goal")
+    conv = await store.get_conversation("1", cid)
+    assert conv is not None and conv.title == "Chosen"  # a title it has is kept
+
+
+async def test_a_run_made_with_its_conversation_in_one_step(store: Store) -> None:
+    rid = await store.start_run(
+        "1", "c-new", "g", "auto", "local", title="T", new_conversation=True
+    )
+    conv = await store.get_conversation("1", "c-new")
+    assert conv is not None and conv.title == "T" and conv.status == "running"
+    run = await store.get_run(rid, "1")
+    assert run is not None and run.conversation_id == "c-new" and run.status == "running"
+    assert await store.get_conversation("2", "c-new") is None  # its user's only
 
 
 async def test_uploads_are_remembered_until_a_run_changes_them(store: Store) -> None:
