@@ -6,7 +6,7 @@ import os
 import socket
 from datetime import timedelta
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from backend.store import recovery
 from backend.store.base import (
@@ -18,6 +18,11 @@ from backend.store.base import (
 )
 from backend.store.rows import InstanceRow, OrphanedRun, StopTarget
 from backend.store.tables import utcnow
+
+# the owner's once-a-second look at its runs (backend/runs/lease.py), built once
+_RUN_FLAGS = select(RUNS.c.id, RUNS.c.status, RUNS.c.stop_requested, RUNS.c.owner).where(
+    RUNS.c.id.in_(bindparam("ids", expanding=True))
+)
 
 
 class SqlLeases(StoreBase):
@@ -127,11 +132,7 @@ class SqlLeases(StoreBase):
             return {}
 
         def fn(c: Connection) -> dict[str, tuple[str, bool, str | None]]:
-            rows = c.execute(
-                select(RUNS.c.id, RUNS.c.status, RUNS.c.stop_requested, RUNS.c.owner).where(
-                    RUNS.c.id.in_(run_ids)
-                )
-            ).all()
+            rows = c.execute(_RUN_FLAGS, {"ids": run_ids})
             return {r[0]: (r[1], bool(r[2]), r[3]) for r in rows}
 
         return await self._quick(fn)

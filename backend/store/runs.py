@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, bindparam, case, func, insert, select, update
+from sqlalchemy import Connection, Update, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -60,6 +60,25 @@ _MARK_RUNNING = (
 )
 _ACTIVE_RUNS = select(func.count()).where(
     RUNS.c.conversation_id == bindparam("cid"), RUNS.c.status == ACTIVE
+)
+
+
+def _end_run(fenced: bool) -> Update:
+    """A running run's end (with ``fenced``: only while ``:fence`` owns it)."""
+    q = update(RUNS).where(RUNS.c.id == bindparam("run_id"), RUNS.c.status == ACTIVE)
+    if fenced:
+        q = q.where(RUNS.c.owner == bindparam("fence"))
+    ended: dict[str, Any] = {"status": bindparam("v_status"), "error": bindparam("v_error")}
+    ended |= {"ended_at": bindparam("now"), "wait_uuid": None, "wait_kind": None}
+    ended["wait_until"] = None
+    return q.values(ended).returning(RUNS.c.conversation_id)
+
+
+_END_RUN = {fenced: _end_run(fenced) for fenced in (False, True)}
+_END_CONVERSATION = (
+    update(CONVERSATIONS)
+    .where(CONVERSATIONS.c.id == bindparam("cid"))
+    .values(status=bindparam("v_status"), updated_at=bindparam("now"))
 )
 
 
@@ -192,26 +211,13 @@ class SqlRuns(StoreBase):
 
         def fn(c: Connection) -> bool:
             now = utcnow()
-            q = update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+            params = {"run_id": run_id, "v_status": status, "v_error": error, "now": now}
             if owner is not None:
-                q = q.where(RUNS.c.owner == owner)
-            cid = c.execute(
-                q.values(
-                    status=status,
-                    error=error,
-                    ended_at=now,
-                    wait_uuid=None,
-                    wait_kind=None,
-                    wait_until=None,
-                ).returning(RUNS.c.conversation_id)
-            ).scalar_one_or_none()
+                params["fence"] = owner
+            cid = c.execute(_END_RUN[owner is not None], params).scalar_one_or_none()
             if cid is None:
                 return False
-            c.execute(
-                update(CONVERSATIONS)
-                .where(CONVERSATIONS.c.id == cid)
-                .values(status=status, updated_at=now)
-            )
+            c.execute(_END_CONVERSATION, {"cid": cid, "v_status": status, "now": now})
             self._notify(c, MESSAGE_CHANNEL, run_id)
             return True
 
