@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import quote
+
+import anyio
 
 from backend.runtime import confined
 
@@ -22,6 +25,21 @@ def scan(workspace: Path) -> dict[str, tuple[int, int]]:
     are not valid UTF-8 are left out (no URL or JSON string could name them).
     """
     return confined.scan(workspace, SKIP_DIRS, MAX_FILES)
+
+
+async def scan_off_loop(workspace: Path) -> dict[str, tuple[int, int]]:
+    """:func:`scan` on a worker thread (a big workspace takes a while), or at once when the
+    folder is missing or empty (one ``scandir`` on the loop: a new conversation's run
+    does not pay for a thread hop)."""
+    try:
+        with os.scandir(workspace) as entries:
+            if next(entries, None) is None:
+                return {}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except OSError:
+        pass  # e.g. not readable: scan says what it can
+    return await anyio.to_thread.run_sync(scan, workspace)
 
 
 def file_url(conversation_id: str, filepath: str) -> str:

@@ -7,8 +7,6 @@ import logging
 import uuid
 from typing import Any
 
-import anyio
-
 from backend.actions.values import scrub
 from backend.agent.asking import Parked
 from backend.agent.budget import limits
@@ -31,7 +29,7 @@ from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import BudgetNote
 from backend.messages.tasks import PlanTask, TaskStatus
-from backend.workspace import scan
+from backend.workspace import scan_off_loop
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +59,7 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
                 Message.build(MessageKind.QUESTION, state.goal, role="user", json=[budget])
             )
         if state.stage == "route":
-            state.snapshot = await anyio.to_thread.run_sync(scan, state.workspace)
+            state.snapshot = await scan_off_loop(state.workspace)
             ctx.store_with_next_checkpoint(start_files=state.snapshot_json())
             state.specialist = specialist = await route(ctx, specialists)
             ctx.store_with_next_checkpoint(task_type=specialist.task_type)

@@ -6,7 +6,6 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
-import anyio
 from pydantic import BaseModel
 
 from backend.actions.values import scrub
@@ -17,7 +16,7 @@ from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import PreviewEntry, SummaryFile, SummaryPreview
 from backend.messages.tasks import PlanTask
-from backend.workspace import file_entry, scan
+from backend.workspace import file_entry, scan_off_loop
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 async def changed_files(ctx: RunContext) -> list[SummaryFile]:
-    now = await anyio.to_thread.run_sync(scan, ctx.state.workspace)
+    now = await scan_off_loop(ctx.state.workspace)
     paths = sorted(
         p for p, stat in now.items() if ctx.state.snapshot.get(p) != stat or p in ctx.state.written
     )

@@ -24,7 +24,7 @@ from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.tasks import PlanTask
 from backend.runtime.base import OutputCallback
-from backend.workspace import scan
+from backend.workspace import scan_off_loop
 
 if TYPE_CHECKING:
     from backend.agent.context import RunContext
@@ -72,7 +72,7 @@ async def _task_transcript(
     ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes: list[str]
 ) -> Transcript:
     """The task's prompt: the actions offered, the goal, the plan, the notes so far."""
-    files = sorted(await anyio.to_thread.run_sync(scan, ctx.state.workspace))
+    files = sorted(await scan_off_loop(ctx.state.workspace))
     workspace_note = ctx.deps.runtime.prompt_note.thinking
     specs, tool_notes = await offered_actions(ctx, task.id)
     return Transcript(

@@ -275,3 +275,17 @@ def test_specialist_model_answers_and_the_default_takes_over_when_it_fails(
     assert end is not None and end["status"] == "completed"
     assert [c.model for c in llm.calls] == [None, "special/coder", None]
     assert messages[-1]["content"] == "done by the default model"
+
+
+def test_health_names_the_runtimes_offered_now(tmp_path: Any) -> None:
+    from tests.support.settings import make_settings
+
+    app = create_app(make_settings(tmp_path), llm=ScriptedLLM([]))
+    with TestClient(app) as client:
+        first = client.get("/api/health")
+        assert first.status_code == 200 and first.headers["content-type"] == "application/json"
+        assert first.json() == {"status": "ok", "runtimes": app.state.runtimes_available}
+        app.state.runtimes_available = ["local", "docker"]  # an engine found later
+        assert client.get("/api/health").json() == {"status": "ok", "runtimes": ["local", "docker"]}
+        app.state.runtimes_available = ["local"]
+        assert client.get("/api/health").json() == {"status": "ok", "runtimes": ["local"]}

@@ -146,3 +146,19 @@ def test_usage_and_scan(root: Path, tmp_path: Path) -> None:
     assert files["src/a.txt"][0] == 1
     assert confined.usage(root / "missing") == 0
     assert confined.scan(root / "missing") == {}
+
+
+async def test_the_off_loop_scan_answers_as_the_scan_does(tmp_path: Path) -> None:
+    from backend.workspace import scan, scan_off_loop
+
+    missing, empty, full = tmp_path / "missing", tmp_path / "empty", tmp_path / "full"
+    empty.mkdir()
+    (full / "sub").mkdir(parents=True)
+    (full / "a.txt").write_text("a")
+    (full / "sub" / "b.txt").write_text("bb")
+    (tmp_path / "file").write_text("not a folder")
+    assert await scan_off_loop(missing) == {} == scan(missing)
+    assert await scan_off_loop(empty) == {} == scan(empty)
+    assert await scan_off_loop(tmp_path / "file") == {} == scan(tmp_path / "file")
+    found = await scan_off_loop(full)
+    assert found == scan(full) and sorted(found) == ["a.txt", "sub/b.txt"]
