@@ -46,8 +46,10 @@ typecheck: setup
 # sigterm = true, since uvicorn ends on the SIGTERM it caught); the floor sits under the
 # whole suite's figure (docs/figures.md)
 COVERAGE_FLOOR ?= 91
+# the slowest tests are listed before the summary: where the suite's time goes
 pytest: setup $(TEST_PREREQS)
-	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
+	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) --durations=15 \
+		$(PYTEST_ARGS)
 
 # pytest last: its summary line closes the output
 test: lint typecheck $(EXTRA_TESTS) pytest
