@@ -68,9 +68,14 @@ def _end_run(fenced: bool) -> Update:
     q = update(RUNS).where(RUNS.c.id == bindparam("run_id"), RUNS.c.status == ACTIVE)
     if fenced:
         q = q.where(RUNS.c.owner == bindparam("fence"))
-    ended: dict[str, Any] = {"status": bindparam("v_status"), "error": bindparam("v_error")}
-    ended |= {"ended_at": bindparam("now"), "wait_uuid": None, "wait_kind": None}
-    ended["wait_until"] = None
+    ended: dict[str, Any] = {
+        "status": bindparam("v_status"),
+        "error": bindparam("v_error"),
+        "ended_at": bindparam("now"),
+        "wait_uuid": None,
+        "wait_kind": None,
+        "wait_until": None,
+    }
     return q.values(ended).returning(RUNS.c.conversation_id)
 
 
