@@ -82,7 +82,9 @@ async def _gone(*args: object, **kwargs: object) -> Any:
 def kill(manager: RunManager, run_id: str) -> None:
     """kill -9, as far as the store can tell: from now on nothing of this process reaches
     the store (a write already under way completes, or not, as it would)."""
-    manager.store._core = manager.store._run = _gone  # type: ignore[method-assign]
+    store = manager.store
+    # every way into the database: the thread's (ORM and Core) and the quick path's
+    store._core = store._run = store._quick = store._quick_orm = _gone  # type: ignore[method-assign]
     control = record.control if (record := manager.runs.get(run_id)) is not None else None
     if control is not None:
         control.lost = True
