@@ -7,7 +7,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 RUN_PREREQS :=
 TEST_PREREQS :=
 
-.PHONY: run test setup lint typecheck pytest bench clean
+.PHONY: run test setup bytecode lint typecheck pytest bench clean
 .DEFAULT_GOAL := run
 
 -include mk/*.mk
@@ -18,16 +18,24 @@ setup: .venv/.synced-dev
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || python3 -m pip install --quiet uv
 
-# --inexact: a `make run` after `make test` keeps the dev tools
+# --inexact: a `make run` after `make test` keeps the dev tools. --compile-bytecode: the
+# packages' bytecode is made once here; without it, where PYTHONDONTWRITEBYTECODE is set (CI
+# images often set it) every process compiles what it imports again, each start (docs/figures.md)
 .venv/.synced: pyproject.toml uv.lock | $(UV)
 	@echo "== Python packages for the server (uv sync)"
-	@$(UV) sync --frozen --no-dev --inexact --quiet
+	@$(UV) sync --frozen --no-dev --inexact --quiet --compile-bytecode
+	@$(MAKE) --no-print-directory bytecode
 	@touch $@
 
 .venv/.synced-dev: .venv/.synced
 	@echo "== Python dev tools (uv sync --dev)"
-	@$(UV) sync --frozen --quiet
+	@$(UV) sync --frozen --quiet --compile-bytecode
 	@touch $@
+
+# the project's own bytecode, brought up to date (only changed files are compiled again):
+# the suite starts hundreds of servers, workers and CLIs
+bytecode:
+	@.venv/bin/python -m compileall -q -j 0 backend tests bench
 
 # .venv/bin/planact, not `uv run`: uv may not be on PATH, and `uv run` would add the dev tools
 run: .venv/.synced $(RUN_PREREQS)
@@ -47,7 +55,7 @@ typecheck: setup
 # whole suite's figure (docs/figures.md)
 COVERAGE_FLOOR ?= 91
 # the slowest tests are listed before the summary: where the suite's time goes
-pytest: setup $(TEST_PREREQS)
+pytest: setup bytecode $(TEST_PREREQS)
 	$(UV) run pytest --cov --cov-report= --cov-fail-under=$(COVERAGE_FLOOR) --durations=15 \
 		$(PYTEST_ARGS)
 
