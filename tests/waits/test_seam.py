@@ -99,6 +99,18 @@ async def waiting_message(m: RunManager, cid: str, kind: str = "approval") -> Me
     raise AssertionError(f"no {kind} message")
 
 
+async def first_message(m: RunManager, cid: str, kind: str) -> Message:
+    """The first stored version of the run's ``kind`` message, whether or not it is still
+    open (a wait that times out at once may be closed by the keeper's sweep before a look
+    sees it open)."""
+    for _ in range(2000):
+        found = [x for x in await m.store.messages(cid, limit=10_000) if x.meta.action_type == kind]
+        if found:
+            return found[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no {kind} message")
+
+
 def ran(m: RunManager, cid: str) -> int:
     log = m.workspace("1", cid) / "log.txt"
     return log.read_text().count("ran") if log.exists() else 0
@@ -208,8 +220,8 @@ async def test_an_unanswered_question_times_out_and_the_model_reads_why(
     )
     m = await a_process(processes, tmp_path, db_url, llm, approval_timeout=0.001)
     cid, rid = await m.start("1", "write code", mode="agent")
-    asked = await waiting_message(m, cid, "ask_user")
-    await m.recover()  # the lease keeper's sweep, at once rather than in a few seconds
+    asked = await first_message(m, cid, "ask_user")
+    await m.recover()  # the lease keeper's sweep, at once rather than in a second
     assert await m.wait(rid, timeout=30) == "completed"
     partners = [x for x in await m.store.messages(cid, limit=10_000) if x.uuid == asked.uuid]
     assert [x.status for x in partners] == ["running", "failure"]
