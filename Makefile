@@ -18,15 +18,15 @@ setup: .venv/.synced-dev
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || python3 -m pip install --quiet uv
 
-# --inexact: a `make run` after `make test` keeps the dev tools. --compile-bytecode: the
-# packages' bytecode is made once here; without it, where PYTHONDONTWRITEBYTECODE is set (CI
-# images often set it) every process compiles what it imports again, each start (docs/figures.md)
+# --inexact: a `make run` after `make test` keeps the dev tools
 .venv/.synced: pyproject.toml uv.lock | $(UV)
 	@echo "== Python packages for the server (uv sync)"
-	@$(UV) sync --frozen --no-dev --inexact --quiet --compile-bytecode
-	@$(MAKE) --no-print-directory bytecode
+	@$(UV) sync --frozen --no-dev --inexact --quiet
 	@touch $@
 
+# --compile-bytecode (every package, ~15 s once): where PYTHONDONTWRITEBYTECODE is set (CI
+# images often set it) every process the suite starts compiled what it imported, each time
+# (docs/figures.md); `make run` skips it (a first start writes its own bytecode elsewhere)
 .venv/.synced-dev: .venv/.synced
 	@echo "== Python dev tools (uv sync --dev)"
 	@$(UV) sync --frozen --quiet --compile-bytecode
