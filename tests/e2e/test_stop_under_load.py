@@ -24,20 +24,22 @@ from tests.support.runtime import require_docker
 pytestmark = pytest.mark.e2e
 
 TRIALS = 20
-TASKS = 30
+TASKS = 30  # the plan keeps the first 12 (MAX_TASKS)
 # commands per reply: the trial's ten made it the suite's slowest test (80-100 commands a
 # trial); four still put the random moment of the stop in a command, between two, or in the
-# model's call in turn
+# model's call in turn. Each task takes two replies (the second finishes it), so 14 or more
+# calls are left after the stop's: a fast sandbox does not end the run before the stop
 COMMANDS = 4
 NOISY = "head -c 20000 /dev/zero | tr '\\0' x"  # 20 KB of output
 
 
 def script(fake: FakeModelServer) -> None:
     fake.model.reset()
-    reply = "".join(run(f"{NOISY}; echo {i}") for i in range(COMMANDS)) + finish("ran them")
+    commands = "".join(run(f"{NOISY}; echo {i}") for i in range(COMMANDS))
+    replies = [commands, commands + finish("ran them")] * TASKS
     fake.script(
         {"stage": "planning", "content": plan_reply(*[f"Step {i}" for i in range(TASKS)])},
-        *[{"stage": "thinking", "content": reply} for _ in range(TASKS)],
+        *[{"stage": "thinking", "content": reply} for reply in replies],
         {"stage": "summary", "content": "done"},
     )
 
