@@ -34,7 +34,7 @@ $(UV):
 
 # the project's own bytecode, brought up to date (only changed files are compiled again):
 # the suite starts hundreds of servers, workers and CLIs
-bytecode:
+bytecode: .venv/.synced
 	@.venv/bin/python -m compileall -q -j 0 backend tests bench
 
 # .venv/bin/planact, not `uv run`: uv may not be on PATH, and `uv run` would add the dev tools
