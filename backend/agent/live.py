@@ -61,6 +61,10 @@ class _Kept:
         return f"{self.head}\n[... {self.dropped} characters cut from the middle ...]\n{self.tail}"
 
 
+def _ignore(kind: str, piece: str) -> None:
+    """The delta callback of a Live that streams nothing."""
+
+
 class Live:
     """``sink`` gets each coalesced delta synchronously (tests, the CLI); ``publish`` (the
     run's notifier) gets them in order through an outbox, drained by a background task and
@@ -150,9 +154,14 @@ class Live:
     def model_text(self, uuid: str, action_type: str) -> Callable[[str, str], None]:
         """An ``on_delta(kind, text)`` callback streaming the reply's text as ``uuid``."""
 
+        deltas = self.deltas
+        if deltas is None:
+            return _ignore
+        add = deltas.add  # called for every piece of the reply: one call, not two
+
         def on_delta(kind: str, piece: str) -> None:
             if kind == "text":
-                self.text(uuid, action_type, piece)
+                add(uuid, action_type, piece)
 
         return on_delta
 

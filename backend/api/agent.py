@@ -11,7 +11,7 @@ from backend.api.common import ident, is_id, manager, read_model, seq_param, sto
 from backend.api.errors import ApiError
 from backend.api.models import SEQ, STREAM_EVENTS, RunStarted, RunStopping, StartRunBody
 from backend.api.settings import pick_model
-from backend.api.sse import sse_events, sse_response
+from backend.api.sse import feed_response
 from backend.openapi import Param, Reply, operation
 from backend.runs import ShuttingDown
 from backend.runs.feed import run_feed
@@ -143,7 +143,7 @@ async def begin_run(
         started = RunStarted(conversation_id=cid, run_id=rid)
         return JSONResponse(started.model_dump(), 202, headers=headers)
     feed = run_feed(store(request), runs.notifier, cid, rid)
-    return sse_response(sse_events(feed), headers, send_timeout(request))
+    return feed_response(feed, headers, send_timeout(request))
 
 
 @operation(
@@ -172,7 +172,7 @@ async def run_events_route(request: Request) -> Response:
         raise ApiError(404, f"No run {rid!r}.")
     headers = {"X-Conversation-Id": run.conversation_id, "X-Run-Id": rid}
     feed = run_feed(store(request), manager(request).notifier, run.conversation_id, rid, after)
-    return sse_response(sse_events(feed), headers, send_timeout(request))
+    return feed_response(feed, headers, send_timeout(request))
 
 
 def send_timeout(request: Request) -> float:

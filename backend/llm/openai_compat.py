@@ -1,7 +1,8 @@
 """The lean path: OpenAI-compatible chat completions with httpx and a plain SSE/JSON parse.
 
 One shared ``httpx.AsyncClient`` per event loop (connection pooling); per streamed chunk
-one ``json.loads`` and a few dict lookups, nothing kept but the text pieces. Which models
+one JSON parse (:func:`decode_chunk`) and a few dict lookups, nothing kept but the text
+pieces. Which models
 come here: backend/llm/providers.py. Retries: backend/llm/retry.py. Deadlines:
 backend/llm/deadline.py.
 """
@@ -14,6 +15,7 @@ import logging
 from typing import Any, Unpack
 
 import httpx
+import orjson
 
 from backend.llm.base import (
     Completion,
@@ -37,9 +39,25 @@ log = logging.getLogger(__name__)
 YIELD_EVERY = 32
 # the longest SSE line accepted (a server that never sends a newline is not a stream)
 MAX_LINE = 16 * 2**20
+# a streamed tool call numbered past this is taken as unnumbered (calls count from 0)
+MAX_TOOL_INDEX = 1024
 # how much of an error body is read (error messages only)
 ERROR_BODY_LIMIT = 64 * 1024
-_decode_json = json.JSONDecoder().decode
+_std_decode = json.JSONDecoder().decode
+
+
+def decode_chunk(payload: bytes) -> Any:
+    """One streamed chunk's JSON. orjson parses it (a third of the standard parser's time,
+    ~800 chunks a run); the standard parser decides what orjson refuses (it is stricter: a
+    lone surrogate escape, NaN, an overflowing exponent), so a chunk is accepted exactly
+    when it was before, and parsed to the same value but for an integer past 64 bits, which
+    orjson reads as the nearest float (no field of a chunk that is read holds one in a real
+    reply: token counts, tool-call indices). Raises ValueError when neither takes it (not
+    UTF-8, not JSON)."""
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return _std_decode(payload.decode())
 
 
 class OpenAICompatLLM(ModelClient):
@@ -259,9 +277,7 @@ class _StreamReader:
             self.done = True
             return True
         try:
-            # SSE is UTF-8: decoded here, and parsed by a decoder made once (json.loads on
-            # bytes would first guess the encoding, per chunk)
-            obj = _decode_json(payload.decode())
+            obj = decode_chunk(payload)
         except ValueError as exc:
             raise LLMTransientError(
                 f"the model stream sent a chunk that is not JSON: {short(repr(payload), 120)}"
@@ -316,8 +332,9 @@ class _StreamReader:
         tools = self.tools
         for call in calls:
             index = call.get("index")
-            if not isinstance(index, int):
-                # no index: a new call when it carries a new id, else the last one
+            if not isinstance(index, int) or index >= MAX_TOOL_INDEX:
+                # no index (or a made-up one: the list never grows to it): a new call
+                # when it carries a new id, else the last one
                 new = call.get("id") and not any(t["id"] == call["id"] for t in tools)
                 index = len(tools) if (new or not tools) else len(tools) - 1
             while len(tools) <= index:

@@ -7,7 +7,8 @@ seconds (the first piece goes out at once, later pieces wait for the next slot),
 stored version is published, so deltas always precede it).
 
 When nobody follows the run live (``wanted()`` is false) ``add`` returns at once: readers
-that ignore deltas, and runs nobody watches, pay nothing.
+that ignore deltas, and runs nobody watches, pay nothing. ``wanted()`` is asked when a batch
+starts, not for every piece added to one that waits for its slot.
 
 Payload shape: ``{"uuid", "action_type", "text"}`` plus ``"stream"`` for command output,
 and ``"offset"`` when the producer gives one: where ``text`` starts in that stream of that
@@ -68,11 +69,16 @@ class Coalescer:
         stream: str | None = None,
         offset: int | None = None,
     ) -> None:
-        if not text or (self._wanted is not None and not self._wanted()):
+        if not text:
             return
         p = self._pending.get(uuid)
-        if p is None:
-            p = self._pending[uuid] = _Pending(action_type)
+        if p is None or p.timer is None:
+            # a batch starts here: worth it only if someone follows the run (a batch that
+            # waits for its timer was, and takes the text without asking again)
+            if self._wanted is not None and not self._wanted():
+                return
+            if p is None:
+                p = self._pending[uuid] = _Pending(action_type)
         if p.segments and p.segments[-1][0] == stream:
             p.segments[-1][1] += text
         else:

@@ -1,15 +1,18 @@
 """The SSE writer (backend/api/sse.py) driven as an ASGI app: its headers, events, pings,
-the end of the stream when the client goes away or stops reading, and HEAD."""
+the end of the stream when the client goes away or stops reading, and HEAD; and a
+delta's bytes."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import pytest
 
-from backend.api.sse import ServerSentEvent, SseResponse
+from backend.api.sse import ServerSentEvent, SseResponse, feed_event_bytes, sse_event
+from backend.runs.feed import Delta
 
 
 class Client:
@@ -56,7 +59,9 @@ async def test_events_are_encoded_after_the_headers_and_the_stream_ends() -> Non
         ServerSentEvent(data='{"a":1}', event="message", id="3"),
         ServerSentEvent(data="two\nlines", event="delta"),
     ]
-    response = SseResponse(await events(items, closed), {"X-Run-Id": "r1"}, send_timeout=5)
+    response = SseResponse(
+        await events(items, closed), ServerSentEvent.encode, {"X-Run-Id": "r1"}, send_timeout=5
+    )
     client = Client()
     await response(client.scope, client.receive, client.send)
     start = client.sent[0]
@@ -76,7 +81,9 @@ async def test_events_are_encoded_after_the_headers_and_the_stream_ends() -> Non
 
 async def test_an_idle_stream_is_pinged() -> None:
     closed: list[str] = []
-    response = SseResponse(await events([], closed, hold=True), {}, send_timeout=5, ping=0.01)
+    response = SseResponse(
+        await events([], closed, hold=True), ServerSentEvent.encode, {}, send_timeout=5, ping=0.01
+    )
     client = Client()
     serving = asyncio.create_task(response(client.scope, client.receive, client.send))
     async with asyncio.timeout(10):
@@ -91,7 +98,9 @@ async def test_an_idle_stream_is_pinged() -> None:
 async def test_the_clients_disconnect_ends_the_stream_and_closes_the_feed() -> None:
     closed: list[str] = []
     items = [ServerSentEvent(data="x", event="delta")]
-    response = SseResponse(await events(items, closed, hold=True), {}, send_timeout=5)
+    response = SseResponse(
+        await events(items, closed, hold=True), ServerSentEvent.encode, {}, send_timeout=5
+    )
     client = Client()
     serving = asyncio.create_task(response(client.scope, client.receive, client.send))
     async with asyncio.timeout(10):
@@ -105,7 +114,9 @@ async def test_the_clients_disconnect_ends_the_stream_and_closes_the_feed() -> N
 async def test_a_client_that_takes_nothing_ends_the_stream_after_the_send_timeout() -> None:
     closed: list[str] = []
     items = [ServerSentEvent(data="x", event="delta")]
-    response = SseResponse(await events(items, closed, hold=True), {}, send_timeout=0.05)
+    response = SseResponse(
+        await events(items, closed, hold=True), ServerSentEvent.encode, {}, send_timeout=0.05
+    )
     client = Client(stalled=True)
     async with asyncio.timeout(10):
         await response(client.scope, client.receive, client.send)
@@ -116,7 +127,7 @@ async def test_a_client_that_takes_nothing_ends_the_stream_after_the_send_timeou
 async def test_head_answers_the_headers_and_never_starts_the_feed() -> None:
     closed: list[str] = []
     items = [ServerSentEvent(data="x", event="delta")]
-    response = SseResponse(await events(items, closed), {}, send_timeout=5)
+    response = SseResponse(await events(items, closed), ServerSentEvent.encode, {}, send_timeout=5)
     client = Client("HEAD")
     await response(client.scope, client.receive, client.send)
     assert client.sent[0]["status"] == 200
@@ -140,7 +151,9 @@ async def test_events_arm_no_timer_each_the_send_timeout_is_one_watchdog_per_str
 
     closed: list[str] = []
     items = [ServerSentEvent(data=str(i), event="delta") for i in range(500)]
-    response = SseResponse(await events(items, closed), {}, send_timeout=5, ping=0)
+    response = SseResponse(
+        await events(items, closed), ServerSentEvent.encode, {}, send_timeout=5, ping=0
+    )
     client = Client()
     with monkeypatch.context() as patched:
         patched.setattr(loop, "call_at", counting_call_at)
@@ -151,7 +164,13 @@ async def test_events_arm_no_timer_each_the_send_timeout_is_one_watchdog_per_str
 
 async def test_a_ping_the_client_does_not_take_ends_the_stream_after_the_send_timeout() -> None:
     closed: list[str] = []
-    response = SseResponse(await events([], closed, hold=True), {}, send_timeout=0.05, ping=0.01)
+    response = SseResponse(
+        await events([], closed, hold=True),
+        ServerSentEvent.encode,
+        {},
+        send_timeout=0.05,
+        ping=0.01,
+    )
     client = Client(stalled=True)
     async with asyncio.timeout(10):
         await response(client.scope, client.receive, client.send)
@@ -195,7 +214,7 @@ async def test_a_ping_and_an_event_are_never_sent_at_once() -> None:
         finally:
             closed.append("closed")
 
-    response = SseResponse(feed(), {}, send_timeout=5, ping=0.01)
+    response = SseResponse(feed(), ServerSentEvent.encode, {}, send_timeout=5, ping=0.01)
     client = OneAtATime()
     serving = asyncio.create_task(response(client.scope, client.receive, client.send))
     async with asyncio.timeout(10):
@@ -208,3 +227,20 @@ async def test_a_ping_and_an_event_are_never_sent_at_once() -> None:
     assert body.index(b": ping") < body.index(b"data: x") < body.index(b"data: y")
     assert client.sent[-1]["more_body"] is False
     assert closed == ["closed"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"uuid": "u", "action_type": "auto_reply", "text": "plain words "},
+        {"uuid": "u", "action_type": "auto_reply", "text": 'é ü 中文 🙂 "q" \\ / \u2028 \x7f'},
+        {"uuid": "u", "action_type": "x", "text": "two\nlines\r\nand\ra tab\t\x00\x01\x1f\b\f"},
+        {"uuid": "u", "action_type": "t", "text": "out", "stream": "stdout", "offset": 7},
+        {"uuid": "u", "action_type": "x", "text": "big", "offset": 2**70},  # past orjson
+    ],
+)
+def test_a_delta_is_written_as_its_standard_json_sse_event(payload: dict[str, Any]) -> None:
+    standard = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    expected = ServerSentEvent(data=standard, event="delta").encode()
+    assert feed_event_bytes(Delta(payload)) == expected
+    assert sse_event(Delta(payload)).encode() == expected

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from backend.llm.base import LLMError, LLMTransientError
-from backend.llm.openai_compat import YIELD_EVERY, OpenAICompatLLM
+from backend.llm.openai_compat import YIELD_EVERY, OpenAICompatLLM, decode_chunk
 from backend.llm.prices import lookup
 from tests.fakellm import FakeModelServer
 
@@ -121,6 +121,43 @@ async def test_a_broken_stream_is_retried_then_fails(
 ) -> None:
     with pytest.raises(LLMTransientError, match=rf"after 2 attempts.*{message}"):
         await over(body, lean, max_retries=1).complete(stage="thinking", messages=MSGS)
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        # JSON that the strict fast parser refuses and the standard one takes
+        (b'{"choices": [{"delta": {"content": "a\\ud800b"}}]}', "a\ud800b"),  # lone surrogate
+        (b'{"x": NaN, "choices": [{"delta": {"content": "nan"}}]}', "nan"),
+        (b'{"x": 1e400, "choices": [{"delta": {"content": "inf"}}]}', "inf"),
+        # an integer past 64 bits: the fast parser would make it a float
+        (b'{"n": -9223372036854775809, "choices": [{"delta": {"content": "big"}}]}', "big"),
+        (b'{"choices": [{"index": 18446744073709551616, "delta": {"content": "i"}}]}', "i"),
+        # and what both take, escapes included
+        (b'{"choices": [{"delta": {"content": "\\u00e9\\n\\"q\\" \xc3\xa9"}}]}', 'é\n"q" é'),
+    ],
+)
+async def test_a_chunk_parses_to_what_the_standard_json_parser_makes_of_it(
+    lean: list[OpenAICompatLLM], raw: bytes, text: str
+) -> None:
+    if b"-9223372036854775809" not in raw and b"18446744073709551616" not in raw:
+        assert decode_chunk(raw) == json.loads(raw)
+    body = b"data: " + raw + b"\n\n" + sse(chunk(finish="stop"))
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.finish_reason) == (text, "stop")
+
+
+async def test_a_made_up_tool_call_number_is_taken_as_unnumbered(
+    lean: list[OpenAICompatLLM],
+) -> None:
+    call = {"id": "c1", "function": {"name": "run", "arguments": "{}"}}
+    body = sse(
+        {"choices": [{"delta": {"tool_calls": [{**call, "index": 10**12}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 10**30, "function": {"name": ""}}]}}]},
+        chunk(finish="tool_calls"),
+    )
+    got = await over(body, lean).complete(stage="thinking", messages=MSGS)
+    assert got.tool_calls == [{"id": "c1", "type": "function", "function": call["function"]}]
 
 
 async def test_a_lone_surrogate_in_the_history_is_sent(

@@ -100,6 +100,23 @@ async def test_nothing_is_kept_or_sent_when_nobody_listens() -> None:
     assert [p["text"] for p in sent] == ["seen"]
 
 
+async def test_whether_anyone_listens_is_asked_once_a_batch_not_once_a_piece() -> None:
+    sent: list[dict[str, Any]] = []
+    asked: list[int] = []
+
+    def wanted() -> bool:
+        asked.append(1)
+        return True
+
+    co = Coalescer(sent.append, interval=10, wanted=wanted)
+    for piece in ["first"] + [f" p{i}" for i in range(200)]:
+        co.add("u", "auto_reply", piece)
+    # the first piece went out at once (asked), the next started the waiting batch (asked)
+    assert len(asked) == 2
+    co.flush()
+    assert "".join(p["text"] for p in sent) == "first" + "".join(f" p{i}" for i in range(200))
+
+
 async def test_many_stream_switches_are_merged_per_stream() -> None:
     sent: list[dict[str, Any]] = []
     co = Coalescer(sent.append, interval=10)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from backend.api.sse import sse_events
+from backend.api.sse import sse_event
 from backend.messages.message import Message
 from backend.runs import feed as feed_module
 from backend.runs.feed import Delta, End, FeedEvent, run_feed
@@ -261,7 +261,7 @@ async def test_the_sse_encoding_numbers_messages_and_not_deltas(tmp_path: Path) 
         yield msg
         yield End(cid, rid, "completed")
 
-    sse = [e async for e in sse_events(events())]
+    sse = [sse_event(e) async for e in events()]
     assert [(e.event, e.id) for e in sse] == [("delta", None), ("message", "7"), ("end", None)]
     assert sse[0].data == '{"uuid":"u","text":"é"}'
     assert json.loads(str(sse[1].data))["content"] == "hi"
