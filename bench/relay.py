@@ -11,6 +11,7 @@ since the last one, at most one every 50 ms per message, the rest flushed before
 message). GET /api/health answers {"status": "ok"}.
 
   python bench/relay.py --port P --model-url http://127.0.0.1:M/v1 --db /tmp/relay.db
+      [--no-deltas]   (no live deltas: what they cost, bench/ablate_deltas.py)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ DELTA_INTERVAL = 0.05  # seconds between two deltas of one message (planact's IN
 PROSE = frozenset({"auto_reply", "summary"})  # stages whose text is shown live
 
 
-def make_app(model_url: str, db_path: str) -> Starlette:
+def make_app(model_url: str, db_path: str, prose: frozenset[str] = PROSE) -> Starlette:
     db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
@@ -94,14 +95,14 @@ def make_app(model_url: str, db_path: str) -> Starlette:
             while True:
                 await arrived.wait()
                 arrived.clear()
-                if stage in PROSE and len(parts) > sent:
+                if stage in prose and len(parts) > sent:
                     wait = last_sent + DELTA_INTERVAL - time.monotonic()
                     if wait > 0 and not reading.done():
                         await asyncio.sleep(wait)
                     upto = len(parts)
                     yield delta(stage, msg_uuid, "".join(parts[sent:upto]))
                     sent, last_sent = upto, time.monotonic()
-                if reading.done() and (len(parts) == sent or stage not in PROSE):
+                if reading.done() and (len(parts) == sent or stage not in prose):
                     break
         finally:
             reading.cancel()
@@ -139,9 +140,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model-url", required=True)
     parser.add_argument("--db", required=True)
+    parser.add_argument("--no-deltas", action="store_true", help="send no live deltas")
     args = parser.parse_args()
     uvicorn.run(
-        make_app(args.model_url, args.db),
+        make_app(args.model_url, args.db, frozenset() if args.no_deltas else PROSE),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",
