@@ -2,9 +2,8 @@
 
 One shared ``httpx.AsyncClient`` per event loop (connection pooling); per streamed chunk
 one JSON parse (:func:`decode_chunk`) and a few dict lookups, nothing kept but the text
-pieces. Which models
-come here: backend/llm/providers.py. Retries: backend/llm/retry.py. Deadlines:
-backend/llm/deadline.py.
+pieces. Which models come here: backend/llm/providers.py. Retries: backend/llm/retry.py.
+Deadlines: backend/llm/deadline.py.
 """
 
 from __future__ import annotations
