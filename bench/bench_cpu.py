@@ -2,7 +2,7 @@
 the same live deltas, side by side in one run.
 
   uv run python bench/bench_cpu.py [--levels 50,200,500] [--repeats 1] [--runs-each 1]
-      [--count-runs 10] [--show-sql N] [--base REF] [--profile DIR] [--quick]
+      [--count-runs 10] [--show-sql N] [--base REF] [--same-process] [--profile DIR] [--quick]
 
 Everything runs on loopback: the fake model (tests/fakellm.py), planact (SQLite) and the
 relay, each in its own process, stopped by PID at the end. Each run is a route call and a
@@ -10,6 +10,10 @@ streamed answer (two model calls, each 1 s to the first token then 400 chunks 30
 the relay makes the same two calls and forwards the answer as the same coalesced deltas. At
 each level the servers are loaded one at a time, alternating which goes first (slow drift
 in the machine's load falls on both), and /api/health is probed every 50 ms meanwhile.
+Every measurement gets a new server process, warmed by two runs and stopped after it: a
+process start's luck (memory layout, hash seed) stayed with all the repeats of one process
+and moved the ratio at 50 concurrent by more than a change's effect; --same-process keeps
+one process per server for the whole bench (the behaviour before).
 Prints per level: server CPU per run (its process's CPU time / completed runs), runs/s,
 /api/health p99, deltas per run, and planact ÷ relay. Before the load, a separate planact
 that counts its SQL (bench/counted_serve.py: SQLAlchemy events) and the relay run
@@ -43,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bench.bench_checkpoint import code_of, git, profiler, serve  # noqa: E402
-from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity, planact, relay  # noqa: E402
+from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity, relay  # noqa: E402
 from tests.e2e.server import free_port, server_env  # noqa: E402
 
 # GOAL: not keyword-routed: a route call (JSON), then the streamed answer (prose)
@@ -84,7 +88,7 @@ def relay_rows(db: Path) -> int:
 
 
 async def writes_per_run(
-    tmp: Path, fake: Fake, relay_proc: Proc, relay_url: str, runs: int, show_sql: int
+    tmp: Path, fake: Fake, relay_proc: Proc, relay_url: str, db: Path, runs: int, show_sql: int
 ) -> None:
     """Statements, rows and transactions per run (planact counted, the relay's rows)."""
     proc, url, path = counted_planact(tmp, fake)
@@ -96,10 +100,10 @@ async def writes_per_run(
     finally:
         proc.stop()
     done = runs - int(got["failures"])
-    rows_before = relay_rows(tmp / "relay.db")
+    rows_before = relay_rows(db)
     relay_got = await capacity(relay_proc, fake.proc, relay_url, runs, True, 1, GOAL, CALLS)
     relay_done = runs - int(relay_got["failures"])
-    relay_per_run = (relay_rows(tmp / "relay.db") - rows_before) / max(relay_done, 1)
+    relay_per_run = (relay_rows(db) - rows_before) / max(relay_done, 1)
     keys = sorted(set(after) | set(before), key=lambda k: (not k.startswith("statements"), k))
     print(f"\nwrites per run ({done} planact runs, {relay_done} relay runs, {runs} concurrent)")
     sql = [k for k in keys if k.startswith("sql: ")]
@@ -123,49 +127,91 @@ def spread(values: list[float], fmt: str = ".2f") -> str:
     return f"{median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
+Server = tuple[Proc, str, bool]
+
+
+class Servers:
+    """Starts each server under test: once for the whole bench (--same-process), or anew
+    for every measurement (the default), each in its own folder and warmed before use."""
+
+    def __init__(self, tmp: Path, fake: Fake, base_tree: str | None) -> None:
+        self.tmp, self.fake, self.base_tree = tmp, fake, base_tree
+        self.names = ["relay", "planact"] + (["base"] if base_tree else [])
+        self.started = 0
+        self.kept: dict[str, Server] = {}
+
+    def start(self, name: str) -> Server:
+        self.started += 1
+        folder = f"{name}-{self.started}"
+        if name == "relay":
+            work = self.tmp / folder
+            work.mkdir()
+            proc, url = relay(work, self.fake)
+            return proc, url, True
+        proc, url = serve(self.tmp, self.fake, folder, self.base_tree if name == "base" else None)
+        return proc, url, False
+
+    async def warm(self, server: Server) -> Server:
+        """Imports, pools, migrations: two runs before a measurement."""
+        proc, url, is_relay = server
+        got = await capacity(proc, self.fake.proc, url, 2, is_relay, 1, GOAL, CALLS)
+        if got["failures"]:
+            proc.stop()
+            raise SystemExit(f"warm-up failed on {url}; see the logs in {self.tmp}")
+        return server
+
+    async def get(self, name: str, fresh: bool) -> Server:
+        if fresh:
+            return await self.warm(self.start(name))
+        if name not in self.kept:
+            self.kept[name] = await self.warm(self.start(name))
+        return self.kept[name]
+
+    def stop_all(self) -> None:
+        for proc, _, _ in self.kept.values():
+            proc.stop()
+
+
 async def main(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="planact-bench-cpu-"))
-    procs: list[Proc] = []
+    fresh = not args.same_process
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
+    print("servers: " + ("new processes for every measurement" if fresh else "one process each"))
+    fake = Fake(tmp)
+    servers = Servers(tmp, fake, args.base_tree)
     try:
-        fake = Fake(tmp)
-        procs.append(fake.proc)
         fake.auto(SHAPE, {"route": ROUTE_CHAT})
-        servers: dict[str, tuple[Proc, str, bool]] = {}
-        proc, url = relay(tmp, fake)
-        procs.append(proc)
-        servers["relay"] = (proc, url, True)
-        proc, url = planact(tmp, fake, "planact")
-        procs.append(proc)
-        servers["planact"] = (proc, url, False)
         if args.base_tree:  # the same server from another commit, measured alongside
-            proc, url = serve(tmp, fake, "base", args.base_tree)
-            procs.append(proc)
-            servers["base"] = (proc, url, False)
             print(f"base: {git(args.base_tree, 'log', '-1', '--format=%h %s')[:90]}")
             print(f"  ({code_of(args.base_tree)})")
-        for proc, url, is_relay in servers.values():  # warm: imports, pools, migrations
-            got = await capacity(proc, fake.proc, url, 2, is_relay, 1, GOAL, CALLS)
-            if got["failures"]:
-                raise SystemExit(f"warm-up failed on {url}; see the logs in {tmp}")
         if args.count_runs:
-            relay_proc, relay_url, _ = servers["relay"]
-            await writes_per_run(tmp, fake, relay_proc, relay_url, args.count_runs, args.show_sql)
+            relay_proc, relay_url, _ = await servers.warm(servers.start("relay"))
+            try:
+                db = relay_proc.log.parent / "relay.db"  # relay() keeps it beside its log
+                await writes_per_run(
+                    tmp, fake, relay_proc, relay_url, db, args.count_runs, args.show_sql
+                )
+            finally:
+                relay_proc.stop()
         levels = [int(x) for x in args.levels.split(",")]
         summary: list[str] = []
         for concurrent in levels:
-            results: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+            results: dict[str, list[dict[str, float]]] = {name: [] for name in servers.names}
             for r in range(args.repeats):
-                order = list(servers) if r % 2 == 0 else list(reversed(servers))
+                order = servers.names if r % 2 == 0 else list(reversed(servers.names))
                 for name in order:
-                    proc, url, is_relay = servers[name]
-                    spy = profiler(args.profile, proc, f"{name}-{concurrent}-{r + 1}")
-                    got = await capacity(
-                        proc, fake.proc, url, concurrent, is_relay, args.runs_each, GOAL, CALLS
-                    )
-                    if spy is not None:
-                        spy.send_signal(signal.SIGINT)
-                        await asyncio.to_thread(spy.wait, 60)
+                    proc, url, is_relay = await servers.get(name, fresh)
+                    try:
+                        spy = profiler(args.profile, proc, f"{name}-{concurrent}-{r + 1}")
+                        got = await capacity(
+                            proc, fake.proc, url, concurrent, is_relay, args.runs_each, GOAL, CALLS
+                        )
+                        if spy is not None:
+                            spy.send_signal(signal.SIGINT)
+                            await asyncio.to_thread(spy.wait, 60)
+                    finally:
+                        if fresh:
+                            proc.stop()
                     got["load"] = os.getloadavg()[0]
                     results[name].append(got)
                     print(
@@ -178,28 +224,36 @@ async def main(args: argparse.Namespace) -> None:
                         f"failed {got['failures']:.0f}, load {got['load']:.1f}",
                         flush=True,
                     )
-            line = [f"{concurrent} concurrent, {args.repeats} repeat(s), ÷ the relay:"]
-            for name in [n for n in servers if n != "relay"]:
-                pairs = list(zip(results[name], results["relay"], strict=True))
-                cpu = [p["cpu_ms_per_run"] / b["cpu_ms_per_run"] for p, b in pairs]
-                rps = [p["runs_per_s"] / b["runs_per_s"] for p, b in pairs]
-                line.append(f"  {name:7} CPU per run {spread(cpu)} (goal <= 1.2)")
-                line.append(f"  {name:7} runs/s      {spread(rps)} (goal >= 0.95)")
-            for name, rows in results.items():
-                line.append(
-                    f"  {name:7} CPU ms/run {spread([x['cpu_ms_per_run'] for x in rows], '.0f')}"
-                    f", runs/s {spread([x['runs_per_s'] for x in rows])}"
-                    f", health p99 ms {spread([x['health_p99_ms'] for x in rows], '.0f')}"
-                    f", deltas/run {median([x['deltas_per_run'] for x in rows]):.0f}"
-                    f", failed {sum(x['failures'] for x in rows):.0f}"
-                )
-            summary += line
-            print("\n".join(line), flush=True)
+            lines = level_summary(concurrent, args.repeats, results)
+            summary += lines
+            print("\n".join(lines), flush=True)
         print(f"\nload average {os.getloadavg()[0]:.1f} at the end; summary:")
         print("\n".join(summary))
     finally:
-        for proc in reversed(procs):
-            proc.stop()
+        servers.stop_all()
+        fake.proc.stop()
+
+
+def level_summary(
+    concurrent: int, repeats: int, results: dict[str, list[dict[str, float]]]
+) -> list[str]:
+    """Each server against the relay measured in the same repeat (paired ratios)."""
+    line = [f"{concurrent} concurrent, {repeats} repeat(s), ÷ the relay:"]
+    for name in [n for n in results if n != "relay"]:
+        pairs = list(zip(results[name], results["relay"], strict=True))
+        cpu = [p["cpu_ms_per_run"] / b["cpu_ms_per_run"] for p, b in pairs]
+        rps = [p["runs_per_s"] / b["runs_per_s"] for p, b in pairs]
+        line.append(f"  {name:7} CPU per run {spread(cpu)} (goal <= 1.2)")
+        line.append(f"  {name:7} runs/s      {spread(rps)} (goal >= 0.95)")
+    for name, rows in results.items():
+        line.append(
+            f"  {name:7} CPU ms/run {spread([x['cpu_ms_per_run'] for x in rows], '.0f')}"
+            f", runs/s {spread([x['runs_per_s'] for x in rows])}"
+            f", health p99 ms {spread([x['health_p99_ms'] for x in rows], '.0f')}"
+            f", deltas/run {median([x['deltas_per_run'] for x in rows]):.0f}"
+            f", failed {sum(x['failures'] for x in rows):.0f}"
+        )
+    return line
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
@@ -215,6 +269,11 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--base", help="also measure planact at this commit (a git worktree made and removed)"
+    )
+    parser.add_argument(
+        "--same-process",
+        action="store_true",
+        help="start each server once and measure every repeat on it (new processes otherwise)",
     )
     parser.add_argument("--profile", help="a folder for py-spy profiles of each measurement")
     parser.add_argument("--quick", action="store_true", help="20 concurrent, a smoke run")
