@@ -47,12 +47,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bench.bench_checkpoint import code_of, git, profiler, serve  # noqa: E402
-from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity, relay  # noqa: E402
+from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity, one_run, relay  # noqa: E402
 from tests.e2e.server import free_port, server_env  # noqa: E402
 
 # GOAL: not keyword-routed: a route call (JSON), then the streamed answer (prose)
 CALLS = ("route", "auto_reply")
 SHAPE = {"first_token_delay": 1.0, "chunks": 400, "chunk_delay": 0.03}
+WARM_SHAPE = {"chunks": 400}  # the same replies without the waits: a warm-up in a second
 HARD_LIMIT = 3600.0
 
 
@@ -152,10 +153,21 @@ class Servers:
         return proc, url, False
 
     async def warm(self, server: Server) -> Server:
-        """Imports, pools, migrations: two runs before a measurement."""
+        """Imports, pools, migrations: two runs before a measurement (their model streams
+        the same chunks without the waits)."""
         proc, url, is_relay = server
-        got = await capacity(proc, self.fake.proc, url, 2, is_relay, 1, GOAL, CALLS)
-        if got["failures"]:
+        if is_relay:
+            body, path = {"goal": GOAL, "calls": list(CALLS)}, "/run"
+        else:
+            body, path = {"goal": GOAL}, "/api/agent/run"
+        self.fake.auto(WARM_SHAPE, {"route": ROUTE_CHAT})
+        try:
+            ends = await asyncio.gather(
+                *(asyncio.to_thread(one_run, url, body, path) for _ in range(2))
+            )
+        finally:
+            self.fake.auto(SHAPE, {"route": ROUTE_CHAT})
+        if ends != ["completed", "completed"]:
             proc.stop()
             raise SystemExit(f"warm-up failed on {url}; see the logs in {self.tmp}")
         return server
