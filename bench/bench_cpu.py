@@ -165,11 +165,13 @@ class Servers:
             ends = await asyncio.gather(
                 *(asyncio.to_thread(one_run, url, body, path) for _ in range(2))
             )
+        except Exception as exc:  # an HTTP error, a timeout: the process is stopped too
+            ends = [repr(exc)]
         finally:
             self.fake.auto(SHAPE, {"route": ROUTE_CHAT})
         if ends != ["completed", "completed"]:
             proc.stop()
-            raise SystemExit(f"warm-up failed on {url}; see the logs in {self.tmp}")
+            raise SystemExit(f"warm-up failed on {url} ({ends}); see the logs in {self.tmp}")
         return server
 
     async def get(self, name: str, fresh: bool) -> Server:
