@@ -39,17 +39,12 @@ from backend.runtime.bwrap import Bubblewrap
 from backend.runtime.local import LocalRuntime
 from backend.store.repo import Store
 from backend.workspace import workspace_path
+from tests.support.ports import free_port
 from tests.support.previews import seed_ready_service
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "previews" / "sample_app.py"
 BIG = 10_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_listening(port: int, deadline: float = 30.0) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,18 +17,13 @@ import httpx
 from tests.migrated import place_migrated
 from tests.openapi_check import ResponseCheck
 from tests.sse_client import collect
+from tests.support.ports import free_port
 
 PLANACT = str(Path(sys.executable).with_name("planact"))
 SQLITE = "sqlite:///"
 # a safety net, never a wait: how long a planact process may take to start and answer (or
 # exit) on a loaded machine; every wait on one is for its event (health, its exit)
 PROCESS_DEADLINE = 240.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Process:

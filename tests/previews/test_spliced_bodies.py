@@ -33,6 +33,7 @@ from backend.previews import front, splice
 from backend.previews.listener import PreviewListener
 from backend.runtime import forwarder
 from backend.store.repo import Store
+from tests.support.ports import free_port
 from tests.support.previews import seed_ready_service
 from tests.support.settings import make_settings
 
@@ -40,12 +41,6 @@ APP = Path(__file__).with_name("framing_app.py")
 TOKEN = "spliced0123456789abcdefghijklmno"
 BIG = 10_000_000
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def open_fds() -> int:

@@ -12,18 +12,13 @@ from typing import Any
 
 from backend.tools.mcp import McpManager
 from tests.procs import alive
+from tests.support.ports import free_port
 
 SERVERS = Path(__file__).parents[1] / "tools" / "mcp" / "servers"
 
 
 def stdio(script: str, *args: str, **extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(SERVERS / script), *args], **extra}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(check: Callable[[], bool], what: str, deadline: float = 30.0) -> None:

@@ -1,0 +1,35 @@
+"""Free loopback ports for the servers a test starts.
+
+The kernel picks a free port (bind to port 0) and the socket is closed, so the port can be
+handed out again by a later call: two ports asked for close together (a server's and its
+preview origin's) could be the same one, and the second server then fails to bind. So a
+port is not handed out again by one process until RECENT others have been (``free_port``
+asks the kernel again); after that its first server is long gone, or still holds it, and
+then the kernel does not offer it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections import deque
+
+RECENT = 4096  # a suite asks for a few thousand; the kernel's range holds ~28,000
+_recent: deque[int] = deque(maxlen=RECENT)
+_given: set[int] = set()
+_lock = threading.Lock()
+
+
+def free_port() -> int:
+    """A loopback port free now and not among the last RECENT this process handed out."""
+    with _lock:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            if port in _given:
+                continue
+            if len(_recent) == RECENT:
+                _given.discard(_recent[0])  # the oldest leaves as this one comes in
+            _recent.append(port)
+            _given.add(port)
+            return port
