@@ -36,7 +36,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bench.bench_cpu import CALLS, SHAPE  # noqa: E402
 from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity  # noqa: E402
-from tests.e2e.server import free_port, server_env  # noqa: E402
+from tests.e2e.server import server_env  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 SWITCHES = ("unwanted", "unpublished", "unwritten")
 

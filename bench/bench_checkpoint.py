@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_stream import Fake, Proc  # noqa: E402
-from tests.e2e.server import PLANACT, free_port, server_env  # noqa: E402
+from tests.e2e.server import PLANACT, server_env  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 # the commit that added checkpoints (backend/agent/resume.py); the baseline is its parent
 CHECKPOINT_COMMIT = "9fe146e"

@@ -48,7 +48,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bench.bench_checkpoint import code_of, git, profiler, serve  # noqa: E402
 from bench.bench_stream import GOAL, ROUTE_CHAT, Fake, Proc, capacity, one_run, relay  # noqa: E402
-from tests.e2e.server import free_port, server_env  # noqa: E402
+from tests.e2e.server import server_env  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 # GOAL: not keyword-routed: a route call (JSON), then the streamed answer (prose)
 CALLS = ("route", "auto_reply")

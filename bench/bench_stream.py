@@ -43,7 +43,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from backend.llm.litellm_client import LiteLLM  # noqa: E402
 from backend.llm.openai_compat import OpenAICompatLLM  # noqa: E402
-from tests.e2e.server import PLANACT, free_port, server_env  # noqa: E402
+from tests.e2e.server import PLANACT, server_env  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 CLK = os.sysconf("SC_CLK_TCK")
 MSGS = [{"role": "user", "content": "hi"}]

@@ -33,7 +33,8 @@ import httpx
 
 from backend.runtime import forwarder
 from backend.store.repo import Store
-from bench.bench_preview import APP, BIG, free_port, wait_listening
+from bench.bench_preview import APP, BIG, wait_listening
+from tests.support.ports import free_port
 from tests.support.previews import seed_ready_service
 
 HERE = Path(__file__).resolve()

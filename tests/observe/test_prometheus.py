@@ -17,9 +17,10 @@ import pytest
 
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.cluster import Worker, follow, start_json
-from tests.e2e.server import PROCESS_DEADLINE, Server, free_port, server_env, wait_for
+from tests.e2e.server import PROCESS_DEADLINE, Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, wipe
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.e2e
 TOKEN = "metrics-token-for-the-test"

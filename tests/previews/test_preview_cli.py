@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.server import PLANACT, free_port, server_env, wait_for
+from tests.e2e.server import PLANACT, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.support.ports import free_port
 from tests.support.previews import app_script, done, preview_tag, processes_with, write_app
 from tests.support.runtime import require_bwrap
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.server import Server, free_port, server_env, wait_for
+from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
+from tests.support.ports import free_port
 
 
 def test_previews_leave_the_api_access_lines_and_log_no_token(

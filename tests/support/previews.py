@@ -15,8 +15,9 @@ import pytest
 from backend.store.repo import Store
 from backend.store.rows import StoredPreview
 from tests.agent.scripts import finish, plan_reply, write
-from tests.e2e.server import Server, free_port, server_env
+from tests.e2e.server import Server, server_env
 from tests.fakellm import FakeModelServer
+from tests.support.ports import free_port
 from tests.support.runtime import require_bwrap, require_docker
 
 # the runtimes previews are tested in

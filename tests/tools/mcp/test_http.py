@@ -11,7 +11,8 @@ import pytest
 
 from backend.runtime.base import OUTPUT_CAP
 from backend.tools.mcp import McpManager
-from tests.support.mcp import HttpServerProcess, free_port
+from tests.support.mcp import HttpServerProcess
+from tests.support.ports import free_port
 
 Make = Callable[..., McpManager]
 
