@@ -123,7 +123,31 @@ class LocalRuntime(BudgetedRuntime):
         workdir: Path,
     ) -> asyncio.subprocess.Process:
         """``script`` under the reaper (a new session), with the limits of ``workspace``'s
-        sandbox; with control groups it waits for :func:`_join_groups`."""
+        sandbox; with control groups it waits for :func:`_join_groups`.
+
+        A cancellation while the process starts does not cut the start short (asyncio would
+        SIGKILL the reaper alone, leaving what it started running and holding the pipes):
+        the start completes, then the reaper is told to end its whole tree (:func:`_stop`),
+        then the cancellation goes on."""
+        spawn = asyncio.ensure_future(self._spawn(script, workspace, env, wrapper, workdir))
+        try:
+            return await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            cleanup = asyncio.ensure_future(_stop_spawned(spawn))
+            try:
+                await asyncio.shield(cleanup)
+            except BaseException:
+                cleanup.add_done_callback(_retrieve)
+            raise
+
+    async def _spawn(
+        self,
+        script: str,
+        workspace: Path,
+        env: dict[str, str],
+        wrapper: list[str],
+        workdir: Path,
+    ) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -261,6 +285,21 @@ async def _stop_and_drain(
         for task in pumps:
             task.cancel()
         await asyncio.gather(*pumps, return_exceptions=True)
+
+
+async def _stop_spawned(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """Once ``spawn`` has started its process (if it did), end it and its whole tree and
+    read its pipes to their end."""
+    try:
+        proc = await spawn
+    except Exception:
+        return  # it did not start: nothing runs
+    await _stop(proc)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(STOP_GRACE):
+                    await stream.read()
 
 
 def _retrieve(task: asyncio.Future[None]) -> None:
