@@ -17,7 +17,7 @@ def test_a_port_is_not_handed_out_again_among_the_next_thousands() -> None:
 
 
 def test_a_long_suite_never_runs_out_of_ports() -> None:
-    # more than the kernel's range holds: ports long given out come back
+    # past RECENT, ports handed out long ago may come back: the supply never ends
     got = [free_port() for _ in range(3 * ports.RECENT)]
     window = got[-ports.RECENT :]
     assert len(set(window)) == len(window)
@@ -25,8 +25,8 @@ def test_a_long_suite_never_runs_out_of_ports() -> None:
 
 def test_ports_asked_for_from_several_threads_are_all_different() -> None:
     with ThreadPoolExecutor(8) as pool:
-        ports = list(pool.map(lambda _: free_port(), range(800)))
-    assert len(set(ports)) == len(ports)
+        got = list(pool.map(lambda _: free_port(), range(800)))
+    assert len(set(got)) == len(got)
 
 
 def test_a_port_handed_out_is_free_to_bind() -> None:

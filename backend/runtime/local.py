@@ -129,7 +129,24 @@ class LocalRuntime(BudgetedRuntime):
         SIGKILL the reaper alone, leaving what it started running and holding the pipes):
         the start completes, then the reaper is told to end its whole tree (:func:`_stop`),
         then the cancellation goes on."""
-        spawn = asyncio.ensure_future(self._spawn(script, workspace, env, wrapper, workdir))
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                "-S",
+                self.reaper,
+                str(os.getpid()),
+                script,
+                *self._limit_args(workspace),
+                *wrapper,
+                cwd=workdir,
+                env=env,
+                stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        )
         try:
             return await asyncio.shield(spawn)
         except asyncio.CancelledError:
@@ -139,31 +156,6 @@ class LocalRuntime(BudgetedRuntime):
             except BaseException:
                 cleanup.add_done_callback(_retrieve)
             raise
-
-    async def _spawn(
-        self,
-        script: str,
-        workspace: Path,
-        env: dict[str, str],
-        wrapper: list[str],
-        workdir: Path,
-    ) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-S",
-            self.reaper,
-            str(os.getpid()),
-            script,
-            *self._limit_args(workspace),
-            *wrapper,
-            cwd=workdir,
-            env=env,
-            stdin=asyncio.subprocess.PIPE if self.cgroups else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
 
     async def _run_in_sandbox(
         self,

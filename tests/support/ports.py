@@ -14,8 +14,7 @@ import threading
 from collections import deque
 
 RECENT = 4096  # a suite asks for a few thousand; the kernel's range holds ~28,000
-_recent: deque[int] = deque(maxlen=RECENT)
-_given: set[int] = set()
+_recent: deque[int] = deque(maxlen=RECENT)  # the oldest leaves as a new one comes in
 _lock = threading.Lock()
 
 
@@ -26,10 +25,6 @@ def free_port() -> int:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = int(s.getsockname()[1])
-            if port in _given:
-                continue
-            if len(_recent) == RECENT:
-                _given.discard(_recent[0])  # the oldest leaves as this one comes in
-            _recent.append(port)
-            _given.add(port)
-            return port
+            if port not in _recent:
+                _recent.append(port)
+                return port
