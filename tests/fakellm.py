@@ -115,6 +115,8 @@ class FakeModel:
                 "stream": bool(body.get("stream")),
                 "messages": body.get("messages"),
                 "authorization": request.headers.get("authorization", ""),
+                # the client's address: calls over one pooled connection share it
+                "peer": f"{request.client.host}:{request.client.port}" if request.client else "",
                 "time": time.time(),
             }
         )

@@ -6,6 +6,8 @@ Where litellm behaves differently the test says so (see backend/llm/litellm_clie
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -242,6 +244,46 @@ async def test_unreachable_server_is_retried_then_fails(make: Make, path: Path_)
     llm = make(f"http://127.0.0.1:{port}/v1", path, max_retries=1)
     with pytest.raises(LLMError, match="after 2 attempts"):
         await llm.complete(stage="route", messages=MSGS)
+
+
+# a reply cut off by the server mid-body: chunked, one event, then the connection closes
+CUT_STREAM = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    b"30\r\n"
+    b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+    b"\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    "answer", [b"this is not HTTP\r\n\r\n", CUT_STREAM], ids=["not-http", "cut-mid-body"]
+)
+async def test_a_broken_answer_is_retried_then_fails(
+    make: Make, path: Path_, answer: bytes
+) -> None:
+    """A server that answers something that is not HTTP, or hangs up in the middle of a
+    streamed body: a transient error of the model's (retried), never another exception."""
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(answer)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        llm = make(f"http://127.0.0.1:{port}/v1", path, max_retries=1)
+        with pytest.raises(LLMError, match="after 2 attempts"):
+            await llm.complete(stage="thinking", messages=MSGS)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert connections == 2
 
 
 # -- deadlines ---------------------------------------------------------------------------
