@@ -3,6 +3,7 @@ the same live deltas, side by side in one run.
 
   uv run python bench/bench_cpu.py [--levels 50,200,500] [--repeats 1] [--runs-each 1]
       [--count-runs 10] [--show-sql N] [--base REF] [--same-process] [--profile DIR] [--quick]
+      [--relay-aiohttp]
 
 Everything runs on loopback: the fake model (tests/fakellm.py), planact (SQLite) and the
 relay, each in its own process, stopped by PID at the end. Each run is a route call and a
@@ -22,6 +23,10 @@ COUNT_RUNS runs each: statements, rows written and transactions per run.
 --base REF also runs planact at commit REF (a git worktree, the same interpreter with
 PYTHONPATH on it: the commits must share their dependencies), measured alongside: the
 before and after of a change in one run.
+
+--relay-aiohttp also measures the relay reading the model over aiohttp's connections
+(`relay.py --aiohttp`, the transport planact's model client uses) and prints each planact
+against it too: planact's cost beyond the relay's with the same model client.
 
 --profile DIR records a py-spy profile (raw collapsed stacks, every thread) of each server
 at each level, in DIR/<server>-<level>-<repeat>.txt (py-spy is a dev dependency; it samples
@@ -56,6 +61,7 @@ CALLS = ("route", "auto_reply")
 SHAPE = {"first_token_delay": 1.0, "chunks": 400, "chunk_delay": 0.03}
 WARM_SHAPE = {"chunks": 400}  # the same replies without the waits: a warm-up in a second
 HARD_LIMIT = 3600.0
+RELAY_AIOHTTP = "relay-aiohttp"  # the relay with planact's model transport (--relay-aiohttp)
 
 
 def counted_planact(tmp: Path, fake: Fake) -> tuple[Proc, str, Path]:
@@ -136,19 +142,23 @@ class Servers:
     """Starts each server under test: once for the whole bench (--same-process), or anew
     for every measurement (the default), each in its own folder and warmed before use."""
 
-    def __init__(self, tmp: Path, fake: Fake, base_tree: str | None) -> None:
+    def __init__(
+        self, tmp: Path, fake: Fake, base_tree: str | None, relay_aiohttp: bool = False
+    ) -> None:
         self.tmp, self.fake, self.base_tree = tmp, fake, base_tree
         self.names = ["relay", "planact"] + (["base"] if base_tree else [])
+        if relay_aiohttp:
+            self.names.append(RELAY_AIOHTTP)
         self.started = 0
         self.kept: dict[str, Server] = {}
 
     def start(self, name: str) -> Server:
         self.started += 1
         folder = f"{name}-{self.started}"
-        if name == "relay":
+        if name in ("relay", RELAY_AIOHTTP):
             work = self.tmp / folder
             work.mkdir()
-            proc, url = relay(work, self.fake)
+            proc, url = relay(work, self.fake, *(["--aiohttp"] if name == RELAY_AIOHTTP else []))
             return proc, url, True
         proc, url = serve(self.tmp, self.fake, folder, self.base_tree if name == "base" else None)
         return proc, url, False
@@ -193,7 +203,7 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
     print("servers: " + ("new processes for every measurement" if fresh else "one process each"))
     fake = Fake(tmp)
-    servers = Servers(tmp, fake, args.base_tree)
+    servers = Servers(tmp, fake, args.base_tree, args.relay_aiohttp)
     try:
         fake.auto(SHAPE, {"route": ROUTE_CHAT})
         if args.base_tree:  # the same server from another commit, measured alongside
@@ -230,7 +240,7 @@ async def main(args: argparse.Namespace) -> None:
                     got["load"] = os.getloadavg()[0]
                     results[name].append(got)
                     print(
-                        f"  {concurrent} concurrent, repeat {r + 1}, {name:7}: "
+                        f"  {concurrent} concurrent, repeat {r + 1}, {name:13}: "
                         f"CPU {got['cpu_ms_per_run']:.0f} ms/run ({got['cpu_pct']:.0f}% of a "
                         f"core), {got['runs_per_s']:.2f} runs/s "
                         f"({got['runs_per_s'] / got['ideal'] * 100:.0f}% of ideal), "
@@ -252,17 +262,25 @@ async def main(args: argparse.Namespace) -> None:
 def level_summary(
     concurrent: int, repeats: int, results: dict[str, list[dict[str, float]]]
 ) -> list[str]:
-    """Each server against the relay measured in the same repeat (paired ratios)."""
+    """Each server against the relay measured in the same repeat (paired ratios); with a
+    relay over aiohttp, each planact against it too."""
     line = [f"{concurrent} concurrent, {repeats} repeat(s), ÷ the relay:"]
-    for name in [n for n in results if n != "relay"]:
+    planacts = [n for n in results if n not in ("relay", RELAY_AIOHTTP)]
+    for name in planacts:
         pairs = list(zip(results[name], results["relay"], strict=True))
         cpu = [p["cpu_ms_per_run"] / b["cpu_ms_per_run"] for p, b in pairs]
         rps = [p["runs_per_s"] / b["runs_per_s"] for p, b in pairs]
-        line.append(f"  {name:7} CPU per run {spread(cpu)} (goal <= 1.2)")
-        line.append(f"  {name:7} runs/s      {spread(rps)} (goal >= 0.95)")
+        line.append(f"  {name:13} CPU per run {spread(cpu)} (goal <= 1.2)")
+        line.append(f"  {name:13} runs/s      {spread(rps)} (goal >= 0.95)")
+    if RELAY_AIOHTTP in results:
+        line.append(f"  ÷ {RELAY_AIOHTTP} (the relay with planact's model transport):")
+        for name in [*planacts, "relay"]:
+            pairs = list(zip(results[name], results[RELAY_AIOHTTP], strict=True))
+            cpu = [p["cpu_ms_per_run"] / b["cpu_ms_per_run"] for p, b in pairs]
+            line.append(f"  {name:13} CPU per run {spread(cpu)}")
     for name, rows in results.items():
         line.append(
-            f"  {name:7} CPU ms/run {spread([x['cpu_ms_per_run'] for x in rows], '.0f')}"
+            f"  {name:13} CPU ms/run {spread([x['cpu_ms_per_run'] for x in rows], '.0f')}"
             f", runs/s {spread([x['runs_per_s'] for x in rows])}"
             f", health p99 ms {spread([x['health_p99_ms'] for x in rows], '.0f')}"
             f", deltas/run {median([x['deltas_per_run'] for x in rows]):.0f}"
@@ -289,6 +307,11 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
         "--same-process",
         action="store_true",
         help="start each server once and measure every repeat on it (new processes otherwise)",
+    )
+    parser.add_argument(
+        "--relay-aiohttp",
+        action="store_true",
+        help="also measure the relay reading the model over aiohttp, as planact does",
     )
     parser.add_argument("--profile", help="a folder for py-spy profiles of each measurement")
     parser.add_argument("--quick", action="store_true", help="20 concurrent, a smoke run")

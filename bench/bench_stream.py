@@ -146,7 +146,7 @@ def planact(tmp: Path, fake: Fake, name: str, **env: str) -> tuple[Proc, str]:
     return proc, url
 
 
-def relay(tmp: Path, fake: Fake) -> tuple[Proc, str]:
+def relay(tmp: Path, fake: Fake, *flags: str) -> tuple[Proc, str]:
     port = free_port()
     argv = [
         sys.executable,
@@ -157,6 +157,7 @@ def relay(tmp: Path, fake: Fake) -> tuple[Proc, str]:
         fake.url,
         "--db",
         str(tmp / "relay.db"),
+        *flags,
     ]
     proc = Proc("relay", argv, {}, tmp)
     url = f"http://127.0.0.1:{port}"

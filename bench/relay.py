@@ -12,6 +12,7 @@ message). GET /api/health answers {"status": "ok"}.
 
   python bench/relay.py --port P --model-url http://127.0.0.1:M/v1 --db /tmp/relay.db
       [--no-deltas]   (no live deltas: what they cost, bench/ablate_deltas.py)
+      [--aiohttp]     (httpx over aiohttp's connections, as planact's model client reads)
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import httpx
 import uvicorn
+from httpx_aiohttp import AiohttpTransport
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -36,7 +39,9 @@ DELTA_INTERVAL = 0.05  # seconds between two deltas of one message (planact's IN
 PROSE = frozenset({"auto_reply", "summary"})  # stages whose text is shown live
 
 
-def make_app(model_url: str, db_path: str, prose: frozenset[str] = PROSE) -> Starlette:
+def make_app(
+    model_url: str, db_path: str, prose: frozenset[str] = PROSE, over_aiohttp: bool = False
+) -> Starlette:
     db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
@@ -44,9 +49,15 @@ def make_app(model_url: str, db_path: str, prose: frozenset[str] = PROSE) -> Sta
         "CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, run_id TEXT, "
         "kind TEXT, content TEXT)"
     )
-    client = httpx.AsyncClient(
-        timeout=httpx.Timeout(None), limits=httpx.Limits(max_connections=None)
-    )
+    if over_aiohttp:
+        transport = AiohttpTransport(
+            client=lambda: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        )
+        client = httpx.AsyncClient(timeout=httpx.Timeout(None), transport=transport)
+    else:
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(None), limits=httpx.Limits(max_connections=None)
+        )
 
     def store(run_id: str, kind: str, content: str) -> str:
         cur = db.execute(
@@ -141,9 +152,12 @@ def main() -> None:
     parser.add_argument("--model-url", required=True)
     parser.add_argument("--db", required=True)
     parser.add_argument("--no-deltas", action="store_true", help="send no live deltas")
+    parser.add_argument(
+        "--aiohttp", action="store_true", help="read the model over aiohttp's connections"
+    )
     args = parser.parse_args()
     uvicorn.run(
-        make_app(args.model_url, args.db, frozenset() if args.no_deltas else PROSE),
+        make_app(args.model_url, args.db, frozenset() if args.no_deltas else PROSE, args.aiohttp),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",
