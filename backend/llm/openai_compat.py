@@ -86,13 +86,22 @@ class OpenAICompatLLM(ModelClient):
 
     def client(self) -> httpx.AsyncClient:
         """The shared client of the running event loop (pooled connections are bound to
-        the loop that opened them; a new loop, as in some tests, gets a new client)."""
+        the loop that opened them; a new loop, as in some tests, gets a new client).
+        Every URL goes over aiohttp's connections but one the proxy variables (HTTP_PROXY,
+        NO_PROXY, …) send through a proxy or exempt from it: httpx's own transports take
+        those, as before (a mount for all URLs leaves httpx reading those variables)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             self._client = httpx.AsyncClient(
                 # deadlines are ours (content-only idle timer, hard cap per attempt)
                 timeout=httpx.Timeout(None),
-                transport=self.transport or AiohttpTransport(client=_session),
+                limits=httpx.Limits(
+                    max_connections=None,
+                    max_keepalive_connections=64,
+                    keepalive_expiry=KEEPALIVE_SECONDS,
+                ),
+                transport=self.transport,
+                mounts=None if self.transport else {"all://": AiohttpTransport(client=_session)},
             )
             self._client_loop = loop
         return self._client
@@ -373,13 +382,14 @@ class _StreamReader:
 
 
 def _session() -> aiohttp.ClientSession:
-    """The connections of a client (made on its loop at its first request): as httpx's
-    were, unlimited in number, verified against certifi's roots, with the proxy variables
-    (HTTP_PROXY, NO_PROXY, …) honoured."""
+    """The connections of a client (made on its loop at its first request): unlimited in
+    number and verified against certifi's roots, as httpx's are. Without aiohttp's
+    ``trust_env``, which would read the proxy variables and ~/.netrc in a thread on every
+    request: httpx has read them once (:meth:`OpenAICompatLLM.client`)."""
     connector = aiohttp.TCPConnector(
         limit=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=httpx.create_ssl_context()
     )
-    return aiohttp.ClientSession(connector=connector, trust_env=True)
+    return aiohttp.ClientSession(connector=connector)
 
 
 def _usage(got: Completion, usage: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -287,3 +288,53 @@ async def test_a_line_without_end_is_refused(
     body = sse(chunk("a")) + b"data: " + b"x" * 5000
     with pytest.raises(LLMTransientError, match="line longer than"):
         await over(body, lean, max_retries=0).complete(stage="thinking", messages=MSGS)
+
+
+async def test_the_proxy_variables_send_the_call_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch, lean: list[OpenAICompatLLM]
+) -> None:
+    """HTTP_PROXY is honoured as httpx honours it (the model's host is reachable only
+    through the proxy here)."""
+    body = (
+        b'data: {"choices":[{"delta":{"content":"via the proxy"},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    heads: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        llm = OpenAICompatLLM("openai/fake", base_url="http://model.invalid/v1", max_retries=0)
+        lean.append(llm)
+        got = await llm.complete(stage="route", messages=MSGS)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert got.text == "via the proxy"
+    assert heads and heads[0].startswith(b"POST http://model.invalid/v1/chat/completions ")
+
+
+async def test_no_proxy_sends_the_call_directly(
+    monkeypatch: pytest.MonkeyPatch, fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
+) -> None:
+    with socket.socket() as sock:  # a proxy nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    fake_model.script({"stage": "route", "content": "direct"})
+    llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url, max_retries=0)
+    lean.append(llm)
+    assert (await llm.complete(stage="route", messages=MSGS)).text == "direct"
