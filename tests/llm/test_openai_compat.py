@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import socket
 import subprocess
@@ -338,3 +339,35 @@ async def test_no_proxy_sends_the_call_directly(
     llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url, max_retries=0)
     lean.append(llm)
     assert (await llm.complete(stage="route", messages=MSGS)).text == "direct"
+
+
+async def test_a_compressed_stream_is_read_decompressed(lean: list[OpenAICompatLLM]) -> None:
+    """A reply sent with Content-Encoding: gzip is decoded before it is parsed (an
+    unencoded one is read as it arrives)."""
+    body = gzip.compress(
+        sse(
+            {"choices": [{"delta": {"content": "packed "}}]},
+            {"choices": [{"delta": {"content": "reply"}, "finish_reason": "stop"}]},
+            "[DONE]",
+        )
+    )
+
+    async def model(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(model, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        llm = OpenAICompatLLM("openai/fake", base_url=f"http://127.0.0.1:{port}/v1")
+        lean.append(llm)
+        got = await llm.complete(stage="route", messages=MSGS)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert (got.text, got.finish_reason) == ("packed reply", "stop")
