@@ -213,11 +213,7 @@ class OpenAICompatLLM(ModelClient):
                 raw = await _read_capped(response)
                 raise http_error(response.status_code, raw, endpoint, response)
             reader = _StreamReader(deadline, on_delta)
-            # read in a task of its own: each of the reply's ~400 reads resumes that task's
-            # few frames, not the run's whole stack of coroutines above this call (a
-            # cancellation of the run, or of the attempt by its deadline, reaches the task
-            # through this await)
-            await asyncio.ensure_future(reader.read(response))
+            await reader.read(response)
             return reader.completion()
         finally:
             await response.aclose()
@@ -252,12 +248,7 @@ class _StreamReader:
         pending = b""
         data: list[bytes] = []  # the data lines of the event being read
         events = 0
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        # an unencoded body as it arrives: without httpx's decoder and chunker per read (a
-        # body already read, as a test transport's, only aiter_bytes gives again)
-        raw = encoding == "identity" and not response.is_stream_consumed
-        blocks = response.aiter_raw() if raw else response.aiter_bytes()
-        async for block in blocks:
+        async for block in response.aiter_bytes():
             if self.done:
                 continue  # read the body to its end: the connection goes back to the pool
             if pending:
