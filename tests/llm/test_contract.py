@@ -6,8 +6,6 @@ Where litellm behaves differently the test says so (see backend/llm/litellm_clie
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +21,7 @@ from backend.llm.base import (
 )
 from backend.llm.dispatch import DispatchLLM
 from tests.fakellm import FakeModelServer
+from tests.support.raw_http import answering
 
 MSGS = [{"role": "user", "content": "hi"}]
 Path_ = Literal["lean", "litellm"]
@@ -263,27 +262,11 @@ async def test_a_broken_answer_is_retried_then_fails(
 ) -> None:
     """A server that answers something that is not HTTP, or hangs up in the middle of a
     streamed body: a transient error of the model's (retried), never another exception."""
-    connections = 0
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        connections += 1
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(answer)
-            await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    try:
-        port = server.sockets[0].getsockname()[1]
-        llm = make(f"http://127.0.0.1:{port}/v1", path, max_retries=1)
+    async with answering(answer) as server:
+        llm = make(f"{server.url}/v1", path, max_retries=1)
         with pytest.raises(LLMError, match="after 2 attempts"):
             await llm.complete(stage="thinking", messages=MSGS)
-    finally:
-        server.close()
-        await server.wait_closed()
-    assert connections == 2
+    assert len(server.heads) == 2
 
 
 # -- deadlines ---------------------------------------------------------------------------

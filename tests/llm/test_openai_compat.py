@@ -18,6 +18,7 @@ from backend.llm.base import LLMError, LLMTransientError
 from backend.llm.openai_compat import YIELD_EVERY, OpenAICompatLLM, decode_chunk
 from backend.llm.prices import lookup
 from tests.fakellm import FakeModelServer
+from tests.support.raw_http import answering, ok_response
 
 MSGS = [{"role": "user", "content": "hi"}]
 
@@ -296,35 +297,16 @@ async def test_the_proxy_variables_send_the_call_through_the_proxy(
 ) -> None:
     """HTTP_PROXY is honoured as httpx honours it (the model's host is reachable only
     through the proxy here)."""
-    body = (
-        b'data: {"choices":[{"delta":{"content":"via the proxy"},"finish_reason":"stop"}]}\n\n'
-        b"data: [DONE]\n\n"
-    )
-    heads: list[bytes] = []
-
-    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        heads.append(await reader.readuntil(b"\r\n\r\n"))
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
-    try:
-        port = server.sockets[0].getsockname()[1]
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    body = sse(chunk("via the proxy", "stop"), "[DONE]")
+    async with answering(ok_response(body)) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         llm = OpenAICompatLLM("openai/fake", base_url="http://model.invalid/v1", max_retries=0)
         lean.append(llm)
         got = await llm.complete(stage="route", messages=MSGS)
-    finally:
-        server.close()
-        await server.wait_closed()
     assert got.text == "via the proxy"
-    assert heads and heads[0].startswith(b"POST http://model.invalid/v1/chat/completions ")
+    assert proxy.heads[0].startswith(b"POST http://model.invalid/v1/chat/completions ")
 
 
 async def test_no_proxy_sends_the_call_directly(
@@ -342,32 +324,10 @@ async def test_no_proxy_sends_the_call_directly(
 
 
 async def test_a_compressed_stream_is_read_decompressed(lean: list[OpenAICompatLLM]) -> None:
-    """A reply sent with Content-Encoding: gzip is decoded before it is parsed (an
-    unencoded one is read as it arrives)."""
-    body = gzip.compress(
-        sse(
-            {"choices": [{"delta": {"content": "packed "}}]},
-            {"choices": [{"delta": {"content": "reply"}, "finish_reason": "stop"}]},
-            "[DONE]",
-        )
-    )
-
-    async def model(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(model, "127.0.0.1", 0)
-    try:
-        port = server.sockets[0].getsockname()[1]
-        llm = OpenAICompatLLM("openai/fake", base_url=f"http://127.0.0.1:{port}/v1")
+    """A reply sent with Content-Encoding: gzip is decoded before it is parsed."""
+    body = gzip.compress(sse(chunk("packed "), chunk("reply", "stop"), "[DONE]"))
+    async with answering(ok_response(body, b"content-encoding: gzip")) as model:
+        llm = OpenAICompatLLM("openai/fake", base_url=f"{model.url}/v1")
         lean.append(llm)
         got = await llm.complete(stage="route", messages=MSGS)
-    finally:
-        server.close()
-        await server.wait_closed()
     assert (got.text, got.finish_reason) == ("packed reply", "stop")
