@@ -1,5 +1,6 @@
-"""One contract for the LLM seam, run against both paths (the lean httpx client and
-litellm) through the app's DispatchLLM, with the fake model server over real HTTP.
+"""One contract for the LLM seam, run against both paths (the lean client, httpx over
+aiohttp's connections, and litellm) through the app's DispatchLLM, with the fake model
+server over real HTTP.
 
 Where litellm behaves differently the test says so (see backend/llm/litellm_client.py).
 """
