@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -18,6 +17,7 @@ from backend.llm.base import LLMError, LLMTransientError
 from backend.llm.openai_compat import YIELD_EVERY, OpenAICompatLLM, decode_chunk
 from backend.llm.prices import lookup
 from tests.fakellm import FakeModelServer
+from tests.support.ports import free_port
 from tests.support.raw_http import answering, ok_response
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -312,10 +312,7 @@ async def test_the_proxy_variables_send_the_call_through_the_proxy(
 async def test_no_proxy_sends_the_call_directly(
     monkeypatch: pytest.MonkeyPatch, fake_model: FakeModelServer, lean: list[OpenAICompatLLM]
 ) -> None:
-    with socket.socket() as sock:  # a proxy nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        dead = sock.getsockname()[1]
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nobody listens
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     fake_model.script({"stage": "route", "content": "direct"})
     llm = OpenAICompatLLM("openai/fake", base_url=fake_model.base_url, max_retries=0)
