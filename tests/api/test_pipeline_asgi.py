@@ -280,7 +280,9 @@ def test_specialist_model_answers_and_the_default_takes_over_when_it_fails(
 def test_health_names_the_runtimes_offered_now(tmp_path: Any) -> None:
     from tests.support.settings import make_settings
 
-    app = create_app(make_settings(tmp_path), llm=ScriptedLLM([]))
+    # only `local` may be offered: the start-up probe, which runs beside this test, would
+    # otherwise add `docker` wherever an engine runs, between an assignment below and its GET
+    app = create_app(make_settings(tmp_path, runtimes="local"), llm=ScriptedLLM([]))
     with TestClient(app) as client:
         first = client.get("/api/health")
         assert first.status_code == 200 and first.headers["content-type"] == "application/json"
