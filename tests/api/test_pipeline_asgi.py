@@ -241,9 +241,10 @@ def test_follow_up_goal_sees_the_conversation_so_far(settings: Settings) -> None
 
 def test_unavailable_runtime_is_refused_before_anything_is_created(settings: Settings) -> None:
     llm = ScriptedLLM([])
-    app = create_app(settings, llm=llm)
+    # only `local` may be offered: the start-up probe, which runs beside this test, cannot
+    # offer `docker` where an engine runs
+    app = create_app(settings.model_copy(update={"runtimes": "local"}), llm=llm)
     with TestClient(app) as client:
-        app.state.runtimes_available = ["local"]
         r = client.post("/api/agent/run", json={"goal": "write code", "runtime": "docker"})
         assert r.status_code == 400
         assert "docker runtime is not available" in r.json()["error"]["message"]
