@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from typing import Any, Unpack
 
 import aiohttp
@@ -92,6 +93,10 @@ class OpenAICompatLLM(ModelClient):
         those, as before (a mount for all URLs leaves httpx reading those variables)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
+            # one TLS context (certifi's roots, ~15 ms to load) for httpx's transports and
+            # aiohttp's connections alike
+            tls = httpx.create_ssl_context()
+            aio = AiohttpTransport(verify=tls, client=lambda: _session(tls))
             self._client = httpx.AsyncClient(
                 # deadlines are ours (content-only idle timer, hard cap per attempt)
                 timeout=httpx.Timeout(None),
@@ -100,8 +105,9 @@ class OpenAICompatLLM(ModelClient):
                     max_keepalive_connections=64,
                     keepalive_expiry=KEEPALIVE_SECONDS,
                 ),
+                verify=tls,
                 transport=self.transport,
-                mounts=None if self.transport else {"all://": AiohttpTransport(client=_session)},
+                mounts=None if self.transport else {"all://": aio},
             )
             self._client_loop = loop
         return self._client
@@ -381,14 +387,12 @@ class _StreamReader:
         return got
 
 
-def _session() -> aiohttp.ClientSession:
+def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
     """The connections of a client (made on its loop at its first request): unlimited in
-    number and verified against certifi's roots, as httpx's are. Without aiohttp's
+    number and verified with the client's TLS context, as httpx's are. Without aiohttp's
     ``trust_env``, which would read the proxy variables and ~/.netrc in a thread on every
     request: httpx has read them once (:meth:`OpenAICompatLLM.client`)."""
-    connector = aiohttp.TCPConnector(
-        limit=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=httpx.create_ssl_context()
-    )
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=tls)
     return aiohttp.ClientSession(connector=connector)
 
 
