@@ -40,7 +40,7 @@ from backend.observe import endpoint as observe_endpoint
 from backend.observe.http import TracingMiddleware
 from backend.observe.tracing import flush_tracing, setup_tracing
 from backend.openapi import Reply, operation, undocumented
-from backend.previews.links import links_of
+from backend.previews.links import check_origin, links_of
 from backend.previews.listener import PreviewListener
 from backend.runs import RunManager
 from backend.runs.executor import QUEUE, QueueExecutor, require_postgres
@@ -97,6 +97,7 @@ def create_app(
     # -- runs in the store: instance id, notifier, executor (backend/runs) ----------------
     if settings.executor == "queue":
         require_postgres(settings.database_url)  # a clear start-up error (QueueConfigError)
+    check_origin(settings, users=len(set(settings.user_tokens().values())))
     store = Store(settings.database_url)
     traced = setup_tracing()  # metrics and traces: only with OTEL_EXPORTER_OTLP_*ENDPOINT
     own_llm: DispatchLLM | None = None  # made here: prewarmed at start, closed at shutdown

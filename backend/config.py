@@ -254,7 +254,8 @@ class Settings(BaseSettings):
     # zips made at once by one server process; one more is refused at once (429)
     zip_max_concurrent: int = Field(default=2, ge=1)
     # -- previews of what the agent builds (backend/previews, docs/api.md "Previews") ----
-    # the preview origin (its own listener); unset: http://127.0.0.1:<PORT+1>
+    # the preview listener's address; unset: http://127.0.0.1:<PORT+1>, each preview on a host
+    # of its own under it, http://<token>.localhost:<PORT+1> (browsers resolve *.localhost)
     preview_url: str | None = None
     # the port the preview listener binds when PREVIEW_URL is a proxy's address (else its port)
     preview_listen_port: int | None = Field(default=None, ge=1, le=65535)
@@ -266,6 +267,14 @@ class Settings(BaseSettings):
     preview_max_seconds: float = Field(default=86400.0, gt=0)  # stopped at this age
     preview_token_ttl: float = Field(default=86400.0, gt=0)  # seconds a preview URL works
     preview_log_lines: int = Field(default=200, ge=1)  # last lines of a service's output kept
+    preview_max_per_user: int = Field(default=6, ge=1)  # services at once, all conversations
+    # connections the preview listener serves at once; one more is answered 503 and closed
+    preview_max_connections: int = Field(default=1024, ge=1)
+    # seconds a request body (or a head) may go without a byte before the request is cut off
+    preview_body_timeout: float = Field(default=30.0, gt=0)
+    # PREVIEW_URL without PREVIEW_HOST_PATTERN serves every preview on one origin, where one
+    # previewed page can reach the others: refused with several users unless this is set
+    allow_shared_preview_origin: bool = False
     # where the services' Unix sockets are made (short: socket paths are limited to 107 bytes)
     preview_socket_dir: Path | None = None
 
@@ -286,6 +295,15 @@ class Settings(BaseSettings):
                 "perhaps ':port'), e.g. '*.preview.example.com'"
             )
         return pattern
+
+    def preview_hosts(self) -> str | None:
+        """The per-preview host pattern: PREVIEW_HOST_PATTERN, else ``*.localhost:<port>``
+        under the default listener; None when PREVIEW_URL is one shared origin."""
+        if self.preview_host_pattern:
+            return self.preview_host_pattern
+        if self.preview_url:
+            return None
+        return f"*.localhost:{self.port + 1}"
 
     def preview_base(self) -> str:
         """The preview origin, without a trailing slash."""

@@ -167,13 +167,14 @@ def serve_cmd(host: str | None, port: int | None) -> int:
         )
         return 2
     from backend.app import create_app
+    from backend.previews.links import PreviewConfigError
     from backend.runs.executor import QueueConfigError
     from backend.runtime.sandboxing import SandboxConfigError
     from backend.tools.mcp import McpConfigError
 
     try:
         app = create_app(settings)
-    except (QueueConfigError, McpConfigError, SandboxConfigError) as exc:
+    except (QueueConfigError, McpConfigError, SandboxConfigError, PreviewConfigError) as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
     from backend.serve import serve

@@ -11,9 +11,16 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, text
 
+from backend.store.tables import utcnow
+
 log = logging.getLogger(__name__)
 
 RUNS_SQL = text("SELECT count(*), count(wait_uuid) FROM runs WHERE status = 'running'")
+PREVIEWS_SQL = text(
+    "SELECT p.state, i.id IS NOT NULL FROM previews p LEFT JOIN instances i "
+    "ON i.id = p.owner AND i.expires_at > :now WHERE p.kind = 'service'"
+)
+PREVIEW_STATES = ("starting", "ready", "stopped", "failed")
 QUEUE_TABLE_SQL = text("SELECT to_regclass('procrastinate_jobs')")
 QUEUED_SQL = text(
     "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' AND queue_name = :queue"
@@ -34,12 +41,23 @@ class StoreCollector(Collector):
         waiting = GaugeMetricFamily(
             "planact_runs_waiting", "Runs waiting for a person (an approval, a question)."
         )
+        previews = GaugeMetricFamily(
+            "planact_preview_services",
+            "Preview services in the whole deployment, by state (a live one whose owner "
+            "died reads stopped).",
+            labels=["state"],
+        )
         queued = GaugeMetricFamily(
             "planact_queued_jobs", "Runs queued for a worker and not taken yet (EXECUTOR=queue)."
         )
         try:
             with self.engine.connect() as conn:
                 running, parked = conn.execute(RUNS_SQL).one()
+                states = dict.fromkeys(PREVIEW_STATES, 0)
+                for state, alive in conn.execute(PREVIEWS_SQL, {"now": utcnow()}):
+                    if state in ("starting", "ready") and not alive:
+                        state = "stopped"
+                    states[state] = states.get(state, 0) + 1
                 jobs = 0
                 if (
                     self.engine.dialect.name == "postgresql"
@@ -52,6 +70,9 @@ class StoreCollector(Collector):
         active.add_metric([], int(running) - int(parked))
         waiting.add_metric([], int(parked))
         queued.add_metric([], int(jobs))
+        for state, count in states.items():
+            previews.add_metric([state], count)
         yield active
+        yield previews
         yield waiting
         yield queued

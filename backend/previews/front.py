@@ -1,14 +1,19 @@
-"""The preview listener's connections, read by our own code first.
+"""The preview listener's connections: one HTTP parser (h11) for everything a client sends.
 
-Each request's head is parsed here (h11) and its token checked by the proxy
-(:meth:`PreviewProxy.resolve`), on every request of a kept-alive connection. A plain
-HTTP/1.1 request to a service's app — no body, or a ``Content-Length`` one — is forwarded
-here: the heads through h11, the bodies of known length moved by
-:mod:`backend.previews.splice` (an answer's socket to socket by splice(2), a request's
-through a buffer), an answer through h11 when the app answers chunked or until it closes.
-Everything else (a WebSocket, a static page, an unknown token, a chunked upload, HTTP/1.0,
-a head h11 refuses) goes, with the bytes read so far, to uvicorn's protocol and the proxy's
-ASGI path for the rest of the connection.
+Every request's head is read here under one bound (:data:`MAX_HEAD`, 64 KiB for the request
+line and headers together: 431 past it, 400 for a head h11 refuses) and its preview looked up
+(:meth:`PreviewProxy.resolve`), on every request of a kept-alive connection. Then:
+
+- a service's app: the request forwarded (:mod:`backend.previews.forward`): bodies of known
+  length socket to socket, chunked ones re-framed through h11, HTTP/1.0 clients answered as
+  HTTP/1.0; a WebSocket (or any ``Upgrade``) is a tunnel once the app answers 101
+  (:mod:`backend.previews.tunnel`);
+- the conversation's static pages: the workspace file (:mod:`backend.previews.static`);
+- anything else: 404, from the proxy itself.
+
+A client that sends nothing for :data:`IDLE` seconds between requests, or takes longer than
+``PREVIEW_BODY_TIMEOUT`` between two pieces of a head or a body, is cut off. What a client
+gets wrong is counted (``planact_preview_requests{status}``) and logged at debug level only.
 """
 
 from __future__ import annotations
@@ -17,310 +22,188 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import h11
 
-from backend.previews.handoff import receive_connection
-from backend.previews.proxy import HOP_BY_HOP_B, PREFIX, forwarded_headers
-from backend.previews.splice import Splicer, copy
-from backend.previews.upstream import readable_now
+from backend.observe import preview_metrics as metrics
+from backend.previews import forward, static, tunnel
+from backend.previews.headers import get, own_answer
 
 if TYPE_CHECKING:
     from backend.previews.proxy import PreviewProxy
-    from backend.store.rows import StoredPreview
 
 log = logging.getLogger(__name__)
 
 IDLE = 5.0  # seconds a kept-alive connection may wait for its next request (uvicorn's own)
-HEAD_TIMEOUT = 30.0  # seconds a connection's first request head, or a started one, may take
+HEAD_TIMEOUT = 30.0  # seconds a request head may take from its first byte on, at most
 MAX_HEAD = 65536  # bytes of a request or answer head
 HEAD_READ = 16384  # bytes read at once while a head is awaited (the body after it is spliced)
-STREAM_READ = 1 << 20  # bytes read at once of an answer relayed through h11
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-NO_BODY = frozenset({204, 304})
-
-HandOver = Callable[[socket.socket, bytes], Awaitable[None]]
-
-
-class _Route:
-    """Where one request goes: the app behind ``socket_path``, at ``target``."""
-
-    def __init__(
-        self, request: h11.Request, scope: dict[str, Any], token: str, row: StoredPreview
-    ) -> None:
-        self.request = request
-        self.scope = scope
-        self.token = token
-        self.socket_path = str(row.socket)
-        self.row = row
+NOT_FOUND = b"Not found."
 
 
 class Front:
     """Serves the preview listener's connections (one :meth:`serve` task each)."""
 
-    def __init__(self, proxy: PreviewProxy, hand_over: HandOver) -> None:
+    def __init__(self, proxy: PreviewProxy, body_timeout: float = 30.0) -> None:
         self.proxy = proxy
-        self.hand_over = hand_over
+        self.body_timeout = body_timeout
 
     async def serve(self, client: socket.socket, peer: Any) -> None:
-        await _Connection(self, client, peer).run()
+        await Connection(self, client, peer).run()
 
 
-class _Connection:
+class Connection:
+    """One client's connection: its requests in turn (kept alive, pipelined)."""
+
     def __init__(self, front: Front, client: socket.socket, peer: Any) -> None:
         self.front = front
-        self.client: socket.socket | None = client
+        self.proxy = front.proxy
+        self.client = client
         self.peer = peer
         self.loop = asyncio.get_running_loop()
-        self.pending = b""  # bytes of the client's not yet handled
-        self.app: socket.socket | None = None
-        self.app_path = ""
-        self.splicer = Splicer()
+        self.pending = b""  # bytes of the client's read past the last request
         self.answered = 0  # requests answered on this connection
+        self.upstream = forward.AppConnection(self)
+
+    @property
+    def body_timeout(self) -> float:
+        return self.front.body_timeout
 
     async def run(self) -> None:
         try:
-            while self.client is not None:
+            while True:
                 got = await self._next_head()
                 if got is None:
                     return
                 server, request = got
-                route = await self._route(request) if request is not None else None
-                if route is None:  # the rest of the connection is uvicorn's
-                    client, self.client = self.client, None
-                    await self.front.hand_over(client, self.pending)
-                    return
-                if not await self._forward(server, route):
+                if not await self._one(server, request):
                     return
                 self.answered += 1
-        except (OSError, h11.ProtocolError) as exc:  # the client sees its connection closed
+        except (OSError, h11.ProtocolError, TimeoutError) as exc:  # the client sees it closed
             log.debug("previews: a connection ended: %r", exc)
         except Exception:  # the store failing, say: this connection ends, not the listener
             log.exception("previews: a connection failed")
         finally:
-            self.splicer.close()
-            self._drop_app()
-            if self.client is not None:
-                self.client.close()
+            self.upstream.close()
+            self.client.close()
 
-    # -- the client's side -----------------------------------------------------------------
-    async def _next_head(self) -> tuple[h11.Connection, h11.Request | None] | None:
-        """The next request's head (and the h11 connection that read it); request None for
-        one h11 refuses; None when the client is gone or idle too long."""
-        assert self.client is not None
+    async def _one(self, server: h11.Connection, request: h11.Request) -> bool:
+        """Answer one request; whether the connection goes on."""
+        found = await self.proxy.resolve(bytes(request.target), list(request.headers))
+        if found is None:
+            metrics.request(404)
+            return await self.answer(server, 404, NOT_FOUND)
+        if found.row.kind == "files":
+            return await static.serve(self, server, request, found)
+        if get(request.headers, b"upgrade") is not None:
+            return await tunnel.serve(self, server, request, found)
+        return await forward.serve(self, server, request, found)
+
+    # -- reading -------------------------------------------------------------------------
+    async def _next_head(self) -> tuple[h11.Connection, h11.Request] | None:
+        """The next request's head and the h11 connection that read it; None when the
+        client is gone, idle too long, or sent a head it was answered an error for."""
         server = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         if self.pending:  # (nothing fed means nothing: b"" would mean the end)
             server.receive_data(self.pending)
+            self.pending = b""
         head_by: float | None = None  # when the head must be in, from its first byte on
         while True:
             try:
                 event = server.next_event()
-            except h11.RemoteProtocolError:
-                return server, None
+            except h11.RemoteProtocolError as exc:
+                await self._refuse(server, exc)
+                return None
             if isinstance(event, h11.Request):
                 return server, event
             if event is not h11.NEED_DATA:
                 return None  # the client closed between requests
+            started = bool(server.trailing_data[0]) or head_by is not None
+            if self.answered and not started:  # between two requests
+                until = self.loop.time() + IDLE
+            else:
+                head_by = head_by or self.loop.time() + HEAD_TIMEOUT
+                until = min(head_by, self.loop.time() + self.body_timeout)
             try:
-                if self.answered and not self.pending:  # between two requests
-                    until = self.loop.time() + IDLE
-                else:
-                    head_by = head_by or self.loop.time() + HEAD_TIMEOUT
-                    until = head_by
                 async with asyncio.timeout_at(until):
                     data = await self.loop.sock_recv(self.client, HEAD_READ)
             except TimeoutError:
+                if started or not self.answered:
+                    metrics.malformed("timeout")
                 return None
             if not data:
                 return None
-            self.pending += data
             server.receive_data(data)
 
-    async def _route(self, request: h11.Request) -> _Route | None:
-        """The service a request is forwarded to here, its token checked; None for any
-        request that is not a plain HTTP/1.1 one to a live service's app."""
-        if request.http_version != b"1.1":
-            return None
-        headers = list(request.headers)
-        if any(k in (b"transfer-encoding", b"upgrade") for k, _ in headers):
-            return None
-        raw_path, _, query = bytes(request.target).partition(b"?")
-        scope = {
-            "type": "http",
-            "method": request.method.decode("ascii"),
-            "path": unquote(raw_path.decode("latin-1")),
-            "raw_path": raw_path,
-            "query_string": query,
-            "headers": headers,
-            "client": self.peer,
-            "scheme": "http",
-        }
-        found = await self.front.proxy.resolve(scope)
-        if found is None or found[2].kind != "service":
-            return None
-        token = found[0]
-        prefix = f"{PREFIX}{token}".encode()
-        if raw_path.startswith(prefix + b"/") or raw_path == prefix:
-            rest = raw_path[len(prefix) :] or b"/"
-        elif scope["path"].startswith(prefix.decode() + "/") or scope["path"] == prefix.decode():
-            return None  # an encoded token: the ASGI path reads it
-        else:
-            rest = raw_path  # by the preview's own host, or by its Referer
-        scope["target"] = rest + (b"?" + query if query else b"")
-        return _Route(request, scope, token, found[2])
+    async def _refuse(self, server: h11.Connection, exc: h11.RemoteProtocolError) -> None:
+        status = exc.error_status_hint
+        metrics.malformed("too_large" if status == 431 else "malformed")
+        log.debug("previews: a request refused (%d): %s", status, exc)
+        message = b"Request head too large." if status == 431 else b"Bad request."
+        metrics.request(status)
+        with contextlib.suppress(OSError, h11.ProtocolError):
+            await self.send_answer(server, status, message, close=True)
 
-    # -- one request -----------------------------------------------------------------------
-    async def _forward(self, server: h11.Connection, route: _Route) -> bool:
-        """Forward one request and its answer; whether the client's connection goes on."""
-        client = self.client
-        assert client is not None
-        request = route.request
-        body = server.trailing_data[0]
-        length = int(_header(request.headers, b"content-length") or 0)
-        self.pending = body[length:]  # the next request's bytes, when pipelined
-        headers = [(k, v) for k, v in forwarded_headers(route.scope, route.token) if k != b"expect"]
-        try:
-            app = await self._app(route)
-        except OSError as exc:
-            message = f"The preview's app did not answer: {exc}".encode()
-            await _answer(self.loop, client, server, 502, message, close=length > 0)
-            return length == 0
-        upstream = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
-        head = upstream.send(
-            h11.Request(method=request.method, target=route.scope["target"], headers=headers)
-        )
-        if b"100-continue" in (_header(request.headers, b"expect") or b"").lower():
-            await self.loop.sock_sendall(client, CONTINUE)
-        first = body[:length]
-        try:
-            await self.loop.sock_sendall(app, (head or b"") + first)
-            if length > len(first):
-                await copy(client, app, length - len(first))
-            response = await self._response_head(app, upstream)
-        except (OSError, h11.ProtocolError) as exc:  # best effort: the client may be gone
-            self._drop_app()
-            message = f"The preview's app did not answer: {exc}".encode()
-            await _answer(self.loop, client, server, 502, message, close=True)
-            return False
-        return await self._relay(server, upstream, route, response)
+    async def recv(self, size: int) -> bytes:
+        """The client's next bytes (at most ``size``), within the body timeout."""
+        async with asyncio.timeout(self.body_timeout):
+            return await self.loop.sock_recv(self.client, size)
 
-    async def _response_head(self, app: socket.socket, upstream: h11.Connection) -> h11.Response:
+    async def body_events(self, server: h11.Connection) -> Any:
+        """The request body's h11 events (Data, then EndOfMessage), read as needed."""
         while True:
-            event = upstream.next_event()
-            if isinstance(event, h11.Response):
-                return event
+            event = server.next_event()
             if event is h11.NEED_DATA:
-                upstream.receive_data(await self.loop.sock_recv(app, HEAD_READ))
-            elif not isinstance(event, h11.InformationalResponse):  # a 1xx is not passed on
-                raise h11.RemoteProtocolError("the app closed without an answer")
-
-    async def _relay(
-        self,
-        server: h11.Connection,
-        upstream: h11.Connection,
-        route: _Route,
-        response: h11.Response,
-    ) -> bool:
-        """Send the app's answer on; whether both connections can serve another request."""
-        client, app = self.client, self.app
-        assert client is not None and app is not None
-        out = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP_B]
-        head = server.send(
-            h11.Response(status_code=response.status_code, headers=out, reason=response.reason)
-        )
-        keep_app = response.http_version == b"1.1" and not _closes(response.headers)
-        keep_client = server.our_state is not h11.MUST_CLOSE and not _closes(route.request.headers)
-        length = _header(response.headers, b"content-length")
-        chunked = _header(response.headers, b"transfer-encoding") is not None
-        bodiless = (
-            route.request.method == b"HEAD"
-            or response.status_code in NO_BODY
-            or response.status_code < 200
-        )
-        if bodiless or (length is not None and not chunked):
-            size = 0 if bodiless else int(length or 0)
-            early = upstream.trailing_data[0]
-            keep_app = keep_app and len(early) <= size
-            first = early[:size]
-            await self.loop.sock_sendall(client, (head or b"") + first)
-            try:
-                if size > len(first):
-                    await self.splicer.move(app, client, size - len(first))
-            except OSError:
-                self._drop_app()
-                raise
-        else:  # chunked or until the app closes: through h11, re-framed for the client
-            await self.loop.sock_sendall(client, head or b"")
-            await self._stream(server, upstream)
-            keep_app = keep_app and chunked
-            keep_client = keep_client and server.our_state is h11.DONE
-        if not keep_app:
-            self._drop_app()
-        return keep_client
-
-    async def _stream(self, server: h11.Connection, upstream: h11.Connection) -> None:
-        client, app = self.client, self.app
-        assert client is not None and app is not None
-        while True:
-            event = upstream.next_event()
-            if event is h11.NEED_DATA:
-                upstream.receive_data(await self.loop.sock_recv(app, STREAM_READ))
-            elif isinstance(event, h11.Data):
-                await self.loop.sock_sendall(client, server.send(event) or b"")
-            elif isinstance(event, h11.EndOfMessage):
-                await self.loop.sock_sendall(client, server.send(h11.EndOfMessage()) or b"")
+                data = await self.recv(forward.STREAM_READ)
+                server.receive_data(data)
+                if not data:
+                    raise h11.RemoteProtocolError("the client closed mid-body")
+                continue
+            yield event
+            if isinstance(event, h11.EndOfMessage):
                 return
-            else:
-                raise h11.RemoteProtocolError("the app's answer ended early")
 
-    # -- the app's side --------------------------------------------------------------------
-    async def _app(self, route: _Route) -> socket.socket:
-        """A connection to the route's app: the one kept from the last request when it is
-        the same app's and still open, else a new one from its forwarder."""
-        if self.app is not None and (self.app_path != route.socket_path or readable_now(self.app)):
-            self._drop_app()
-        if self.app is None:
-            self.app = await receive_connection(
-                route.socket_path, self.front.proxy.trusted(route.row)
-            )
-            self.app_path = route.socket_path
-        return self.app
+    # -- answering -----------------------------------------------------------------------
+    async def send(self, data: bytes | None) -> None:
+        if data:
+            await self.loop.sock_sendall(self.client, data)
 
-    def _drop_app(self) -> None:
-        if self.app is not None:
-            self.app.close()
-            self.app = None
+    async def send_answer(
+        self, server: h11.Connection, status: int, message: bytes, *, close: bool
+    ) -> None:
+        headers = own_answer(b"text/plain; charset=utf-8", len(message), close=close)
+        reason = HTTPStatus(status).phrase.encode()
+        data = server.send(h11.Response(status_code=status, headers=headers, reason=reason))
+        await self.send((data or b"") + (server.send(h11.Data(data=message)) or b""))
+        await self.send(server.send(h11.EndOfMessage()))
 
+    async def answer(self, server: h11.Connection, status: int, message: bytes) -> bool:
+        """An answer of the proxy's own; whether the connection goes on (the request's body,
+        when it has one, is read and dropped first, so that the next request is found)."""
+        try:
+            await self._drain(server)
+        except (h11.ProtocolError, OSError, TimeoutError):
+            with contextlib.suppress(OSError, h11.ProtocolError):
+                await self.send_answer(server, status, message, close=True)
+            return False
+        await self.send_answer(server, status, message, close=False)
+        return self.finish(server)
 
-def _header(headers: Any, name: bytes) -> bytes | None:
-    for key, value in headers:
-        if key == name:
-            return bytes(value)
-    return None
+    async def _drain(self, server: h11.Connection, limit: int = 1 << 20) -> None:
+        """Read the request's body and drop it; past ``limit`` bytes, give up (close)."""
+        seen = 0
+        async for event in self.body_events(server):
+            if isinstance(event, h11.Data):
+                seen += len(event.data)
+                if seen > limit:
+                    raise h11.LocalProtocolError("a body too large to skip")
 
-
-def _closes(headers: Any) -> bool:
-    value = _header(headers, b"connection") or b""
-    return b"close" in value.lower()
-
-
-async def _answer(
-    loop: asyncio.AbstractEventLoop,
-    client: socket.socket,
-    server: h11.Connection,
-    status: int,
-    message: bytes,
-    *,
-    close: bool,
-) -> None:
-    """A plain-text answer of the proxy's own (best effort: the client may be gone)."""
-    headers = [(b"content-type", b"text/plain; charset=utf-8")]
-    headers.append((b"content-length", str(len(message)).encode()))
-    if close:
-        headers.append((b"connection", b"close"))
-    with contextlib.suppress(OSError, h11.ProtocolError):
-        data = server.send(h11.Response(status_code=status, headers=headers))
-        await loop.sock_sendall(client, (data or b"") + message)
+    def finish(self, server: h11.Connection) -> bool:
+        """After an answer: whether the connection serves another request (the bytes read
+        past this one kept for it)."""
+        if server.our_state is not h11.DONE or server.their_state is not h11.DONE:
+            return False
+        self.pending = server.trailing_data[0]
+        return True

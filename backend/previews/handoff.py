@@ -92,3 +92,15 @@ def _close_all(fds: list[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def readable_now(sock: socket.socket) -> bool:
+    """Whether an idle connection to an app has something to read (the app closed it,
+    usually): then it is not used for another request."""
+    try:
+        sock.recv(1, socket.MSG_PEEK)  # data, or b"" at its end
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True

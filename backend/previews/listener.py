@@ -1,5 +1,9 @@
-"""The preview origin's own listener (``PREVIEW_URL``, default ``http://127.0.0.1:<PORT+1>``),
-run beside the API in the same process (`planact serve`, `planact run`)."""
+"""The preview origin's own listener (``PREVIEW_URL``, default ``http://127.0.0.1:<PORT+1>``,
+each preview on a host of its own under it), run beside the API in the same process
+(`planact serve`, `planact run`). Every connection is served by the front (front.py, one
+parser for everything); at most ``PREVIEW_MAX_CONNECTIONS`` at once, one more is answered 503
+and closed at once, so that no number of clients can hold the process's memory or
+descriptors."""
 
 from __future__ import annotations
 
@@ -8,13 +12,10 @@ import contextlib
 import logging
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from uvicorn.server import ServerState
-
+from backend.observe import preview_metrics as metrics
 from backend.previews.front import Front
 from backend.previews.links import links_of
 from backend.previews.proxy import PreviewProxy
@@ -25,36 +26,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-
-class NoDelayHttp(HttpToolsProtocol):
-    """uvicorn's HTTP protocol with TCP_NODELAY: a proxied answer goes out in several writes
-    (head, body chunks), and Nagle would hold each small one for the client's delayed ACK
-    (40 ms). It writes no access line: a preview's path carries its token."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.access_log = False
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().connection_made(transport)
-
-
-class HandedOver(NoDelayHttp):
-    """uvicorn's protocol taking over a connection the front (backend/previews/front.py)
-    started reading: the bytes it read are parsed first."""
-
-    def __init__(self, data: bytes, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.handed = data
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if self.handed:
-            self.data_received(self.handed)
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 28\r\nconnection: close\r\nretry-after: 1\r\n\r\n"
+    b"Too many connections; retry."
+)
 
 
 def listen_address(settings: Settings) -> tuple[str, int]:
@@ -67,35 +43,22 @@ def listen_address(settings: Settings) -> tuple[str, int]:
 
 
 class PreviewListener:
-    """Accepts the preview origin's connections: each is served by the front (its own
-    code, bodies moved by splice) and handed to uvicorn's protocol and the proxy's ASGI
-    path for what the front does not forward itself."""
+    """Accepts the preview origin's connections, each served by the front."""
 
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.proxy = PreviewProxy(store, Path(settings.workspace_dir).resolve(), links_of(settings))
-        self.front = Front(self.proxy, self._hand_over)
-        self.config = uvicorn.Config(
-            self.proxy,
-            lifespan="off",
-            # the process's logging is the API server's: configuring it again here (levels,
-            # handlers of the shared uvicorn loggers) silenced the API's access lines
-            log_config=None,
-            log_level=None,
-            proxy_headers=False,
-            http=NoDelayHttp,
-            ws="websockets-sansio",
-            server_header=False,  # the app's own headers only
-            date_header=False,
-        )
-        self.state = ServerState()  # uvicorn's connections (the handed-over ones)
+        self.front = Front(self.proxy, settings.preview_body_timeout)
+        self.limit = settings.preview_max_connections
         self.sock: socket.socket | None = None
+        self.problem: str | None = None  # why it does not listen, when it does not
         self._task: asyncio.Task[None] | None = None
         self._served: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
 
     async def start(self) -> bool:
-        """Start listening (once); False (logged) when the address is taken."""
+        """Start listening (once); False (logged, and in :attr:`problem`) when the address
+        is taken."""
         async with self._lock:
             if self.sock is not None:
                 return True
@@ -104,18 +67,18 @@ class PreviewListener:
                 family = socket.AF_INET6 if ":" in host else socket.AF_INET
                 sock = socket.create_server((host, port), family=family, backlog=2048)
             except OSError as exc:
-                log.warning("previews: could not listen on %s:%d: %s", host, port, exc)
+                self.problem = f"could not listen on {host}:{port}: {exc.strerror or exc}"
+                log.warning("previews: %s", self.problem)
                 return False
             sock.setblocking(False)
-            self.config.load()
             self.sock = sock
             self._task = asyncio.create_task(self._accept(sock))
             log.info("previews: listening on %s:%d (%s)", host, port, self.settings.preview_base())
             return True
 
     def open_connections(self) -> int:
-        """Connections served now: by the front, and handed over to uvicorn."""
-        return len(self._served) + len(self.state.connections)
+        """Connections served now."""
+        return len(self._served)
 
     async def _accept(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -126,23 +89,24 @@ class PreviewListener:
                 log.warning("previews: accept failed: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
+            if len(self._served) >= self.limit:
+                metrics.REFUSED.inc()
+                with contextlib.suppress(OSError):
+                    conn.setblocking(False)
+                    conn.send(BUSY)
+                conn.close()
+                continue
             conn.setblocking(False)
             with contextlib.suppress(OSError):
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             task = asyncio.create_task(self.front.serve(conn, peer))
             self._served.add(task)
-            task.add_done_callback(self._served.discard)
+            metrics.CONNECTIONS.inc()
+            task.add_done_callback(self._done)
 
-    async def _hand_over(self, conn: socket.socket, data: bytes) -> None:
-        loop = asyncio.get_running_loop()
-
-        def protocol() -> HandedOver:
-            return HandedOver(data, config=self.config, server_state=self.state, app_state={})
-
-        try:
-            await loop.connect_accepted_socket(protocol, conn)
-        except OSError:
-            conn.close()
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._served.discard(task)
+        metrics.CONNECTIONS.dec()
 
     async def close(self) -> None:
         if self._task is not None:
@@ -154,11 +118,3 @@ class PreviewListener:
         for task in list(self._served):
             task.cancel()
         await asyncio.gather(*self._served, return_exceptions=True)
-        for connection in list(self.state.connections):
-            connection.shutdown()
-        cycles = list(self.state.tasks)  # requests under way: as uvicorn's shutdown waits
-        if cycles:
-            await asyncio.wait(cycles, timeout=10)
-        for cycle in cycles:
-            cycle.cancel()
-        await self.proxy.aclose()

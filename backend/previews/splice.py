@@ -60,9 +60,12 @@ class Splicer:
                     os.close(fd)
             self._pipe = None
 
-    async def move(self, src: socket.socket, dst: socket.socket, count: int) -> None:
+    async def move(
+        self, src: socket.socket, dst: socket.socket, count: int, stall: float | None = None
+    ) -> None:
         """Move exactly ``count`` bytes from ``src`` to ``dst`` (both non-blocking).
-        BodyCut when ``src`` ends first; OSError when either socket fails."""
+        BodyCut when ``src`` ends first; OSError when either socket fails; TimeoutError when
+        ``dst`` takes none of it for ``stall`` seconds (a client that stopped reading)."""
         r, w = self._open()
         loop = asyncio.get_running_loop()
         left, held = count, 0  # still to take from src; in the pipe
@@ -86,21 +89,26 @@ class Splicer:
                     else:
                         held, moved = held - n, True
                 if not moved:  # the pipe waits for dst, or everything waits for src
-                    await _ready(loop, dst if held else src, writing=bool(held))
+                    async with asyncio.timeout(stall if held else None):
+                        await _ready(loop, dst if held else src, writing=bool(held))
         except BaseException:
             self.close()  # it may hold bytes of this body
             raise
 
 
-async def copy(src: socket.socket, dst: socket.socket, count: int) -> None:
+async def copy(
+    src: socket.socket, dst: socket.socket, count: int, stall: float | None = None
+) -> None:
     """Move exactly ``count`` bytes from ``src`` to ``dst`` (both non-blocking) through a
-    buffer of the proxy's. BodyCut when ``src`` ends first; OSError when either socket fails.
+    buffer of the proxy's. BodyCut when ``src`` ends first; OSError when either socket fails;
+    TimeoutError when ``src`` sends nothing for ``stall`` seconds (a stalled upload).
     Nothing is held between calls: a move that does not finish leaves no byte behind."""
     loop = asyncio.get_running_loop()
     view = memoryview(bytearray(min(count, COPY_SIZE)))
     left = count
     while left:
-        n = await loop.sock_recv_into(src, view[: min(left, len(view))])
+        async with asyncio.timeout(stall):
+            n = await loop.sock_recv_into(src, view[: min(left, len(view))])
         if n == 0:
             raise BodyCut(left)
         await loop.sock_sendall(dst, view[:n])

@@ -71,9 +71,23 @@ class SqlPreviews(StoreBase):
         return await self._core(fn)
 
     async def preview_by_token(self, token: str) -> StoredPreview | None:
+        """The preview ``token`` names, read as the listing reads it: a live service whose
+        owner's lease expired (the process died or froze) is stopped."""
+
         def fn(c: Connection) -> StoredPreview | None:
             r = c.execute(select(PREVIEWS).where(PREVIEWS.c.token == token)).one_or_none()
-            return None if r is None else _row(r)
+            if r is None:
+                return None
+            row = _row(r)
+            if row.kind == "service" and row.state in LIVE and row.owner is not None:
+                alive = c.execute(
+                    select(INSTANCES.c.id).where(
+                        INSTANCES.c.id == row.owner, INSTANCES.c.expires_at > utcnow()
+                    )
+                ).scalar_one_or_none()
+                if alive is None:
+                    row = replace(row, state="stopped")
+            return row
 
         return await self._core(fn)
 

@@ -11,6 +11,7 @@ import pytest
 
 from tests.fakellm import FakeModelServer
 from tests.support.browser import launched_chromium
+from tests.support.preview_origin import origin  # noqa: F401 (the listener's fixture)
 from tests.support.previews import RUNTIMES, PreviewServer, start_preview_server
 
 

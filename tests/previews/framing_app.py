@@ -7,6 +7,11 @@ GET /pattern/N  N bytes of a fixed pseudo-random pattern (Content-Length)
 POST /upload    the body's size and SHA-256 (JSON), Content-Length or chunked
 GET /chunked    a chunked answer; GET /until-close: an HTTP/1.0 answer ended by closing
 GET /short      says 1000000 bytes, sends 1000 and closes; GET /silent: closes, no answer
+GET /headers    the request's headers as it got them (JSON, names lowercased)
+GET /cookie     an answer with a Set-Cookie for a parent domain, its own Referrer-Policy, and
+                a header it names in Connection (each for the proxy to take out)
+GET /upgrade    with Upgrade: echo, 101, then every byte sent back until the client closes
+                (no Upgrade: 426)
 """
 
 from __future__ import annotations
@@ -53,6 +58,20 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif self.path == "/silent":
             self.close_connection = True
+        elif self.path == "/headers":
+            self.answer_json({k.lower(): v for k, v in self.headers.items()})
+        elif self.path == "/cookie":
+            self.send_response(200)
+            self.send_header("Set-Cookie", "a=1; Domain=localhost; Path=/; HttpOnly")
+            self.send_header("Set-Cookie", "b=2; path=/;domain=.example.com")
+            self.send_header("Referrer-Policy", "unsafe-url")
+            self.send_header("Connection", "X-App-Hop")
+            self.send_header("X-App-Hop", "1")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+        elif self.path == "/upgrade":
+            self.upgrade()
         else:
             self.send_response(200)
             self.send_header("Content-Length", "5")
@@ -78,6 +97,23 @@ class Handler(BaseHTTPRequestHandler):
             left -= len(chunk)
             size += len(chunk)
         self.answer_json({"size": size, "sha256": digest.hexdigest()})
+
+    def upgrade(self) -> None:
+        if self.headers.get("Upgrade", "").lower() != "echo":
+            self.send_response(426)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(101)
+        self.send_header("Upgrade", "echo")
+        self.send_header("Connection", "Upgrade")
+        self.end_headers()
+        self.wfile.write(b"hello from the app;")
+        self.wfile.flush()
+        while data := self.rfile.read1(65536):
+            self.wfile.write(data)
+            self.wfile.flush()
+        self.close_connection = True
 
     def answer_json(self, value: object) -> None:
         body = json.dumps(value).encode()

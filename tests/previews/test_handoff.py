@@ -12,11 +12,9 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpcore
 import pytest
 
 from backend.previews.handoff import HandoffRefused, receive_connection
-from backend.previews.upstream import app_pool
 from backend.runtime import forwarder
 
 Hand = Callable[[socket.socket], None]
@@ -122,17 +120,6 @@ async def test_anything_but_a_connected_tcp_socket_is_refused_and_closed(
         await receive_connection(path, None)
     await fake_forwarder.answered()  # (the forwarder's own descriptors are closed too)
     assert open_fds() == before  # every descriptor received was closed
-
-
-async def test_the_proxy_answers_502_for_a_refused_handoff(
-    fake_forwarder: FakeForwarder,
-) -> None:
-    pool = app_pool(fake_forwarder.start(hands(b"1", a_file)), None)
-    try:
-        with pytest.raises(httpcore.ConnectError):
-            await pool.request("GET", "http://preview/")
-    finally:
-        await pool.aclose()
 
 
 async def test_the_forwarder_hands_over_a_connection_to_the_app(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Per-preview hosts (PREVIEW_HOST_PATTERN, docs/api.md "Previews"): each preview on a host
-of its own, routed by the Host header; the /p/<token>/ form still answers."""
+of its own, routed by the Host header; the shared /p/<token>/ form does not answer then."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from tests.support.previews import (
 )
 
 
-def scope_with_host(host: str) -> dict[str, object]:
-    return {"type": "http", "headers": [(b"host", host.encode())]}
+def scope_with_host(host: str) -> list[tuple[bytes, bytes]]:
+    return [(b"host", host.encode())]
 
 
 def test_links_on_the_preview_origin_and_on_hosts_of_their_own() -> None:
@@ -40,7 +40,7 @@ def test_links_on_the_preview_origin_and_on_hosts_of_their_own() -> None:
     assert hosts.token_of_host(scope_with_host("preview.example.com")) is None
     assert hosts.token_of_host(scope_with_host("a.b.preview.example.com")) is None
     assert hosts.token_of_host(scope_with_host("abc.preview.example.org")) is None
-    assert hosts.token_of_host({"type": "http", "headers": []}) is None
+    assert hosts.token_of_host([]) is None
     with_port = PreviewLinks("http://127.0.0.1:9", "*.preview.localhost:8002")
     assert with_port.link("abc", "/") == "http://abc.preview.localhost:8002/"
     assert with_port.token_of_host(scope_with_host("abc.preview.localhost:8002")) == "abc"
@@ -106,8 +106,9 @@ def test_a_preview_on_a_host_of_its_own(tmp_path: Path, fake_model: FakeModelSer
                 c.get(direct + "/", headers={"host": f"{forged}.preview.localhost"}).status_code
                 == 404
             )
-            # the path form of the same token still answers on the listener
-            assert c.get(f"{direct}/p/{token}/").status_code == 200
+            # no page of it is served on an origin shared with other previews
+            assert c.get(f"{direct}/p/{token}/").status_code == 404
+            assert c.get(f"{direct}/p/{token}/", headers={"host": host}).status_code == 200
         with ps.server.client() as api_client:
             headers = api_client.get("/api/settings").headers
             policy = headers["content-security-policy"]

@@ -154,7 +154,9 @@ async def seed_ready_service(
     store: Store, *, port: int, socket: str, token: str, owner: str, title: str
 ) -> StoredPreview:
     """A ready service preview of user ``u``'s new conversation, its forwarder at ``socket``
-    (what the host stores once a service listens), for the origin to forward to."""
+    (what the host stores once a service listens), for the origin to forward to. ``owner``
+    gets a live lease (a dead owner's services read stopped)."""
+    await store.renew_instance(owner, "serve", 3600.0, "test")
     cid = await store.create_conversation("u", title)
     return await store.put_preview(
         {
