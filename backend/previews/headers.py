@@ -4,8 +4,9 @@ To the app: the request's headers without hop-by-hop ones (the fixed list and ev
 the request's ``Connection`` names), the client's ``Host``, and ``X-Forwarded-*``.
 To the browser: the app's headers without hop-by-hop ones, a ``Set-Cookie``'s ``Domain``
 dropped (a cookie stays on the preview's own host), and the proxy's own
-``Referrer-Policy: no-referrer`` in place of the app's: a preview's address is its
-credential, and no link or request of the page may carry it to anyone.
+``Referrer-Policy: same-origin`` in place of the app's: a preview's address is its
+credential, and no link or request of the page may carry it to anyone else (its own origin
+still gets it: on a shared origin an absolute path of the app is routed by its Referer).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ HOP_BY_HOP = frozenset(
     }
 )
 # what the proxy says of every answer, whatever the app said
-OWN = ((b"referrer-policy", b"no-referrer"),)
+OWN = ((b"referrer-policy", b"same-origin"),)
 OWN_NAMES = frozenset(name for name, _ in OWN)
 COOKIE_DOMAIN = re.compile(rb";\s*domain\s*=[^;]*", re.IGNORECASE)
 

@@ -90,11 +90,16 @@ class PreviewHost:
     def entry(self, row: StoredPreview) -> dict[str, Any]:
         return {"name": row.name, "port": row.port, "path": row.path, "url": self.url(row)}
 
+    def _lasting(self, row: StoredPreview) -> bool:
+        """Whether a row's token works for at least half of PREVIEW_TOKEN_TTL more."""
+        ttl = timedelta(seconds=self.settings.preview_token_ttl)
+        return row.token_expires - utcnow() >= ttl / 2
+
     async def fresh(self, row: StoredPreview) -> StoredPreview:
         """``row`` with a token that works for at least half of PREVIEW_TOKEN_TTL."""
-        ttl = timedelta(seconds=self.settings.preview_token_ttl)
-        if row.token_expires - utcnow() >= ttl / 2:
+        if self._lasting(row):
             return row
+        ttl = timedelta(seconds=self.settings.preview_token_ttl)
         token, expires = new_token(), utcnow() + ttl
         await self.store.update_preview(row.id, token=token, token_expires=expires)
         return replace(row, token=token, token_expires=expires)
@@ -158,9 +163,21 @@ class PreviewHost:
                     f"At most {self.settings.preview_max_per_conversation} previews run at once "
                     f"in a conversation; running: {names}. Stop one (or reuse its name) first.",
                 )
+            mine = await self.store.live_previews_of_user(user_id)
+            others = [r for r in mine if not (r.conversation_id == cid and r.name == name)]
+            if len(others) >= self.settings.preview_max_per_user:
+                names = ", ".join(f"{r.name} (port {r.port})" for r in others)
+                return Started(
+                    False,
+                    f"At most {self.settings.preview_max_per_user} previews run at once for "
+                    f"one person, across their conversations (PREVIEW_MAX_PER_USER); running: "
+                    f"{names}. Stop one first.",
+                )
             same = [r for r in rows if r.name == name]
             for row in same:
-                await self._stop_row(row)
+                await self._stop_row(row, "restarted")
+            # a restart keeps the preview's address: links in the transcript keep working
+            kept = next((r for r in same if self._lasting(r)), None)
             trusted: str | None = None
             try:
                 if hasattr(runtime, "service_socket_root"):  # a folder the sandbox sees
@@ -172,7 +189,8 @@ class PreviewHost:
             except OSError as exc:
                 return Started(False, f"The service could not start: {exc}")
             now = utcnow()
-            try:
+            try:  # a preview may be a new conversation's first action
+                await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
                 process = await runtime.start_service(workspace, command, port, socket_dir)
             except Exception as exc:
                 remove_dir(socket_dir, trusted)
@@ -192,8 +210,10 @@ class PreviewHost:
                     "state": "starting",
                     "owner": self.instance_id,
                     "socket": str(service.data_socket),
-                    "token": new_token(),
-                    "token_expires": now + timedelta(seconds=self.settings.preview_token_ttl),
+                    "token": kept.token if kept else new_token(),
+                    "token_expires": kept.token_expires
+                    if kept
+                    else now + timedelta(seconds=self.settings.preview_token_ttl),
                     "started_at": now,
                     "last_request_at": now,
                     "stop_requested": False,
@@ -228,10 +248,12 @@ class PreviewHost:
         return None
 
     # -- stopping --------------------------------------------------------------------------
-    async def _end(self, row_id: str, state: str) -> None:
+    async def _end(self, row_id: str, state: str, why: str = "") -> None:
         service = self.services.get(row_id)
         if service is None:
             return
+        if why:  # a stopped one says why (docs/api.md "Previews")
+            service.log.append(f"Stopped: {why}.")
         await service.stop(state)  # listed with its live state until it is gone
         self.services.pop(row_id, None)
         self.conversations.pop(row_id, None)
@@ -244,9 +266,9 @@ class PreviewHost:
                 log=list(service.log),
             )
 
-    async def _stop_row(self, row: StoredPreview) -> None:
+    async def _stop_row(self, row: StoredPreview, why: str = "stopped by the person") -> None:
         if row.id in self.services:
-            await self._end(row.id, "stopped")
+            await self._end(row.id, "stopped", why)
         elif row.state in LIVE:
             await self.store.update_preview(row.id, stop_requested=True)
 
@@ -273,7 +295,7 @@ class PreviewHost:
         """The conversation was deleted: stop its services hosted here."""
         for row_id, owner in list(self.conversations.items()):
             if owner == cid:
-                await self._end(row_id, "stopped")
+                await self._end(row_id, "stopped", "its conversation was deleted")
 
     async def wait_all(self) -> None:
         """Return once no service runs here any more."""
@@ -287,7 +309,7 @@ class PreviewHost:
             with contextlib.suppress(BaseException):
                 await self._watcher
         for row_id in list(self.services):
-            await self._end(row_id, "stopped")
+            await self._end(row_id, "stopped", "the server that ran it stopped")
 
     # -- the watcher -----------------------------------------------------------------------
     def _watch(self) -> None:
@@ -316,18 +338,17 @@ class PreviewHost:
         for row_id, service in list(self.services.items()):
             row = rows.get(row_id)
             if row is None or row.stop_requested:
-                reason = "its conversation was deleted" if row is None else "asked to stop"
+                reason = "its conversation was deleted" if row is None else "stopped by the person"
             elif now - row.last_request_at > idle:
-                reason = "idle"
+                reason = f"idle for {idle.total_seconds():g} s (PREVIEW_IDLE_SECONDS)"
             elif now - row.started_at > oldest:
-                reason = "too old"
+                reason = f"its maximum age, {oldest.total_seconds():g} s (PREVIEW_MAX_SECONDS)"
             elif service.exited.done():
-                reason = "exited"
+                reason = f"its process ended (exit code {service.exited.result()})"
             elif over := await self._over_budget(row_id):
                 reason = over
-                service.log.append(f"Stopped: {over}.")
                 log.info("preview %s stopped: %s", row_id, reason)
-                await self._end(row_id, "failed")
+                await self._end(row_id, "failed", over)
                 continue
             else:
                 if list(service.log) != row.log or service.state != row.state:
@@ -336,7 +357,7 @@ class PreviewHost:
                     )
                 continue
             log.info("preview %s stopped: %s", row_id, reason)
-            await self._end(row_id, "stopped")
+            await self._end(row_id, "stopped", reason)
 
     async def _over_budget(self, row_id: str) -> str | None:
         """Why a service must stop for the workspace budget (WORKSPACE_MAX_MB holds while a

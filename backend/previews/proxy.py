@@ -75,7 +75,11 @@ class PreviewProxy:
             row = await self.store.preview_by_token(token)
             if len(self._rows) > 4096:  # forged tokens must not grow it without end
                 self._rows.clear()
-            self._rows[token] = (now, row)
+            # a stopped service's row is read again each time: a restart keeps its token
+            if row is None or row.kind != "service" or row.state in ("starting", "ready"):
+                self._rows[token] = (now, row)
+            else:
+                self._rows.pop(token, None)
         if row is None or row.token_expires < utcnow():
             return None
         if row.kind == "service" and row.state not in ("starting", "ready"):

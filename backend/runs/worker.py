@@ -42,6 +42,17 @@ async def close_stalled_jobs(app: Any) -> None:
         log.exception("could not close stalled jobs")
 
 
+STALLED_EVERY = 30.0  # seconds between two looks for a dead worker's jobs
+
+
+async def keep_closing_stalled_jobs(app: Any, every: float = STALLED_EVERY) -> None:
+    """While workers run, not only at a worker's start: a worker killed while the others go
+    on would leave its job `doing` until the next start."""
+    while True:
+        await asyncio.sleep(every)
+        await close_stalled_jobs(app)
+
+
 async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     from procrastinate.worker import Worker
 
@@ -67,6 +78,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     manager.requeue = requeue  # a run taken over from a dead owner is queued again
     await manager.open()
     await close_stalled_jobs(app)
+    closer = asyncio.create_task(keep_closing_stalled_jobs(app))
     freeze_startup_heap()
     worker = Worker(
         app,
@@ -107,6 +119,9 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> int:
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        closer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await closer
         await manager.shutdown()
         await llm.aclose()
         await app.close_async()

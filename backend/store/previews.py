@@ -16,6 +16,10 @@ from backend.store.tables import PreviewRow, utcnow
 
 PREVIEWS = cast(Table, PreviewRow.__table__)
 LIVE = ("starting", "ready")
+OWNER_GONE = (
+    "Stopped: the process that ran it ended (the server restarted, or it died); restart "
+    "brings it back."
+)
 
 
 def _row(r: Row[Any]) -> StoredPreview:
@@ -64,9 +68,28 @@ class SqlPreviews(StoreBase):
             for r in rows:
                 row = _row(r)
                 if kind == "service" and row.state in LIVE and row.owner not in live:
-                    row = replace(row, state="stopped")
+                    row = replace(row, state="stopped", log=[*(row.log or []), OWNER_GONE])
                 out.append(row)
             return out
+
+        return await self._core(fn)
+
+    async def live_previews_of_user(self, user_id: str) -> list[StoredPreview]:
+        """The user's live services across their conversations (a dead owner's are not)."""
+
+        def fn(c: Connection) -> list[StoredPreview]:
+            live = {
+                r[0]
+                for r in c.execute(select(INSTANCES.c.id).where(INSTANCES.c.expires_at > utcnow()))
+            }
+            rows = c.execute(
+                select(PREVIEWS).where(
+                    PREVIEWS.c.user_id == user_id,
+                    PREVIEWS.c.kind == "service",
+                    PREVIEWS.c.state.in_(LIVE),
+                )
+            ).all()
+            return [row for row in map(_row, rows) if row.owner in live]
 
         return await self._core(fn)
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from backend.actions.model import Action
+from backend.actions.registry import execute
 from backend.messages.payloads import PreviewEntry
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
@@ -88,7 +90,7 @@ async def test_without_a_command_only_a_running_service_is_previewed(bench: Benc
     (entry,), (first,) = again.data, started.data
     assert isinstance(entry, PreviewEntry) and isinstance(first, PreviewEntry)
     assert again.ok and entry.url.endswith("/docs")
-    assert entry.url.split("/p/")[1].split("/")[0] in first.url
+    assert entry.url.removesuffix("docs") == first.url  # the same service, the same origin
 
 
 async def test_one_service_over_the_maximum_is_refused(bench: Bench) -> None:
@@ -245,3 +247,43 @@ async def test_a_service_that_waits_on_its_own_children_ends_when_they_do(bench:
 def _last_argument(pid: int) -> str:
     with open(f"/proc/{pid}/cmdline", "rb") as fh:
         return fh.read().rstrip(b"\0").split(b"\0")[-1].decode()
+
+
+async def test_a_person_runs_at_most_the_per_user_maximum_across_conversations(
+    tmp_path: Path,
+) -> None:
+    b = await make_bench(tmp_path, preview_max_per_user=2)
+    try:
+        for port in (8001, 8002):
+            started = await b.preview(port=str(port), command=f"python3 -m http.server {port}")
+            assert started.ok, started.content
+        other = await b.conversation()
+        params = {"port": "8003", "command": "python3 -m http.server 8003"}
+        done = await execute(other, Action("preview", params))
+        assert done.status == "failure"
+        assert "At most 2 previews run at once for one person" in done.content
+        assert "PREVIEW_MAX_PER_USER" in done.content and "app-8001 (port 8001)" in done.content
+        # one stopped: a place again, in any conversation
+        assert await b.host.stop(b.cid, "app-8001") is not None
+        again = await execute(other, Action("preview", params))
+        assert again.ok, again.content
+    finally:
+        await b.host.close()
+        await b.store.close()
+
+
+async def test_a_preview_can_be_a_new_conversations_first_action(bench: Bench) -> None:
+    first = await bench.conversation()
+    assert not first.workspace.exists()
+    params = {"port": "8080", "command": "python3 -m http.server 8080"}
+    done = await execute(first, Action("preview", params))
+    assert done.ok, done.content
+
+
+async def test_a_stopped_preview_says_why(bench: Bench) -> None:
+    started = await bench.preview(port="8080", command="python3 -m http.server 8080", name="web")
+    assert started.ok, started.content
+    await bench.host.stop(bench.cid, "web")
+    [row] = await bench.rows()
+    assert row.state == "stopped"
+    assert bench.host.log_of(row)[-1] == "Stopped: stopped by the person."

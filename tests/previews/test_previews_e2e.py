@@ -180,14 +180,17 @@ def test_a_killed_owner_leaves_no_service_and_its_previews_read_stopped(
                 "the dead owner's preview to read stopped",
             )
             assert listed[0]["name"] == "app"
+            assert "the process that ran it ended" in listed[0]["log"][-1]  # it says why
+            # its address on the new server's origin answers 404 (not 502) while it is down
+            address = url.removeprefix(ps.preview_base)
+            assert httpx.get(ps2.preview_base + address, timeout=10).status_code == 404
             restarted = api.post(f"/api/conversations/{cid}/previews/app/restart").json()
             assert restarted["state"] == "ready"
             assert processes_with(marker)
+            # a restart keeps the preview's address: the link in the transcript works again
+            assert restarted["url"] == ps2.preview_base + address
             got = httpx.get(restarted["url"] + "api/hello", timeout=10)
             assert got.json()["hello"] == "preview"
-            # the restart gave a new token: the old URL leads nowhere
-            old = url.split("/p/")[1]
-            assert httpx.get(f"{ps2.preview_base}/p/{old}", timeout=10).status_code == 404
     finally:
         with contextlib.suppress(StopIteration):
             next(again)

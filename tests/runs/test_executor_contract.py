@@ -219,3 +219,51 @@ async def test_a_dead_workers_job_is_marked_failed_not_retried(tmp_path: Path) -
             assert await cur.fetchone() == ("failed",)
     finally:
         await app.close_async()
+
+
+async def test_a_job_that_stalls_while_workers_run_is_closed_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A worker killed while the others go on: its job is closed by the live ones' periodic
+    look, not left `doing` until a worker starts."""
+    import asyncio
+
+    import psycopg
+
+    from backend.runs.executor import JOB_NAME, build_app, ensure_schema
+    from backend.runs.notify import psycopg_conninfo
+    from backend.runs.worker import keep_closing_stalled_jobs
+
+    url = postgres_url()
+    wipe(url)
+    await ensure_schema(url)
+    app = build_app(url)
+    await app.open_async()
+    closer = asyncio.create_task(keep_closing_stalled_jobs(app, every=0.05))
+    try:
+        job_id = await app.configure_task(JOB_NAME).defer_async(run_id="r2")
+        async with await psycopg.AsyncConnection.connect(
+            psycopg_conninfo(url), autocommit=True
+        ) as conn:
+            cur = await conn.execute(
+                "INSERT INTO procrastinate_workers (last_heartbeat) "
+                "VALUES (now() - interval '1 hour') RETURNING id"
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            await conn.execute(
+                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
+                (row[0], job_id),
+            )
+            status = None
+            async with asyncio.timeout(30):
+                while status != ("failed",):
+                    cur = await conn.execute(
+                        "SELECT status FROM procrastinate_jobs WHERE id = %s", (job_id,)
+                    )
+                    status = await cur.fetchone()
+                    await asyncio.sleep(0.05)  # the closer's pace, not a wait for it
+    finally:
+        closer.cancel()
+        await asyncio.gather(closer, return_exceptions=True)
+        await app.close_async()

@@ -28,3 +28,22 @@ def free_port() -> int:
             if port not in _recent:
                 _recent.append(port)
                 return port
+
+
+def free_port_pair() -> int:
+    """A port free now whose next one is free too (a server's own and, by default, its
+    preview listener's: PORT+1); neither among the last RECENT handed out."""
+    with _lock:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            if port in _recent or port + 1 in _recent or port + 1 > 65535:
+                continue
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            _recent.extend((port, port + 1))
+            return port

@@ -35,6 +35,13 @@ class Bench:
     async def rows(self) -> list[StoredPreview]:
         return await self.host.rows(self.cid)
 
+    async def conversation(self) -> ActionContext:
+        """The same person's new conversation, its workspace not made yet (as before its
+        first action)."""
+        cid = await self.store.create_conversation("u1", "another")
+        workspace = workspace_path(Path(self.settings.workspace_dir).resolve(), "u1", cid)
+        return ActionContext(self.ctx.runtime, workspace, tools=self.ctx.tools)
+
 
 async def make_bench(
     tmp_path: Path, runtime: LocalRuntime | None = None, **overrides: Any
@@ -47,6 +54,7 @@ async def make_bench(
     cid = await store.create_conversation("u1", "previews")
     workspace = workspace_path(Path(settings.workspace_dir).resolve(), "u1", cid)
     workspace.mkdir(parents=True)
+    await store.renew_instance("instance-1", "serve", 3600.0, "test")  # a live owner
     host = PreviewHost(settings, store, "instance-1")
     runtime = runtime or LocalRuntime(sandbox=sandbox)
     ctx = ActionContext(runtime, workspace, tools=Tools(previews=host))
