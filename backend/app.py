@@ -38,6 +38,7 @@ from backend.llm.dispatch import DispatchLLM
 from backend.llm.factory import make_llm
 from backend.observe import endpoint as observe_endpoint
 from backend.observe.http import TracingMiddleware
+from backend.observe.http_metrics import HttpMetricsMiddleware
 from backend.observe.tracing import flush_tracing, setup_tracing
 from backend.openapi import Reply, operation, undocumented
 from backend.previews.links import check_origin, links_of
@@ -182,6 +183,8 @@ def create_app(
     )
     # CSP, X-Frame-Options on every answer (the UI may frame the preview origin)
     app.add_middleware(BrowserHeadersMiddleware, frame_origin=links_of(settings).frame_source())
+    if settings.metrics:  # request durations by route template (GET /metrics)
+        app.add_middleware(HttpMetricsMiddleware, routes=routes)
     if traced:  # metrics and traces: a span per request, outermost (traces on only)
         app.add_middleware(TracingMiddleware)
     app.state.settings = settings

@@ -259,6 +259,10 @@ class Settings(BaseSettings):
     preview_url: str | None = None
     # the port the preview listener binds when PREVIEW_URL is a proxy's address (else its port)
     preview_listen_port: int | None = Field(default=None, ge=1, le=65535)
+    # where browsers reach that listener when it is published on another port (Compose:
+    # PLANACT_PREVIEW_PORT, "8002" or "127.0.0.1:8002"): previews are then
+    # http://<token>.localhost:<that port>
+    preview_public_port: str | None = None
     # 0: no preview listener in this process; unset: `planact serve` and `run` start one
     preview_listen: bool | None = None
     preview_start_timeout: float = Field(default=60.0, gt=0)  # seconds until the port listens
@@ -303,10 +307,15 @@ class Settings(BaseSettings):
             return self.preview_host_pattern
         if self.preview_url:
             return None
-        return f"*.localhost:{self.port + 1}"
+        return f"*.localhost:{self._preview_port()}"
+
+    def _preview_port(self) -> int:
+        """The port browsers reach the preview listener on, with PREVIEW_URL unset."""
+        published = (self.preview_public_port or "").strip().rsplit(":", 1)[-1]
+        return int(published) if published.isdigit() else self.port + 1
 
     def preview_base(self) -> str:
         """The preview origin, without a trailing slash."""
         if self.preview_url:
             return self.preview_url.rstrip("/")
-        return f"http://127.0.0.1:{self.port + 1}"
+        return f"http://127.0.0.1:{self._preview_port()}"

@@ -316,6 +316,10 @@ async def keep_previews(manager: Any, cid: str) -> None:
     except (KeyboardInterrupt, asyncio.CancelledError):
         if (task := asyncio.current_task()) is not None:
             task.uncancel()
+        await host.close("planact run was ended")  # stopped here: the lines below are true
+    for row in await host.rows(cid):
+        why = next((line for line in reversed(host.log_of(row)) if line.startswith("Stopped:")), "")
+        print(f"preview {row.name} {why.lower() or 'stopped.'}", flush=True)
 
 
 def final_line(run_id: str, status: str, error: str, workspace: Path) -> str:

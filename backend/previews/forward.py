@@ -61,12 +61,30 @@ class AppConnection:
         self.drop()
 
 
+async def connect(conn: Connection, found: Found) -> tuple[socket.socket, Found]:
+    """A connection to the app ``found`` names; when it does not answer, the preview is read
+    again past the cache (a restart moves a service to another socket under the same
+    token). LookupError when it is no longer live; OSError when its app does not answer."""
+    try:
+        return await conn.upstream.get(found), found
+    except OSError:
+        again = await conn.proxy.again(found)
+        if again is None:
+            raise LookupError(found.token) from None
+        if again.row.socket == found.row.socket:
+            raise
+        return await conn.upstream.get(again), again
+
+
 async def serve(
     conn: Connection, server: h11.Connection, request: h11.Request, found: Found
 ) -> bool:
     """Forward one request and its answer; whether the client's connection goes on."""
     try:
-        app = await conn.upstream.get(found)
+        app, found = await connect(conn, found)
+    except LookupError:  # stopped meanwhile
+        metrics.request(404)
+        return await conn.answer(server, 404, b"Not found.")
     except OSError as exc:
         metrics.request(502)
         return await conn.answer(server, 502, f"The preview's app did not answer: {exc}".encode())

@@ -41,14 +41,21 @@ HEAD_TIMEOUT = 30.0  # seconds a request head may take from its first byte on, a
 MAX_HEAD = 65536  # bytes of a request or answer head
 HEAD_READ = 16384  # bytes read at once while a head is awaited (the body after it is spliced)
 NOT_FOUND = b"Not found."
+# where another planact process asks whether this listener serves the same store's previews
+# (`planact run` beside `planact serve`): never a preview's own path (no preview is found)
+IDENTITY_PATH = b"/.well-known/planact-previews"
+IDENTITY_TYPE = b"application/json"
 
 
 class Front:
     """Serves the preview listener's connections (one :meth:`serve` task each)."""
 
-    def __init__(self, proxy: PreviewProxy, body_timeout: float = 30.0) -> None:
+    def __init__(
+        self, proxy: PreviewProxy, body_timeout: float = 30.0, identity: bytes = b""
+    ) -> None:
         self.proxy = proxy
         self.body_timeout = body_timeout
+        self.identity = identity  # what IDENTITY_PATH answers (JSON), b"": nothing
 
     async def serve(self, client: socket.socket, peer: Any) -> None:
         await Connection(self, client, peer).run()
@@ -93,6 +100,9 @@ class Connection:
         """Answer one request; whether the connection goes on."""
         found = await self.proxy.resolve(bytes(request.target), list(request.headers))
         if found is None:
+            if bytes(request.target) == IDENTITY_PATH and self.front.identity:
+                metrics.request(200)
+                return await self.answer(server, 200, self.front.identity, IDENTITY_TYPE)
             metrics.request(404)
             return await self.answer(server, 404, NOT_FOUND)
         if found.row.kind == "files":
@@ -171,15 +181,27 @@ class Connection:
             await self.loop.sock_sendall(self.client, data)
 
     async def send_answer(
-        self, server: h11.Connection, status: int, message: bytes, *, close: bool
+        self,
+        server: h11.Connection,
+        status: int,
+        message: bytes,
+        *,
+        close: bool,
+        kind: bytes = b"text/plain; charset=utf-8",
     ) -> None:
-        headers = own_answer(b"text/plain; charset=utf-8", len(message), close=close)
+        headers = own_answer(kind, len(message), close=close)
         reason = HTTPStatus(status).phrase.encode()
         data = server.send(h11.Response(status_code=status, headers=headers, reason=reason))
         await self.send((data or b"") + (server.send(h11.Data(data=message)) or b""))
         await self.send(server.send(h11.EndOfMessage()))
 
-    async def answer(self, server: h11.Connection, status: int, message: bytes) -> bool:
+    async def answer(
+        self,
+        server: h11.Connection,
+        status: int,
+        message: bytes,
+        kind: bytes = b"text/plain; charset=utf-8",
+    ) -> bool:
         """An answer of the proxy's own; whether the connection goes on (the request's body,
         when it has one, is read and dropped first, so that the next request is found)."""
         try:
@@ -188,7 +210,7 @@ class Connection:
             with contextlib.suppress(OSError, h11.ProtocolError):
                 await self.send_answer(server, status, message, close=True)
             return False
-        await self.send_answer(server, status, message, close=False)
+        await self.send_answer(server, status, message, close=False, kind=kind)
         return self.finish(server)
 
     async def _drain(self, server: h11.Connection, limit: int = 1 << 20) -> None:

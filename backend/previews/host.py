@@ -303,13 +303,13 @@ class PreviewHost:
             await asyncio.wait({s.exited for s in self.services.values()})
             await self.sweep()  # drops the exited ones
 
-    async def close(self) -> None:
+    async def close(self, why: str = "the server that ran it stopped") -> None:
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(BaseException):
                 await self._watcher
         for row_id in list(self.services):
-            await self._end(row_id, "stopped", "the server that ran it stopped")
+            await self._end(row_id, "stopped", why)
 
     # -- the watcher -----------------------------------------------------------------------
     def _watch(self) -> None:

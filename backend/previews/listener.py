@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
+import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from backend.observe import preview_metrics as metrics
-from backend.previews.front import Front
+from backend.previews.front import IDENTITY_PATH, Front
 from backend.previews.links import links_of
 from backend.previews.proxy import PreviewProxy
 
@@ -33,13 +36,40 @@ BUSY = (
 )
 
 
+def store_identity(settings: Settings) -> bytes:
+    """What names this process's store to another planact process (a digest: the address
+    itself may carry a password)."""
+    url = settings.database_url
+    if url.startswith("sqlite:///"):
+        url = "sqlite:///" + os.path.realpath(url.removeprefix("sqlite:///"))
+    digest = hashlib.sha256(url.encode()).hexdigest()
+    return json.dumps({"store": digest}).encode()
+
+
+async def served_elsewhere(host: str, port: int, identity: bytes) -> bool:
+    """Whether a planact preview listener on the same store answers on ``host:port``."""
+    address = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    request = b"GET " + IDENTITY_PATH + b" HTTP/1.1\r\nHost: planact\r\nConnection: close\r\n\r\n"
+    try:
+        async with asyncio.timeout(2):
+            reader, writer = await asyncio.open_connection(address, port)
+            try:
+                writer.write(request)
+                answer = await reader.read(4096)
+            finally:
+                writer.close()
+    except (OSError, TimeoutError):
+        return False
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.startswith(b"HTTP/1.1 200 ") and body == identity
+
+
 def listen_address(settings: Settings) -> tuple[str, int]:
-    """Where the preview listener binds: the API's host, PREVIEW_URL's port."""
+    """Where the preview listener binds: the API's host; PREVIEW_LISTEN_PORT, else the port
+    browsers use (PREVIEW_URL's, PREVIEW_PUBLIC_PORT, or PORT+1)."""
     parts = urlsplit(settings.preview_base())
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    if settings.preview_url:  # behind a proxy of its own: the port of PREVIEW_URL is its
-        port = settings.preview_listen_port or port
-    return settings.host, port
+    return settings.host, settings.preview_listen_port or port
 
 
 class PreviewListener:
@@ -48,7 +78,8 @@ class PreviewListener:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.proxy = PreviewProxy(store, Path(settings.workspace_dir).resolve(), links_of(settings))
-        self.front = Front(self.proxy, settings.preview_body_timeout)
+        self.identity = store_identity(settings)
+        self.front = Front(self.proxy, settings.preview_body_timeout, self.identity)
         self.limit = settings.preview_max_connections
         self.sock: socket.socket | None = None
         self.problem: str | None = None  # why it does not listen, when it does not
@@ -67,7 +98,15 @@ class PreviewListener:
                 family = socket.AF_INET6 if ":" in host else socket.AF_INET
                 sock = socket.create_server((host, port), family=family, backlog=2048)
             except OSError as exc:
-                self.problem = f"could not listen on {host}:{port}: {exc.strerror or exc}"
+                if await served_elsewhere(host, port, self.identity):
+                    # `planact run` beside `planact serve` on the same store: its listener
+                    # serves this process's previews too (the URLs work as printed)
+                    log.info("previews: served by the planact already listening on %d", port)
+                    return True
+                self.problem = (
+                    f"could not listen on {host}:{port}: {exc.strerror or exc}; previews of "
+                    "this process cannot be opened (another program holds the port)"
+                )
                 log.warning("previews: %s", self.problem)
                 return False
             sock.setblocking(False)

@@ -123,6 +123,14 @@ class PreviewProxy:
         await self._touch(row)
         return Found(named[0], row, named[1], named[2])
 
+    async def again(self, found: Found) -> Found | None:
+        """``found`` read from the store once more, past the cache (its app did not answer:
+        the service may have stopped, or been restarted on another socket); None when the
+        preview is no longer live."""
+        self._rows.pop(found.token, None)
+        row = await self._row(found.token)
+        return None if row is None else Found(found.token, row, found.target, found.prefix)
+
     def workspace(self, row: StoredPreview) -> Path:
         return workspace_path(self.workspace_root, row.user_id, row.conversation_id)
 

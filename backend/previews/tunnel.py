@@ -15,7 +15,6 @@ import h11
 
 from backend.observe import preview_metrics as metrics
 from backend.previews import forward
-from backend.previews.handoff import receive_connection
 from backend.previews.headers import get, to_app, to_browser
 
 if TYPE_CHECKING:
@@ -37,7 +36,12 @@ async def serve(
     async for _ in conn.body_events(server):  # the head's EndOfMessage
         pass
     try:
-        app = await receive_connection(str(found.row.socket), conn.proxy.trusted(found.row))
+        app, found = await forward.connect(conn, found)
+        conn.upstream.sock = None  # the tunnel's own: never kept for another request
+    except LookupError:
+        metrics.request(404)
+        await conn.send_answer(server, 404, b"Not found.", close=True)
+        return False
     except OSError as exc:
         metrics.request(502)
         await conn.send_answer(
@@ -69,7 +73,9 @@ async def serve(
         await forward.relay(conn, server, request, upstream, answer)
         return False
     out = to_browser(list(answer.headers), keep=UPGRADE_KEEP)
-    await conn.send(server.send(h11.InformationalResponse(status_code=101, headers=out)))
+    await conn.send(
+        server.send(h11.InformationalResponse(status_code=101, headers=out, reason=answer.reason))
+    )
     try:
         await conn.send(upstream.trailing_data[0])
         await conn.loop.sock_sendall(app, server.trailing_data[0])

@@ -245,3 +245,39 @@ def test_a_workers_listener_answers_metrics_protected_and_nothing_else(tmp_path:
         open_one.close()
         token_one.close()
         asyncio.run(store.close())
+
+
+def test_requests_are_counted_by_route_template_method_and_status(settings: Settings) -> None:
+    """The route's template, never the path: ids do not become labels."""
+    name = "planact_http_server_request_duration_seconds_count"
+    with client(settings) as c:
+        before = samples(c.get("/metrics").text)
+        for _ in range(2):
+            assert c.get(f"/api/conversations/{uuid.uuid4().hex}").status_code == 404
+        assert c.get("/api/no/such/route").status_code == 404
+        assert c.get("/api/health").status_code == 200
+        after = samples(c.get("/metrics").text)
+    labels = {"http_request_method": "GET", "http_response_status_code": "404"}
+
+    def grew(**more: str) -> float:
+        return value(after, name, **labels, **more) - value(before, name, **labels, **more)
+
+    assert grew(http_route="/api/conversations/{cid}") == 2
+    assert grew(http_route="/api/{rest:path}") == 1
+    ok = {"http_route": "/api/health", "http_request_method": "GET"}
+    assert value(after, name, **ok, http_response_status_code="200") >= 1
+    assert not [k for k in after if k[0] == name and "no/such" in str(k[1])]
+
+
+def test_the_preview_listener_families_are_exposed(settings: Settings) -> None:
+    with client(settings) as c:
+        names = {f.name for f in text_string_to_metric_families(c.get("/metrics").text)}
+    for family in (
+        "planact_preview_requests",
+        "planact_preview_bytes",
+        "planact_preview_connections",
+        "planact_preview_connections_refused",
+        "planact_preview_malformed_requests",
+        "planact_preview_services",
+    ):
+        assert family in names, family

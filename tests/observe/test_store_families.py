@@ -117,3 +117,39 @@ async def test_the_families_are_absent_while_the_database_is_away(tmp_path: obje
         assert list(StoreCollector(s.engine, QUEUE).collect()) == []
     finally:
         await s.close()
+
+
+async def test_preview_services_by_state_read_a_dead_owners_as_stopped(store: Store) -> None:
+    import datetime
+
+    await store.renew_instance("alive", "serve", 3600.0, "test")
+    cid = await store.create_conversation("u", "previews")
+    far = datetime.datetime(2100, 1, 1)
+    for name, state, owner in (
+        ("a", "ready", "alive"),
+        ("b", "ready", "dead"),
+        ("c", "starting", "alive"),
+        ("d", "failed", "alive"),
+    ):
+        await store.put_preview(
+            {
+                "conversation_id": cid,
+                "user_id": "u",
+                "kind": "service",
+                "name": name,
+                "port": 8000,
+                "path": "/",
+                "state": state,
+                "owner": owner,
+                "socket": "/nowhere",
+                "token": uuid.uuid4().hex,
+                "token_expires": far,
+            }
+        )
+    [family] = [
+        f
+        for f in StoreCollector(store.engine, QUEUE).collect()
+        if f.name == "planact_preview_services"
+    ]
+    by_state = {s.labels["state"]: s.value for s in family.samples}
+    assert by_state == {"starting": 1, "ready": 1, "stopped": 1, "failed": 1}

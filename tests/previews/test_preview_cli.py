@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.server import PLANACT, server_env, wait_for
+from tests.e2e.server import PLANACT, Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.support.ports import free_port
 from tests.support.previews import app_script, done, preview_tag, processes_with, write_app
@@ -73,3 +73,60 @@ def test_planact_run_keeps_the_preview_until_ctrl_c(
     proc.stdout.close()
     assert processes_with(marker) == []
     assert any("Previews keep running" in ln for ln in lines)
+    # it says when they stopped, and why
+    assert "preview app-8080 stopped: planact run was ended.\n" in lines, lines[-5:]
+
+
+def test_planact_run_beside_a_server_on_the_same_store_uses_its_preview_listener(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """`planact run` beside `planact serve` (`make run`): the server's listener holds the
+    port and serves the same store's previews, so the run says nothing of a taken port and
+    its URL works."""
+    require_bwrap()
+    port = free_port()
+    shared = {
+        **server_env(tmp_path, fake_model.base_url),
+        "LOCAL_SANDBOX": "bwrap",
+        "PREVIEW_URL": f"http://127.0.0.1:{port}",
+        "PREVIEW_SOCKET_DIR": str(tmp_path / "pv"),
+    }
+    server = Server(tmp_path, shared).start()
+    marker = f"pv{secrets.token_hex(6)}"
+    app_script(fake_model, write_app() + preview_tag(8080, f"python3 app.py 8080 {marker}"), done())
+    proc = subprocess.Popen(
+        [PLANACT, "run", "Build an app and show it"],
+        cwd=tmp_path,
+        env={**os.environ, **shared},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("Ctrl-C" in ln for ln in lines), 120, "the preview line")
+        [line] = [ln for ln in lines if ln.startswith("preview app-8080: ")]
+        url = line.split(": ", 1)[1].strip()
+        assert httpx.get(url + "api/hello", timeout=10).json()["hello"] == "preview"
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(60) == 0, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        server.stop()
+    reader.join(10)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    text = "".join(lines)
+    assert "could not listen" not in text and "Address already in use" not in text, text

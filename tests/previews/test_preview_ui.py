@@ -12,9 +12,18 @@ from typing import Any
 
 import pytest
 
+from tests.agent.scripts import plan_reply
 from tests.fakellm import FakeModelServer
 from tests.support.browser import DIST
-from tests.support.previews import PreviewServer, processes_with, start_app, start_preview_server
+from tests.support.previews import (
+    PreviewServer,
+    done,
+    preview_tag,
+    processes_with,
+    start_app,
+    start_preview_server,
+    write_app,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.bwrap]
 
@@ -82,4 +91,41 @@ def test_the_app_panel_shows_reloads_stops_and_restarts_the_preview(
         assert page.get_by_test_id("app-address").input_value().startswith(ps.preview_base)
         assert not errors, errors
     finally:
+        context.close()
+
+
+def test_the_app_panel_appears_the_moment_a_preview_is_ready_without_a_reload(
+    ui_preview_server: PreviewServer, fake_model: FakeModelServer, chromium: Any
+) -> None:
+    """The preview action's result lands among the task's entries: the App button and panel
+    follow it live, while the run still goes on (the model's next reply waits)."""
+    from playwright.sync_api import expect
+
+    ps = ui_preview_server
+    marker = f"pv{secrets.token_hex(6)}"
+    fake_model.script(
+        {"stage": "route", "content": '{"task_type": "code_generation", "needs_tools": true}'},
+        {"stage": "planning", "content": plan_reply("Build and preview the app")},
+        {
+            "stage": "thinking",
+            "content": write_app() + preview_tag(8080, f"python3 app.py 8080 {marker}"),
+        },
+        # the run waits after the preview, before its last reply
+        {"stage": "thinking", "content": done(), "hold": "finish"},
+        {"stage": "summary", "content": "Previewed the app."},
+    )
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        page.goto(ps.server.url + "/")
+        page.get_by_test_id("goal-input").fill("Build me an app and show it")
+        page.get_by_test_id("send").click()
+        expect(page.get_by_test_id("open-app")).to_be_visible()  # no reload
+        expect(page.get_by_test_id("app-panel")).to_be_visible()
+        frame = page.frame_locator("[data-testid=app-frame]")
+        expect(frame.locator("#api")).to_have_text("api:preview")
+        expect(page.get_by_test_id("conversation-status")).to_have_text("running")
+    finally:
+        fake_model.release("finish")
         context.close()
