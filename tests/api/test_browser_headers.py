@@ -64,7 +64,7 @@ def test_every_ui_response_carries_the_policy(client: TestClient, path: str) -> 
     assert r.status_code == 200
     # the UI policy, and the UI's App panel may frame the preview origin (and only it)
     assert r.headers["content-security-policy"] == (
-        f"{UI_POLICY}; frame-src 'self' http://127.0.0.1:8001"
+        f"{UI_POLICY}; frame-src 'self' http://*.localhost:8001"
     )
     assert r.headers["x-frame-options"] == "DENY"
     assert r.headers["x-content-type-options"] == "nosniff"

@@ -8,6 +8,7 @@ conversation, Chromium resolving ``*.localhost``."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -198,3 +199,36 @@ def test_one_shared_origin_is_refused_with_several_users_unless_allowed(
     finally:
         server.stop()
     assert "serves every preview on one origin" in server.log.read_text()  # warned
+
+
+def server_rss(server: Server) -> int:
+    assert server.proc is not None
+    with open(f"/proc/{server.proc.pid}/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_two_thousand_idle_preview_connections_leave_the_api_answering(
+    two_users: tuple[Server, int],
+) -> None:
+    """Whoever opens connections to the preview port, with no token at all: the listener
+    serves PREVIEW_MAX_CONNECTIONS (1024) and answers the rest 503 at once, the process's
+    memory stays bounded and the API (the same process) answers."""
+    server, port = two_users
+    before = server_rss(server)
+    held: list[socket.socket] = []
+    refused = 0
+    try:
+        for _ in range(2000):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+            held.append(sock)
+        for sock in held[1100:]:  # past the cap: answered and closed at once
+            sock.settimeout(30)
+            refused += sock.recv(64).startswith(b"HTTP/1.1 503 ")
+        with server.client(headers={"Authorization": f"Bearer {USERS['alice']}"}) as c:
+            assert c.get("/api/health").status_code == 200
+            assert c.get("/api/conversations").status_code == 200
+        assert server_rss(server) - before < 100 * 1024 * 1024
+    finally:
+        for sock in held:
+            sock.close()
+    assert refused == 900
