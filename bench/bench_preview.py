@@ -6,10 +6,13 @@
 The app (tests/previews/sample_app.py, standard library) runs on the host; its forwarder
 (backend/runtime/forwarder.py) beside it; the preview origin (backend/previews/listener.py)
 in a process of its own, on uvloop as in `planact serve`; the client (httpx, websockets)
-here. The 10 MB bodies go --big-repeats times each way, direct and proxied interleaved.
-Goals: small GET p50 <= 2 ms added; a 10 MB body >= 0.8x direct throughput; WebSocket echo
-round trip <= 2 ms added; action -> ready <= 1 s above the app's own start (bubblewrap when it
-works here, else unsandboxed). Prints figures; asserts nothing.
+here; and nginx (Debian's package: apt-get install nginx-light) proxying the same app on the
+same machine in the same run, configured as docs/deploy.md's (buffering off both ways,
+HTTP/1.1 with kept-alive connections to the app). The 10 MB bodies go --big-repeats times each
+way, direct, nginx and planact interleaved. Goals: a 10 MB body >= 0.95x nginx's throughput
+both ways (one hop each: the hop's cost on this machine is the limit); small GET p50 <= 2 ms
+added; WebSocket echo round trip <= 2 ms added; action -> ready <= 1 s above the app's own
+start (bubblewrap when it works here, else unsandboxed). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -85,20 +88,74 @@ def serve_origin(database_url: str, port: int) -> None:
         runner.run(run())
 
 
+NGINX_CONF = """
+daemon off;
+master_process off;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/nginx-body;
+    proxy_temp_path {tmp}/nginx-proxy;
+    fastcgi_temp_path {tmp}/nginx-fastcgi;
+    uwsgi_temp_path {tmp}/nginx-uwsgi;
+    scgi_temp_path {tmp}/nginx-scgi;
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+    upstream app {{ server 127.0.0.1:{app}; keepalive 16; }}
+    server {{
+        listen 127.0.0.1:{port};
+        client_max_body_size 0;
+        location / {{
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Host $host;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_buffering off;
+            proxy_request_buffering off;
+        }}
+    }}
+}}
+"""
+
+
+def start_nginx(tmp: Path, app_port: int) -> tuple[subprocess.Popen[bytes] | None, int]:
+    """nginx proxying to the app (None when Debian's nginx is not installed)."""
+    binary = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if binary is None:
+        print("nginx: not installed (apt-get install nginx-light); its rows are left out")
+        return None, 0
+    port = free_port()
+    conf = tmp / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(tmp=tmp, app=app_port, port=port))
+    proc = subprocess.Popen([binary, "-c", str(conf), "-p", str(tmp)], stderr=subprocess.DEVNULL)
+    wait_listening(port)
+    return proc, port
+
+
 def added(direct: list[float], proxied: list[float]) -> None:
     print(f"  direct {p50(direct):6.2f} ms   proxied {p50(proxied):6.2f} ms", end="")
     print(f"   added {p50(proxied) - p50(direct):5.2f} ms (goal <= 2)")
 
 
 def paired(direct: Any, proxied: Any, n: int) -> tuple[list[float], list[float]]:
-    a: list[float] = []
-    b: list[float] = []
+    a, b = interleaved([direct, proxied], n)
+    return a, b
+
+
+def interleaved(calls: list[Any], n: int) -> list[list[float]]:
+    """Each call's durations, the calls taking turns ``n`` times."""
+    out: list[list[float]] = [[] for _ in calls]
     for _ in range(n):
-        for fn, out in ((direct, a), (proxied, b)):
+        for fn, times in zip(calls, out, strict=True):
             t = time.perf_counter()
             fn()
-            out.append(time.perf_counter() - t)
-    return a, b
+            times.append(time.perf_counter() - t)
+    return out
 
 
 def own_start(port: int) -> float:
@@ -172,7 +229,7 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
         )
         store = Store(settings.database_url)
         store.migrate()
-        token = "bench-token-0123456789abcdefghijk"
+        token = "benchtoken0123456789abcdefghijkl"
 
         seeded = seed_ready_service(
             store,
@@ -189,6 +246,8 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
         wait_listening(origin_port)
         direct = f"http://127.0.0.1:{app_port}"
         proxied = f"http://127.0.0.1:{origin_port}/p/{token}"
+        nginx, nginx_port = start_nginx(tmp, app_port)
+        via_nginx = f"http://127.0.0.1:{nginx_port}" if nginx is not None else ""
         print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         with httpx.Client(timeout=60) as c:
             for base in (direct, proxied):  # warm both paths
@@ -204,25 +263,41 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
                 for _ in range(2):
                     c.request("PUT", f"{base}/big/{BIG}")
                     c.post(base + "/upload", content=b"w" * BIG)
-            da, db = paired(
-                lambda: c.request("PUT", f"{direct}/big/{BIG}"),
-                lambda: c.request("PUT", f"{proxied}/big/{BIG}"),
-                big_repeats,
-            )
+            bases = [direct, proxied] + ([via_nginx] if via_nginx else [])
+            for base in bases[2:]:
+                for _ in range(2):
+                    c.request("PUT", f"{base}/big/{BIG}")
+                    c.post(base + "/upload", content=b"w" * BIG)
             body = b"x" * BIG
-            ua, ub = paired(
-                lambda: c.post(direct + "/upload", content=body),
-                lambda: c.post(proxied + "/upload", content=body),
-                big_repeats,
-            )
-            for label, x, y in (("download", da, db), ("upload", ua, ub)):
-                ra, rb = BIG / statistics.median(x) / 1e6, BIG / statistics.median(y) / 1e6
-                print(f"10 MB {label}: direct {ra:7.0f} MB/s   proxied {rb:7.0f} MB/s", end="")
-                print(f"   ratio {rb / ra:4.2f} (goal >= 0.8)")
+
+            def fetch(base: str) -> Any:
+                return lambda: c.request("PUT", f"{base}/big/{BIG}")
+
+            def send(base: str) -> Any:
+                return lambda: c.post(base + "/upload", content=body)
+
+            downs = interleaved([fetch(b) for b in bases], big_repeats)
+            ups = interleaved([send(b) for b in bases], big_repeats)
+            for label, times in (("download", downs), ("upload", ups)):
+                rates = [BIG / statistics.median(t) / 1e6 for t in times]
+                print(
+                    f"10 MB {label}: direct {rates[0]:6.0f} MB/s   planact {rates[1]:6.0f} MB/s",
+                    end="",
+                )
+                if len(rates) > 2:
+                    print(
+                        f"   nginx {rates[2]:6.0f} MB/s"
+                        f"   planact / nginx {rates[1] / rates[2]:4.2f}",
+                        end="",
+                    )
+                    print(" (goal >= 0.95)", end="")
+                print(f"   planact / direct {rates[1] / rates[0]:4.2f}")
             # CPU per 10 MB of each process (steadier than the wall clock on a loaded machine:
             # on a saturated machine throughput follows the CPU a byte costs)
             procs = {"client": os.getpid(), "app": app.pid, "forwarder": fwd.pid}
             procs["origin"] = origin.pid
+            if nginx is not None:
+                procs["nginx"] = nginx.pid
             print("CPU per 10 MB (user+system ms; forwarder and origin: the proxy's cost):")
 
             def download(base: str) -> httpx.Response:
@@ -231,8 +306,10 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
             def upload(base: str) -> httpx.Response:
                 return c.post(base + "/upload", content=body)
 
+            ways = [("direct", direct), ("planact", proxied)]
+            ways += [("nginx", via_nginx)] if via_nginx else []
             for label, call in (("download", download), ("upload", upload)):
-                for way, base in (("direct", direct), ("proxied", proxied)):
+                for way, base in ways:
                     before = {k: cpu_seconds(pid) for k, pid in procs.items()}
                     for _ in range(big_repeats):
                         call(base)
@@ -256,6 +333,9 @@ def main(requests: int, runs: int, big_repeats: int) -> int:
             added(ea, eb)
         origin.kill()
         origin.wait()
+        if nginx is not None:
+            nginx.kill()
+            nginx.wait()
         asyncio.run(store.close())
         fwd.kill()
         app.kill()
