@@ -46,6 +46,14 @@ def no_action(found_mentions: list[str]) -> str:
     return f"{head}\n{format_help()}"
 
 
+def repeated_note() -> str:
+    return (
+        "Your reply repeated the format note's examples, which are not actions, so nothing "
+        "was run. Write the action(s) this task needs next, with your own paths, commands "
+        "and text.\n" + format_help()
+    )
+
+
 def call_in_reasoning(names: list[str]) -> str:
     calls = ", ".join(f"`{name}`" for name in names)
     return (

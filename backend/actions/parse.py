@@ -20,6 +20,7 @@ from backend.actions.model import (
     FormatError,
     TruncatedReplyError,
 )
+from backend.actions.note_examples import without_note_examples
 from backend.actions.scanner import Scanner, canonical_param
 from backend.actions.values import (
     clean_plain,
@@ -96,6 +97,7 @@ def _parse(
             )
         return [_validate(raw, cut=False, last=False) for raw in calls]
 
+    text, examples = without_note_examples(text)
     scan = Scanner(text).run()
     found = scan.actions
     chosen = [a for a in found if not a.fenced] or found
@@ -115,6 +117,11 @@ def _parse(
             )
         if cut:
             raise TruncatedReplyError(corrections.cut_before_action())
+        if examples:
+            raise FormatError(
+                corrections.repeated_note(),
+                user="a reply repeated the service's format note (nothing from it was run)",
+            )
         if scan.reasoning_calls:
             raise FormatError(
                 corrections.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),

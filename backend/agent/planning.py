@@ -11,6 +11,7 @@ from backend.agent.errors import RunError
 from backend.agent.narration import PLAN_LINE_STARTS
 from backend.agent.plan_parse import PlanFormatError, parse_plan, reply_words
 from backend.agent.prompts import render
+from backend.agent.service_note import own_reply, service_note
 from backend.agent.unusable import shown, unusable_message
 from backend.messages.message import Message
 from backend.messages.tasks import PlanTask
@@ -60,8 +61,8 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTas
             last_error = str(exc)
             refused = refused and exc.words
             reply_uuid = await _show_unusable(ctx, completion.text, exc, reply_uuid)
-            messages.append({"role": "assistant", "content": "(the plan could not be read)"})
-            messages.append({"role": "user", "content": last_error})
+            # its own words as its turn, then the service's note as the service's
+            messages += [*own_reply(reply_words(completion.text)), service_note(last_error)]
             continue
         tasks = [
             PlanTask(
@@ -81,9 +82,9 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTas
             "above), so there was nothing to run. Rephrase the goal, or choose another model."
         )
     raise RunError(
-        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: its replies "
-        "could not be read as a task list. Try again, or choose a model that follows "
-        "instructions more closely."
+        f"The model produced no plan: none of its {PLAN_ATTEMPTS} replies was a task list, "
+        "so nothing was run. Try again, or choose a model that follows instructions more "
+        "closely."
     )
 
 
