@@ -126,6 +126,17 @@ def truncated(action: str, param: str, path: str, cut: bool) -> str:
     )
 
 
+def cut_after_actions(names: list[str]) -> str:
+    listed = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
+    return (
+        f"Your reply was cut off (it hit the output length limit) after {listed}, so nothing "
+        "from it was run: a cut reply may have lost what came next. Send a shorter reply: "
+        "fewer actions at a time, little text around them, and a large file in smaller "
+        "parts (several smaller files, or a first part with write_code and the rest added "
+        "in later replies)."
+    )
+
+
 def cut_before_action() -> str:
     return (
         "Your reply was cut off (it hit the output length limit) before any complete "

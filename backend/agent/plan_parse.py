@@ -87,6 +87,17 @@ class PlanFormatError(ValueError):
         self.words = words
 
 
+def cut_plan() -> PlanFormatError:
+    """A planning reply the output length limit cut (finish_reason "length"): truncated,
+    never read as a plan."""
+    return PlanFormatError(
+        "Your plan was cut off (it hit the output length limit), so it was not used. Reply "
+        "with a short plan: one sentence for the user, then a JSON array of a few tasks with "
+        f"short descriptions:\n{EXAMPLE}",
+        "it was cut off at the output length limit",
+    )
+
+
 def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
     """Never raises anything but PlanFormatError: a reply over MAX_REPLY_CHARS or nested
     too deeply is a format error too."""

@@ -9,7 +9,7 @@ import anyio
 
 from backend.agent.errors import RunError
 from backend.agent.narration import PLAN_LINE_STARTS
-from backend.agent.plan_parse import PlanFormatError, parse_plan, reply_words
+from backend.agent.plan_parse import PlanFormatError, cut_plan, parse_plan, reply_words
 from backend.agent.prompts import render
 from backend.agent.service_note import own_reply, service_note
 from backend.agent.unusable import shown, unusable_message
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from backend.messages.kinds import MessageKind
 
 PLAN_ATTEMPTS = 3
+CUT = ("length", "max_tokens")  # finish reasons of a reply the output limit cut
 MAX_TASKS = 12
 
 
@@ -53,6 +54,8 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTas
             "planning", messages, on_delta=live if reply_uuid and attempt == 0 else None
         )
         try:
+            if completion.finish_reason in CUT:
+                raise cut_plan()
             if len(completion.text) > 20_000:  # a big reply is read off the event loop
                 prose, raw_tasks = await anyio.to_thread.run_sync(parse_plan, completion.text)
             else:

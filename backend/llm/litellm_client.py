@@ -35,6 +35,7 @@ from backend.llm.base import (
 from backend.llm.deadline import Deadline
 from backend.llm.openai_compat import YIELD_EVERY
 from backend.llm.options import ModelClient
+from backend.llm.output_limit import max_tokens
 from backend.llm.retry import FirstLive, short
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class LiteLLM(ModelClient):
             "model": use_model,
             "messages": messages,
             "extra_headers": {"X-Agent-Stage": stage},
+            "max_tokens": await max_tokens(use_model, self.max_output_tokens, stage),
             # the socket timeout; our content-only deadlines fire first
             "timeout": self.call_max_seconds + 5,
             "num_retries": 0,

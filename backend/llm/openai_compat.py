@@ -31,6 +31,7 @@ from backend.llm.base import (
 )
 from backend.llm.deadline import Deadline
 from backend.llm.options import ClientOptions, ModelClient
+from backend.llm.output_limit import max_tokens
 from backend.llm.prices import cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
 from backend.llm.retry import FirstLive, short
@@ -135,7 +136,11 @@ class OpenAICompatLLM(ModelClient):
         headers = {"Content-Type": "application/json", "X-Agent-Stage": stage}
         if endpoint.api_key:
             headers["Authorization"] = f"Bearer {endpoint.api_key}"
-        payload: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+        payload: dict[str, Any] = {
+            "model": endpoint.model,
+            "messages": messages,
+            _limit_key(endpoint): await max_tokens(use_model, self.max_output_tokens, stage),
+        }
         if self.stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
@@ -385,6 +390,14 @@ class _StreamReader:
         )
         _usage(got, self.usage)
         return got
+
+
+def _limit_key(endpoint: Endpoint) -> str:
+    """OpenAI's own API takes the output limit as ``max_completion_tokens`` (its reasoning
+    models refuse ``max_tokens``); every other OpenAI-compatible server takes ``max_tokens``."""
+    if endpoint.url.startswith("https://api.openai.com/"):
+        return "max_completion_tokens"
+    return "max_tokens"
 
 
 def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:

@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 from backend.agent.service_note import NOTE_HEAD
 from backend.app import create_app
 from backend.config import Settings
+from backend.llm.base import Completion
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run
 from tests.sse_client import collect
@@ -150,3 +151,31 @@ def test_the_services_note_reaches_the_model_as_the_services_never_as_its_own(
         said = [m["content"] for m in call.messages if m["role"] == "assistant"]
         assert not any(NOTE_HEAD in s or "could not be read" in s for s in said)
         assert not any("no usable action" in s for s in said)
+
+
+def test_a_reply_the_output_limit_cut_runs_nothing_and_the_run_goes_on(
+    settings: Settings,
+) -> None:
+    cut_plan = Completion(plan_reply("Never"), finish_reason="length")
+    cut_actions = Completion(
+        "<write_code><path>cut.txt</path><content>x</content></write_code>\nNow I will",
+        finish_reason="length",
+    )
+    llm = ScriptedLLM(
+        [
+            ("planning", cut_plan),
+            ("planning", plan_reply("Write")),
+            ("thinking", cut_actions),
+            ("thinking", finish("stopped short")),
+        ]
+    )
+    messages, end = post(settings, llm)
+    assert end["status"] == "completed"
+    tasks = [m for m in messages if m["meta"]["action_type"] == "task"]
+    assert tasks and all("Never" not in t["content"] for t in tasks)  # the cut plan is unused
+    assert "cut off (it hit the output length limit)" in llm.calls[1].messages[-1]["content"]
+    told = llm.calls[3].messages[-1]
+    assert told["role"] == "user" and told["content"].startswith(NOTE_HEAD)
+    assert "cut off (it hit the output length limit) after `write_code`" in told["content"]
+    assert not any("cut.txt" in (m["meta"].get("filepath") or "") for m in messages)
+    assert not list(settings.workspace_dir.rglob("cut.txt"))  # nothing of it ran
