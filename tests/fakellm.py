@@ -389,8 +389,9 @@ class FakeModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         shape: dict[str, Any] | None = None,
+        model: FakeModel | None = None,
     ) -> None:
-        self.model = FakeModel(auto=auto, shape=shape)
+        self.model = model or FakeModel(auto=auto, shape=shape)
         config = uvicorn.Config(
             self.model.app(), host=host, port=port, log_level="warning", lifespan="off"
         )

@@ -30,6 +30,7 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.deadline import Deadline
+from backend.llm.not_found import not_found_error
 from backend.llm.options import ClientOptions, ModelClient
 from backend.llm.output_limit import max_tokens
 from backend.llm.prices import cost, prices
@@ -441,10 +442,7 @@ def http_error(
             f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {said}"
         )
     if status == 404:
-        return LLMConfigError(
-            f"Model {model!r} was not found at {endpoint.url} (HTTP 404): check LLM_MODEL "
-            f"and LLM_BASE_URL. Provider said: {said}"
-        )
+        return not_found_error(model, endpoint.url, said)
     if status in (408, 409, 429) or status >= 500:
         error = LLMTransientError(f"HTTP {status} from the model server: {said}")
         if response is not None:
