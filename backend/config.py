@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=120.0, gt=0)
     llm_call_max_seconds: float = Field(default=600.0, gt=0)
     llm_client: Literal["auto", "litellm"] = "auto"
+    # the max_tokens of every model call; unset: the model's own output limit where
+    # litellm's table knows it, else 8192 (backend/llm/output_limit.py)
+    llm_max_output_tokens: int | None = Field(default=None, gt=0)
     # models a user may pick per run ("model" in the run body); LLM_MODEL only when unset
     llm_models: str | None = None
 

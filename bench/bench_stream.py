@@ -169,7 +169,7 @@ def relay(tmp: Path, fake: Fake, *flags: str) -> tuple[Proc, str]:
 
 
 async def raw_httpx(client: httpx.AsyncClient, url: str) -> str:
-    body = {"model": "fake", "messages": MSGS, "stream": True}
+    body = {"model": "fake", "messages": MSGS, "stream": True, "max_tokens": 8192}
     parts: list[str] = []
     async with client.stream(
         "POST", f"{url}/chat/completions", json=body, headers={"X-Agent-Stage": "auto_reply"}

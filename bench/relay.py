@@ -77,6 +77,7 @@ def make_app(
             "model": "fake",
             "messages": [{"role": "user", "content": goal}],
             "stream": True,
+            "max_tokens": 8192,
         }
         async with client.stream(
             "POST",

@@ -10,6 +10,10 @@ per stage (the `X-Agent-Stage` header) through control endpoints:
   POST /_control/reset                               -- clears queues and the call log
   GET  /_control/calls                               -- every request seen so far
 
+Every request must carry a positive integer `max_tokens` (planact bounds every reply): one
+without it is answered HTTP 400, as a strict server would, so every test that reaches this
+server checks it.
+
 With `--auto` (or POST /_control/auto {"on": true, "replies"?: {stage: text}}) a stage
 with an empty queue gets a plausible default reply (route: needs tools; planning: one
 task; thinking: write a file and finish; summary/auto_reply: text): the zero-latency model
@@ -114,12 +118,24 @@ class FakeModel:
                 "model": body.get("model"),
                 "stream": bool(body.get("stream")),
                 "messages": body.get("messages"),
+                "max_tokens": body.get("max_tokens"),
                 "authorization": request.headers.get("authorization", ""),
                 # the client's address: calls over one pooled connection share it
                 "peer": f"{request.client.host}:{request.client.port}" if request.client else "",
                 "time": time.time(),
             }
         )
+        bound = body.get("max_tokens")
+        if not isinstance(bound, int) or isinstance(bound, bool) or bound <= 0:
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"fakellm: max_tokens must be a positive integer, got {bound!r}",
+                        "type": "invalid_request_error",
+                    }
+                },
+                status_code=400,
+            )
         reply = self.next_reply(stage)
         if reply is None:
             return JSONResponse(
@@ -373,8 +389,9 @@ class FakeModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         shape: dict[str, Any] | None = None,
+        model: FakeModel | None = None,
     ) -> None:
-        self.model = FakeModel(auto=auto, shape=shape)
+        self.model = model or FakeModel(auto=auto, shape=shape)
         config = uvicorn.Config(
             self.model.app(), host=host, port=port, log_level="warning", lifespan="off"
         )

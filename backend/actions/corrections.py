@@ -46,6 +46,14 @@ def no_action(found_mentions: list[str]) -> str:
     return f"{head}\n{format_help()}"
 
 
+def repeated_note() -> str:
+    return (
+        "Your reply repeated the format note's examples, which are not actions, so nothing "
+        "was run. Write the action(s) this task needs next, with your own paths, commands "
+        "and text.\n" + format_help()
+    )
+
+
 def call_in_reasoning(names: list[str]) -> str:
     calls = ", ".join(f"`{name}`" for name in names)
     return (
@@ -115,6 +123,17 @@ def truncated(action: str, param: str, path: str, cut: bool) -> str:
         "partial file was written. Write the file in smaller parts: split it into several "
         "smaller files, or write a first part with write_code and add the rest in later "
         "replies with terminal_run (e.g. `cat >> file <<'EOF'`)." + close
+    )
+
+
+def cut_after_actions(names: list[str]) -> str:
+    listed = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
+    return (
+        f"Your reply was cut off (it hit the output length limit) after {listed}, so nothing "
+        "from it was run: a cut reply may have lost what came next. Send a shorter reply: "
+        "fewer actions at a time, little text around them, and a large file in smaller "
+        "parts (several smaller files, or a first part with write_code and the rest added "
+        "in later replies)."
     )
 
 

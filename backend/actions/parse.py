@@ -20,6 +20,7 @@ from backend.actions.model import (
     FormatError,
     TruncatedReplyError,
 )
+from backend.actions.note_examples import without_note_examples
 from backend.actions.scanner import Scanner, canonical_param
 from backend.actions.values import (
     clean_plain,
@@ -56,7 +57,8 @@ def parse_actions(
 ) -> list[Action]:
     """The actions in a model reply, in order.
 
-    `finish_reason` is the provider's (pass it: "length" marks a cut-off reply);
+    `finish_reason` is the provider's (pass it: "length" marks a reply the output limit
+    cut, which is truncated: nothing in it runs, complete actions included);
     `tool_calls` the OpenAI-style native list, which, when not empty, is used instead of
     the text. Raises FormatError (TruncatedReplyError when cut off) with a message for
     the model; never anything else, whatever the input (linear time, no recursion limit,
@@ -94,8 +96,11 @@ def _parse(
             raise TruncatedReplyError(
                 corrections.truncated(calls[-1].name, "arguments", "", cut=True)
             )
+        if cut and calls:  # a reply the limit cut is truncated: none of it runs
+            raise TruncatedReplyError(corrections.cut_after_actions([c.name for c in calls]))
         return [_validate(raw, cut=False, last=False) for raw in calls]
 
+    text, examples = without_note_examples(text)
     scan = Scanner(text).run()
     found = scan.actions
     chosen = [a for a in found if not a.fenced] or found
@@ -115,6 +120,11 @@ def _parse(
             )
         if cut:
             raise TruncatedReplyError(corrections.cut_before_action())
+        if examples:
+            raise FormatError(
+                corrections.repeated_note(),
+                user="a reply repeated the service's format note (nothing from it was run)",
+            )
         if scan.reasoning_calls:
             raise FormatError(
                 corrections.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),
@@ -130,7 +140,10 @@ def _parse(
             user="a reply held no action",
             words=not scan.mentions and not any(m in text for m in ("{", "```", "</", "/>")),
         )
-    return [_validate(raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)]
+    actions = [_validate(raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)]
+    if cut:  # complete actions in a reply the limit cut: the reply is truncated, none runs
+        raise TruncatedReplyError(corrections.cut_after_actions([a.type for a in actions]))
+    return actions
 
 
 def _path_of(raw: RawAction) -> str:

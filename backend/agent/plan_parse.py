@@ -1,8 +1,12 @@
 """The planner's reply -> (prose before the plan, tasks). Pure.
 
 Accepted (first that yields tasks wins):
-1. JSON: an array of task objects (or of strings), or an object with a "tasks"/"plan"
-   array; bare, in a ```json fence, or with prose around it;
+1. JSON: an array of task objects, or an object with a "tasks"/"plan" array of them, that
+   the reply presents as its plan: on lines of its own (or after a label ending in ":"),
+   bare, in a ```json (or unlabelled) fence, or with prose around it. An array inside code
+   (a fence of another language, an assignment, a call's argument) or inside a sentence is
+   no plan, and neither are bare strings (`["a", "b"]`) nor the tasks of the service's own
+   example (EXAMPLE, which its notes to the model carry);
 2. Markdown `##`/`###` headings, one per task, with bullet points under each;
 3. a numbered list (`1.` / `1)`), one item per task, with indented lines or bullets.
 Reasoning (`<think>…</think>` and the other markers of docs/dialects.md, harmony `analysis`
@@ -24,6 +28,11 @@ _MAX_JSON_ATTEMPTS = 32  # each failed attempt costs O(length)
 _THINK_CLOSE = REASONING_CLOSE
 _THINK_OPEN = REASONING_OPEN
 _FENCE_OPEN = re.compile(r"(?:^|\n)[ \t]*(`{3,}|~{3,})[\w+-]*[ \t]*\n?$")
+# the fence a position is inside, if any: its language ("" when unlabelled)
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.M)
+_JSON_FENCES = ("", "json", "jsonc", "json5")
+# words ending in ":" before a plan on its line ("Here is the plan:"), never code or a quote
+_LABEL_BEFORE = re.compile(r"[^\[\]{}()=\"'`<>;]{0,120}:[*_]*")
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 _HEADING = re.compile(r"^[ \t]{0,3}#{2,3}[ \t]+(.+?)[ \t#]*$", re.M)
 _NUMBERED = re.compile(r"^[ \t]{0,3}(?:\*\*)?(\d{1,3})[.)](?:\*\*)?[ \t]+(.+)$", re.M)
@@ -56,6 +65,17 @@ EXAMPLE = (
 )
 
 
+# the tasks of EXAMPLE, which are never a plan (a reply that repeats the note has no plan)
+EXAMPLE_TASKS = [
+    {
+        "title": "Write the script",
+        "description": "Create src/app.py that …",
+        "requirement": "python3 src/app.py prints …",
+    },
+    {"title": "…", "description": "…", "requirement": ""},
+]
+
+
 class PlanFormatError(ValueError):
     """The plan could not be read. The message is written for the model; ``user`` says what
     went wrong in a person's words (never the format lesson); ``words``: the reply held no
@@ -65,6 +85,17 @@ class PlanFormatError(ValueError):
         super().__init__(message)
         self.user = user or "it could not be read as a task list"
         self.words = words
+
+
+def cut_plan() -> PlanFormatError:
+    """A planning reply the output length limit cut (finish_reason "length"): truncated,
+    never read as a plan."""
+    return PlanFormatError(
+        "Your plan was cut off (it hit the output length limit), so it was not used. Reply "
+        "with a short plan: one sentence for the user, then a JSON array of a few tasks with "
+        f"short descriptions:\n{EXAMPLE}",
+        "it was cut off at the output length limit",
+    )
 
 
 def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
@@ -89,20 +120,34 @@ def parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
 
 def _parse_plan(text: str) -> tuple[str, list[dict[str, str]]]:
     text = _drop_reasoning(text)
-    json_error = ""
-    found = _from_json(text)
-    if isinstance(found, str):
-        json_error, found = found, None
+    seen = _NotAPlan()
+    found = _from_json(text, seen)
     if found is None:
         found = _from_headings(text) or _from_numbered(text)
     if found is None:
-        detail = f" (the JSON in it did not parse: {json_error})" if json_error else ""
+        if seen.example:
+            raise PlanFormatError(
+                "Your reply repeated the example of the instructions, which is no plan. "
+                "Reply with a short sentence for the user, then the plan for this goal as a "
+                "JSON array of tasks, each with a title, a description and optionally a "
+                f"requirement (how to check it is done), in this shape:\n{EXAMPLE}",
+                "it repeated the service's example instead of giving a plan",
+            )
+        if seen.embedded:
+            raise PlanFormatError(
+                "Your reply held no plan: a list inside code, a call or a sentence is not a "
+                "plan. Reply with a short sentence for the user, then the plan on lines of "
+                "its own as a JSON array of tasks, each with a title, a description and "
+                f"optionally a requirement (how to check it is done):\n{EXAMPLE}",
+                "it held no plan (only a list inside code or a sentence)",
+            )
+        detail = f" (the JSON in it did not parse: {seen.json_error})" if seen.json_error else ""
         raise PlanFormatError(
             f"Your plan could not be read{detail}. Reply with a short sentence for the user, "
             f"then the plan as a JSON array of tasks, each with a title, a description and "
             f"optionally a requirement (how to check it is done):\n{EXAMPLE}",
-            "its task list did not parse" if json_error else "it held no task list",
-            words=not json_error and not _looks_structured(text),
+            "its task list did not parse" if seen.json_error else "it held no task list",
+            words=not seen.json_error and not _looks_structured(text),
         )
     prose, tasks = found
     if not tasks:
@@ -181,6 +226,8 @@ def _task(title: str, description: str = "", requirement: str = "") -> dict[str,
 
 
 def _tasks_from_value(value: Any) -> list[dict[str, str]] | None:
+    """The tasks of a plan-shaped value: an array of task objects (each with a title), or
+    an object holding one under "tasks"/"plan"/"steps". Bare strings are no task."""
     if isinstance(value, dict):
         for key in ("tasks", "plan", "steps"):
             inner = value.get(key)
@@ -191,60 +238,102 @@ def _tasks_from_value(value: Any) -> list[dict[str, str]] | None:
         return None
     tasks: list[dict[str, str]] = []
     for item in value:
-        if isinstance(item, str):
-            tasks.append(_task(item))
-        elif isinstance(item, dict):
-            task = _task(
-                _pick(item, TITLE_KEYS),
-                _pick(item, DESCRIPTION_KEYS),
-                _pick(item, REQUIREMENT_KEYS),
-            )
-            if not task["title"]:
-                return None
-            tasks.append(task)
-        else:
+        if not isinstance(item, dict):
             return None
+        task = _task(
+            _pick(item, TITLE_KEYS),
+            _pick(item, DESCRIPTION_KEYS),
+            _pick(item, REQUIREMENT_KEYS),
+        )
+        if not task["title"]:
+            return None
+        tasks.append(task)
     return tasks
 
 
-def _from_json(text: str) -> tuple[str, list[dict[str, str]]] | str | None:
-    """(prose, tasks), or a JSON error message when something plan-like did not parse."""
-    error = ""
+class _NotAPlan:
+    """What the JSON search saw when it found no plan: a reason for the model, if any."""
+
+    def __init__(self) -> None:
+        self.json_error = ""
+        self.embedded = False  # a plan-shaped array inside code or a sentence
+        self.example = False  # only the service's own example
+
+
+def _from_json(text: str, seen: _NotAPlan) -> tuple[str, list[dict[str, str]]] | None:
+    """(prose, tasks) of the first JSON plan the reply presents as its plan."""
     attempts = 0
     for m in re.finditer(r"[\[{]", text):
         start = m.start()
         after = text[start + 1 : start + 200].lstrip()
-        if text[start] == "[" and not after.startswith(("{", '"', "]")):
+        if text[start] == "[" and not after.startswith(("{", "]")):
             continue
         if text[start] == "{" and not after.startswith(('"', "}")):
             continue
         attempts += 1
         if attempts > _MAX_JSON_ATTEMPTS:
             break
-        value, err = _decode(text, start, repair=attempts <= 3)
+        value, err, end = _decode(text, start, repair=attempts <= 3)
         if value is None:
-            error = error or err
+            seen.json_error = seen.json_error or err
             continue
         tasks = _tasks_from_value(value)
         if tasks is None:
             continue
+        if not _stands_alone(text, start, end):
+            seen.embedded = True
+            continue
+        if tasks and all(task in EXAMPLE_TASKS for task in tasks):
+            seen.example = True
+            continue
         return _prose_before(text, start), tasks
-    return error or None
+    return None
 
 
-def _decode(text: str, start: int, *, repair: bool) -> tuple[Any, str]:
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether the JSON value at text[start:end] is presented as the plan: nothing but a
+    label ending in ":" before it on its line, nothing after it on its line, and not inside
+    a fence of a language other than JSON."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start].strip()
+    if before and not _LABEL_BEFORE.fullmatch(before):
+        return False
+    line_end = text.find("\n", end)
+    after = text[end : len(text) if line_end < 0 else line_end].strip()
+    if after:
+        return False
+    language = _fence_language(text, start)
+    return language is None or language.lower() in _JSON_FENCES
+
+
+def _fence_language(text: str, pos: int) -> str | None:
+    """The language of the fence ``pos`` is inside ("" when unlabelled), or None."""
+    language: str | None = None
+    marker = ""
+    for fence in _FENCE_LINE.finditer(text, 0, pos):
+        if language is None:
+            marker, language = fence.group(1), fence.group(2)
+        elif fence.group(1)[0] == marker[0] and len(fence.group(1)) >= len(marker):
+            language = None  # closed
+    return language
+
+
+def _decode(text: str, start: int, *, repair: bool) -> tuple[Any, str, int]:
+    """(the value at ``start``, "", where it ends) or (None, why it did not parse, start)."""
     try:
-        return _DECODER.raw_decode(text, start)[0], ""
+        value, end = _DECODER.raw_decode(text, start)
+        return value, "", end
     except json.JSONDecodeError as exc:
         first = exc
     # a common slip: trailing commas. Retry on the balanced span with them removed.
-    end = _balanced_end(text, start) if repair else None
-    if end is not None:
+    balanced = _balanced_end(text, start) if repair else None
+    if balanced is not None:
         try:
-            return _DECODER.decode(_TRAILING_COMMA.sub(r"\1", text[start:end])), ""
+            fixed = _TRAILING_COMMA.sub(r"\1", text[start:balanced])
+            return _DECODER.decode(fixed), "", balanced
         except json.JSONDecodeError:
             pass
-    return None, f"{first.msg} at line {first.lineno} column {first.colno}"
+    return None, f"{first.msg} at line {first.lineno} column {first.colno}", start
 
 
 def _balanced_end(text: str, start: int) -> int | None:

@@ -9,8 +9,9 @@ import anyio
 
 from backend.agent.errors import RunError
 from backend.agent.narration import PLAN_LINE_STARTS
-from backend.agent.plan_parse import PlanFormatError, parse_plan, reply_words
+from backend.agent.plan_parse import PlanFormatError, cut_plan, parse_plan, reply_words
 from backend.agent.prompts import render
+from backend.agent.service_note import own_reply, service_note
 from backend.agent.unusable import shown, unusable_message
 from backend.messages.message import Message
 from backend.messages.tasks import PlanTask
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 from backend.messages.kinds import MessageKind
 
 PLAN_ATTEMPTS = 3
+CUT = ("length", "max_tokens")  # finish reasons of a reply the output limit cut
 MAX_TASKS = 12
 
 
@@ -52,6 +54,8 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTas
             "planning", messages, on_delta=live if reply_uuid and attempt == 0 else None
         )
         try:
+            if completion.finish_reason in CUT:
+                raise cut_plan()
             if len(completion.text) > 20_000:  # a big reply is read off the event loop
                 prose, raw_tasks = await anyio.to_thread.run_sync(parse_plan, completion.text)
             else:
@@ -60,8 +64,8 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTas
             last_error = str(exc)
             refused = refused and exc.words
             reply_uuid = await _show_unusable(ctx, completion.text, exc, reply_uuid)
-            messages.append({"role": "assistant", "content": "(the plan could not be read)"})
-            messages.append({"role": "user", "content": last_error})
+            # its own words as its turn, then the service's note as the service's
+            messages += [*own_reply(reply_words(completion.text)), service_note(last_error)]
             continue
         tasks = [
             PlanTask(
@@ -81,9 +85,9 @@ async def plan(ctx: RunContext, reply_uuid: str = "") -> tuple[str, list[PlanTas
             "above), so there was nothing to run. Rephrase the goal, or choose another model."
         )
     raise RunError(
-        f"The model did not produce a usable plan after {PLAN_ATTEMPTS} attempts: its replies "
-        "could not be read as a task list. Try again, or choose a model that follows "
-        "instructions more closely."
+        f"The model produced no plan: none of its {PLAN_ATTEMPTS} replies was a task list, "
+        "so nothing was run. Try again, or choose a model that follows instructions more "
+        "closely."
     )
 
 

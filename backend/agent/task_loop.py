@@ -49,7 +49,7 @@ async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes
         completion, parsed = await _next_reply(ctx, task, transcript)
         if isinstance(parsed, FormatError):
             format_errors += 1
-            _add_unusable(ctx, transcript, task, parsed, format_errors)
+            _add_unusable(ctx, transcript, task, parsed, format_errors, completion.text)
             continue
         format_errors = 0
         reply = scrub(completion.text)
@@ -137,20 +137,18 @@ def _add_unusable(
     task: PlanTask,
     parsed: FormatError,
     format_errors: int,
+    reply: str,
 ) -> None:
-    """A reply with no usable action: the model reads why (never the malformed text); past
-    MAX_FORMAT_ERRORS in a row the task fails."""
+    """A reply with no usable action: it is resent as the model's, the service's note on it
+    as the service's (backend/agent/service_note.py); past MAX_FORMAT_ERRORS in a row the
+    task fails."""
     if format_errors >= ctx.deps.settings.max_format_errors:
         raise LimitExceeded(
             f"Task '{task.title}' failed: the model gave {format_errors} replies in "
             f"a row with no usable action (the last one: {scrub(parsed.user)}). Try again, "
             "or choose a model that follows the action format."
         )
-    transcript.add(
-        Turn(
-            reply="(reply had no usable action)", format_error=str(parsed), brief_error=parsed.user
-        )
-    )
+    transcript.add(Turn(reply=scrub(reply), format_error=str(parsed), brief_error=parsed.user))
 
 
 def _add_turn(transcript: Transcript, turn: Turn, task: PlanTask) -> None:

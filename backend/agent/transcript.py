@@ -18,6 +18,7 @@ from typing import Any
 from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.registry import brief as _brief
+from backend.agent.service_note import own_reply, service_note
 from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
 
 KEEP_WHOLE = 2  # the last turns resent whole
@@ -39,7 +40,7 @@ class Outcome:
 
 @dataclass
 class Turn:
-    reply: str  # the model's reply as resent (a placeholder for an unusable one)
+    reply: str  # the model's reply as resent (its own words, an unusable one's too)
     actions: list[Action] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     footer: str = ""  # the closing line of the observation
@@ -52,7 +53,7 @@ class Turn:
 
     def observation(self) -> str:
         if self.format_error:
-            return f"Format error: {self.format_error}"
+            return str(service_note(f"Format error: {self.format_error}")["content"])
         parts = [
             f"[{o.label}] {o.verdict}" + (f"\n{o.content}" if o.content else "")
             for o in self.outcomes
@@ -66,13 +67,9 @@ class Turn:
         return (acts, results)
 
     def condensed_reply(self) -> str:
-        if self.format_error:
-            return "(earlier reply, condensed: it had no usable action)"
         return "(earlier reply, condensed) " + "; ".join(describe(a) for a in self.actions)
 
     def condensed_observation(self, keep_error: bool) -> str:
-        if self.format_error:
-            return f"(condensed) Format error: {self.brief_error}"
         lines = []
         for o in self.outcomes:
             limit = ERROR_CHARS if keep_error and o.verdict == "FAILED" else BRIEF_CHARS
@@ -100,6 +97,12 @@ class Transcript:
         n = len(self.turns)
         last_failed = max((i for i, t in enumerate(self.turns) if t.failed), default=-1)
         for i, turn in enumerate(self.turns):
+            if turn.format_error:
+                # the model's own unusable reply, then the service's note on it; once old,
+                # neither (what the model is told to fix matters only while it is fresh)
+                if i >= n - self.keep_whole:
+                    out += [*own_reply(turn.reply), {"role": "user", "content": turn.observation()}]
+                continue
             if i >= n - self.keep_whole:
                 out.append({"role": "assistant", "content": turn.reply})
                 out.append({"role": "user", "content": turn.observation()})

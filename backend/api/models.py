@@ -181,6 +181,11 @@ class ModelCheck(BaseModel):
     model: str | None
     latency_ms: int
     error: str | None = Field(None, description="Present when `ok` is false.")
+    answer: str | None = Field(
+        None,
+        description="What the model answered (reasoning aside, at most 200 characters): "
+        "the check asks what 17 plus 25 is, and `ok` means it said 42.",
+    )
 
 
 class McpTool(BaseModel):

@@ -4,6 +4,7 @@ call, answered in plain words)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -11,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from backend.agent.plan_parse import reply_words
 from backend.api.common import manager, read_model
 from backend.api.errors import ApiError
 from backend.api.models import ModelCheck, ModelChoiceBody, ServerSettings
@@ -20,10 +22,14 @@ from backend.openapi import Reply, operation
 from backend.waits.classes import APPROVAL_MODES
 
 CHECK_TIMEOUT = 20.0
+# a question whose answer can be checked, and that an echo of it cannot pass: the model
+# answered sensibly only when its reply (its reasoning aside) holds 42
 CHECK_MESSAGES = [
-    {"role": "system", "content": "You are a connectivity check. Answer with one word."},
-    {"role": "user", "content": "Reply with the word OK."},
+    {"role": "system", "content": "You are a model check. Answer with the number only."},
+    {"role": "user", "content": "What is 17 plus 25? Reply with the number only."},
 ]
+CHECK_ANSWER = re.compile(r"(?<![\d.])42(?![\d])|\bforty[- ]two\b", re.I)
+SHOWN_ANSWER = 200  # characters of the model's answer in the check's reply
 NO_MODEL = (
     "No model is configured. Put LLM_MODEL (a litellm model id such as openai/gpt-4o-mini) "
     "and LLM_API_KEY in the .env file next to where planact runs, then restart planact: "
@@ -82,18 +88,26 @@ async def check_model(request: Request) -> Response:
     s = _settings(request)
     model = pick_model(s, body.model) or s.llm_model
     if not model:
-        answer = ModelCheck(ok=False, model=None, latency_ms=0, error=NO_MODEL)
-        return JSONResponse(answer.model_dump())
+        unset = ModelCheck(ok=False, model=None, latency_ms=0, error=NO_MODEL)
+        return JSONResponse(unset.model_dump())
     llm = manager(request).llm
     started = time.monotonic()
     error: str | None = None
+    answer = ""
     try:
         completion = await asyncio.wait_for(
             llm.complete(stage="check", messages=[dict(m) for m in CHECK_MESSAGES], model=model),
             CHECK_TIMEOUT,
         )
-        if not completion.text.strip() and not completion.tool_calls:
+        answer = reply_words(completion.text)
+        if not answer and not completion.tool_calls:
             error = "The model answered with an empty reply."
+        elif not CHECK_ANSWER.search(answer):
+            error = (
+                "The model answered, but not what it was asked (what 17 plus 25 is; it said: "
+                f"{answer[:SHOWN_ANSWER]!r}): it may be too weak to follow planact's "
+                "instructions, or the server may use the wrong chat template for it."
+            )
     except TimeoutError:
         error = f"The model did not answer within {CHECK_TIMEOUT:g} seconds."
     except LLMError as exc:
@@ -101,8 +115,14 @@ async def check_model(request: Request) -> Response:
     except Exception as exc:  # a provider error litellm did not classify
         error = f"The call failed: {type(exc).__name__}: {exc}"
     latency = round((time.monotonic() - started) * 1000)
-    answer = ModelCheck(ok=error is None, model=model, latency_ms=latency, error=error)
-    return JSONResponse(answer.model_dump(exclude_none=True))
+    checked = ModelCheck(
+        ok=error is None,
+        model=model,
+        latency_ms=latency,
+        error=error,
+        answer=answer[:SHOWN_ANSWER] if answer else None,
+    )
+    return JSONResponse(checked.model_dump(exclude_none=True))
 
 
 routes = [

@@ -166,6 +166,11 @@ def serve_cmd(host: str | None, port: int | None) -> int:
             file=sys.stderr,
         )
         return 2
+    from backend.store.reach import unreachable
+
+    if (why := unreachable(settings.database_url)) is not None:
+        print(f"planact: {why}", file=sys.stderr)
+        return 2
     from backend.app import create_app
     from backend.previews.links import PreviewConfigError
     from backend.runs.executor import QueueConfigError
@@ -187,10 +192,14 @@ def worker_cmd(concurrency: int | None) -> int:
     from backend.runs.executor import QueueConfigError
     from backend.runs.worker import run_worker
     from backend.runtime.sandboxing import SandboxConfigError
+    from backend.store.reach import unreachable
     from backend.tools.mcp import McpConfigError
 
     settings = Settings()
     warn_if_no_model(settings)
+    if (why := unreachable(settings.database_url)) is not None:
+        print(f"planact worker: {why}", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(run_worker(settings, concurrency))
     except (QueueConfigError, McpConfigError, SandboxConfigError) as exc:

@@ -21,5 +21,6 @@ def make_llm(settings: Settings) -> DispatchLLM:
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
         stream=settings.llm_stream,
+        max_output_tokens=settings.llm_max_output_tokens,
         known_models=settings.model_choices(),  # the bounded model label of the metrics
     )

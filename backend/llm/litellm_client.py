@@ -33,8 +33,10 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.deadline import Deadline
+from backend.llm.not_found import not_found_error
 from backend.llm.openai_compat import YIELD_EVERY
 from backend.llm.options import ModelClient
+from backend.llm.output_limit import max_tokens
 from backend.llm.retry import FirstLive, short
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ class LiteLLM(ModelClient):
             "model": use_model,
             "messages": messages,
             "extra_headers": {"X-Agent-Stage": stage},
+            "max_tokens": await max_tokens(use_model, self.max_output_tokens, stage),
             # the socket timeout; our content-only deadlines fire first
             "timeout": self.call_max_seconds + 5,
             "num_retries": 0,
@@ -94,9 +97,8 @@ class LiteLLM(ModelClient):
                     f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {short(exc)}"
                 ) from exc
             except litellm.NotFoundError as exc:
-                raise LLMConfigError(
-                    f"Model {use_model!r} was not found by the provider: check LLM_MODEL. "
-                    f"Provider said: {short(exc)}"
+                raise not_found_error(
+                    use_model, _url_of(use_model, self.base_url), short(exc)
                 ) from exc
             except litellm.BadRequestError as exc:
                 text = str(exc)
@@ -222,6 +224,17 @@ class LiteLLM(ModelClient):
 
 _LITELLM: Any = None
 _IMPORT_LOCK = threading.Lock()
+
+
+def _url_of(model: str, base_url: str | None) -> str:
+    """Where litellm sent ``model``'s request, as far as we know it (its errors carry a
+    placeholder request)."""
+    base = (base_url or "").rstrip("/")
+    prefix = model.partition("/")[0]
+    if prefix in ("ollama", "ollama_chat"):
+        path = "/api/chat" if prefix == "ollama_chat" else "/api/generate"
+        return f"{base or 'http://localhost:11434'}{path}"
+    return base or f"the {prefix} provider's URL"
 
 
 def import_litellm() -> Any:

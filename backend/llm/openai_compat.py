@@ -30,7 +30,9 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.deadline import Deadline
+from backend.llm.not_found import not_found_error
 from backend.llm.options import ClientOptions, ModelClient
+from backend.llm.output_limit import max_tokens
 from backend.llm.prices import cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
 from backend.llm.retry import FirstLive, short
@@ -135,7 +137,11 @@ class OpenAICompatLLM(ModelClient):
         headers = {"Content-Type": "application/json", "X-Agent-Stage": stage}
         if endpoint.api_key:
             headers["Authorization"] = f"Bearer {endpoint.api_key}"
-        payload: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+        payload: dict[str, Any] = {
+            "model": endpoint.model,
+            "messages": messages,
+            _limit_key(endpoint): await max_tokens(use_model, self.max_output_tokens, stage),
+        }
         if self.stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
@@ -387,6 +393,14 @@ class _StreamReader:
         return got
 
 
+def _limit_key(endpoint: Endpoint) -> str:
+    """OpenAI's own API takes the output limit as ``max_completion_tokens`` (its reasoning
+    models refuse ``max_tokens``); every other OpenAI-compatible server takes ``max_tokens``."""
+    if endpoint.url.startswith("https://api.openai.com/"):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
 def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
     """The connections of a client (made on its loop at its first request): unlimited in
     number and verified with the client's TLS context, as httpx's are. Without aiohttp's
@@ -428,10 +442,7 @@ def http_error(
             f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {said}"
         )
     if status == 404:
-        return LLMConfigError(
-            f"Model {model!r} was not found at {endpoint.url} (HTTP 404): check LLM_MODEL "
-            f"and LLM_BASE_URL. Provider said: {said}"
-        )
+        return not_found_error(model, endpoint.url, said)
     if status in (408, 409, 429) or status >= 500:
         error = LLMTransientError(f"HTTP {status} from the model server: {said}")
         if response is not None:

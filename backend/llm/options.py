@@ -20,6 +20,7 @@ class ClientOptions(TypedDict, total=False):
     max_timeout_retries: int
     retry_base_delay: float
     stream: bool
+    max_output_tokens: int | None  # LLM_MAX_OUTPUT_TOKENS (backend/llm/output_limit.py)
 
 
 def missing_model_error() -> LLMConfigError:
@@ -45,6 +46,7 @@ class ModelClient:
             options.get("retry_base_delay", 1.0),
         )
         self.stream = options.get("stream", True)
+        self.max_output_tokens = options.get("max_output_tokens")
 
     @property
     def default_model(self) -> str | None:

@@ -10,8 +10,9 @@ The lean path (backend/llm/openai_compat.py) serves:
   provider with a protocol of its own.
 
 Everything else goes to litellm (backend/llm/litellm_client.py): Anthropic, Gemini,
-Vertex, Bedrock, Azure, Cohere, Ollama's native API (``ollama/``, ``ollama_chat/``: for
-Ollama's OpenAI-compatible ``/v1`` use ``openai/<model>`` with ``LLM_BASE_URL``), and bare
+Vertex, Bedrock, Azure, Cohere, Ollama's native API (``ollama/``, ``ollama_chat/`` with
+Ollama's own URL, ``http://127.0.0.1:11434``; with a URL ending in ``/v1`` they are sent to
+Ollama's OpenAI-compatible API on the lean path, as ``openai/<model>`` is), and bare
 ids without ``LLM_BASE_URL`` (litellm knows that ``gpt-4o`` is OpenAI's).
 ``LLM_CLIENT=litellm`` sends every call through litellm.
 """
@@ -36,6 +37,10 @@ OPENAI_COMPATIBLE: dict[str, tuple[str | None, str | None]] = {
     "openai_like": (None, None),
     "custom_openai": (None, None),
 }
+
+# Ollama's native prefixes: with a base URL ending in /v1 (Ollama's OpenAI-compatible API)
+# they take the lean path, with Ollama's own URL litellm's native client
+OLLAMA = frozenset({"ollama", "ollama_chat"})
 
 # prefixes whose providers litellm speaks another protocol to, even with LLM_BASE_URL
 NATIVE = frozenset(
@@ -82,9 +87,16 @@ def lean_endpoint(model: str, base_url: str | None, api_key: str | None) -> Endp
             return None  # litellm explains what is missing
         key = api_key or (os.environ.get(key_var) if key_var else None)
         return Endpoint(_completions_url(url), rest, key)
+    if slash and prefix in OLLAMA and base_url and _is_v1(base_url):
+        # an ollama/ id with Ollama's OpenAI-compatible URL (…/v1): that API, the name bare
+        return Endpoint(_completions_url(base_url), rest, api_key)
     if base_url and not (slash and prefix in NATIVE):
         return Endpoint(_completions_url(base_url), model, api_key)
     return None
+
+
+def _is_v1(base_url: str) -> bool:
+    return base_url.rstrip("/").removesuffix("/chat/completions").endswith("/v1")
 
 
 def _completions_url(base: str) -> str:

@@ -13,9 +13,12 @@ from sqlalchemy.exc import SQLAlchemyError
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-def make_engine(url: str, *, never_wait: bool = False) -> Engine:
+def make_engine(
+    url: str, *, never_wait: bool = False, connect_timeout: int | None = None
+) -> Engine:
     """``never_wait`` (SQLite): connections that fail at once when another holds the lock
-    (busy timeout 0) and never checkpoint the WAL (backend/store/committer.py)."""
+    (busy timeout 0) and never checkpoint the WAL (backend/store/committer.py).
+    ``connect_timeout`` (PostgreSQL): seconds a connection may take to open."""
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
@@ -25,6 +28,8 @@ def make_engine(url: str, *, never_wait: bool = False) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 0 if never_wait else 30}
     elif parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("", None):
         parsed = parsed.set(drivername="postgresql+psycopg")
+    if connect_timeout is not None and parsed.get_backend_name() == "postgresql":
+        kwargs["connect_args"] = {"connect_timeout": connect_timeout}
     # a ping before every checkout only helps servers that drop idle connections
     pre_ping = parsed.get_backend_name() != "sqlite"
     engine = create_engine(parsed, pool_pre_ping=pre_ping, **kwargs)

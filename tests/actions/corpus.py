@@ -721,9 +721,17 @@ CASES: list[Case] = [
     ),
     Case(
         "length-but-complete",
-        "length limit hit in trailing prose after a complete action",
+        "length limit hit in trailing prose after a complete action: nothing runs",
         "<read_file><path>a</path></read_file>\nNext I will",
-        [R("a")],
+        Err("cut off (it hit the output length limit) after `read_file`", truncated=True),
+        finish_reason="length",
+    ),
+    Case(
+        "length-after-several-complete",
+        "a reply the limit cut after complete actions is truncated: none of them runs",
+        "<write_code><path>a.py</path><content>print(1)</content></write_code>\n"
+        "<terminal_run><command>python3 a.py</command></terminal_run>\nNow I",
+        Err("after `write_code`, `terminal_run`, so nothing from it was run", truncated=True),
         finish_reason="length",
     ),
     # ------------------------------------------------------------ validation

@@ -214,3 +214,10 @@ def test_edit_file_is_in_the_table_and_taught() -> None:
         "old_str": "print('hi')",
         "new_str": "print('hello')",
     }
+
+
+def test_complete_native_calls_in_a_cut_reply_do_not_run() -> None:
+    calls = [{"function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]
+    assert parse_actions("", finish_reason="stop", tool_calls=calls)[0].type == "read_file"
+    with pytest.raises(TruncatedReplyError, match="after `read_file`, so nothing"):
+        parse_actions("", finish_reason="length", tool_calls=calls)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backend.agent.plan_parse import PlanFormatError, parse_plan
+from backend.agent.plan_parse import EXAMPLE, PlanFormatError, parse_plan
 
 
 def t(title: str, description: str = "", requirement: str = "") -> dict[str, str]:
@@ -43,7 +45,6 @@ CASES: list[tuple[str, str, str, list[dict[str, str]]]] = [
         "",
         [t("A", "a", "- x\n- y")],
     ),
-    ("json-strings", '["Set up", "Build"]', "", [t("Set up"), t("Build")]),
     (
         "json-brackets-in-prose-first",
         "Use a list [like this] of tasks:\n" + TWO,
@@ -127,6 +128,7 @@ def test_parse_plan(text: str, prose: str, tasks: list[dict[str, str]]) -> None:
         ("[]", "empty"),
         ('{"tasks": []}', "empty"),
         ("I think we should just do it.", "JSON array of tasks"),
+        ('["Set up", "Build"]', "JSON array of tasks"),
         ("", "JSON array of tasks"),
         ('[{"title": "A", "description": }]', "did not parse"),
         ("<think>planning forever", "JSON array of tasks"),
@@ -196,3 +198,44 @@ def test_hostile_plans_are_format_errors_never_crashes() -> None:
         with pytest.raises(PlanFormatError) as info:
             parse_plan(text)
         assert info.value.__cause__ is None
+
+
+NO_PLAN = sorted((Path(__file__).parent / "data" / "no_plan").glob("*.txt"))
+
+
+@pytest.mark.parametrize("path", NO_PLAN, ids=[p.stem for p in NO_PLAN])
+def test_replies_that_only_hold_a_list_are_no_plan(path: Path) -> None:
+    """Real garbage: a list inside code, a call or a sentence, bare strings, the service's
+    own note repeated. None is a plan, and the model is told what a plan looks like."""
+    with pytest.raises(PlanFormatError) as info:
+        parse_plan(path.read_text())
+    assert EXAMPLE in str(info.value)
+
+
+def test_a_list_inside_code_is_named_as_such_to_the_model() -> None:
+    with pytest.raises(PlanFormatError) as info:
+        parse_plan((Path(__file__).parent / "data/no_plan/a_call_with_task_dicts.txt").read_text())
+    assert "a list inside code, a call or a sentence is not a plan" in str(info.value)
+    assert info.value.user == "it held no plan (only a list inside code or a sentence)"
+    assert not info.value.words
+
+
+def test_the_services_example_repeated_is_no_plan_but_a_real_plan_beside_it_is() -> None:
+    with pytest.raises(PlanFormatError) as info:
+        parse_plan(EXAMPLE)
+    assert info.value.user == "it repeated the service's example instead of giving a plan"
+    prose, tasks = parse_plan(f"{EXAMPLE}\nMy plan:\n{TWO}")
+    assert tasks == TWO_TASKS and prose.endswith("My plan:")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```json\n{TWO}\n```",
+        f"Plan:\n```\n{TWO}\n```",
+        f"**The plan:** {TWO}",
+        f"  {TWO}  \n\nThat's it.",
+    ],
+)
+def test_a_plan_on_lines_of_its_own_or_after_a_label_is_a_plan(text: str) -> None:
+    assert parse_plan(text)[1] == TWO_TASKS

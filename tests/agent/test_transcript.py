@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from backend.actions.model import Action
+from backend.agent.service_note import NOTE_HEAD
 from backend.agent.transcript import Outcome, Transcript, Turn
 
 HEAD = [{"role": "system", "content": "S"}, {"role": "user", "content": "TASK"}]
@@ -70,13 +71,30 @@ def test_read_file_results_are_dropped_when_old_and_files_stay_named() -> None:
     assert "(100 characters read; read the file again to see them)" in joined
 
 
-def test_format_error_turns_condense_to_their_short_reason() -> None:
+def test_an_unusable_reply_is_resent_as_the_models_and_the_note_as_the_services() -> None:
     t = Transcript(list(HEAD))
-    t.add(Turn(reply="(no action)", format_error="LONG LESSON " * 100, brief_error="no action"))
+    t.add(Turn(reply="I will now think.", format_error="LESSON", brief_error="no action"))
+    msgs = t.messages()
+    assert msgs[2] == {"role": "assistant", "content": "I will now think."}
+    assert msgs[3]["role"] == "user"
+    assert msgs[3]["content"] == f"{NOTE_HEAD}\nFormat error: LESSON"
+    assert not any("no usable action" in m["content"] for m in msgs if m["role"] == "assistant")
+
+
+def test_an_empty_unusable_reply_leaves_no_turn_in_the_models_mouth() -> None:
+    t = Transcript(list(HEAD))
+    t.add(Turn(reply="  ", format_error="LESSON", brief_error="no action"))
+    assert [m["role"] for m in t.messages()] == ["system", "user", "user"]
+
+
+def test_old_unusable_turns_are_left_out_once_they_leave_the_window() -> None:
+    t = Transcript(list(HEAD))
+    t.add(Turn(reply="garbage", format_error="LONG LESSON " * 100, brief_error="no action"))
     t.add(_turn(1, "a"))
     t.add(_turn(2, "b"))
-    msgs = t.messages()
-    assert msgs[3]["content"] == "(condensed) Format error: no action"
+    joined = "\n".join(m["content"] for m in t.messages())
+    assert "garbage" not in joined and "LESSON" not in joined
+    assert [m["role"] for m in t.messages()] == ["system", "user", *["assistant", "user"] * 2]
 
 
 def test_repeats_count_same_action_same_result_ignoring_numbers() -> None:

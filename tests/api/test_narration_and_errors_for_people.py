@@ -84,6 +84,6 @@ def test_an_unusable_plan_ends_the_run_in_user_terms(settings: Settings) -> None
     messages, end = post(settings, llm, "write code")
     assert end is not None and end["status"] == "failed"
     error = messages[-2]
-    assert error["content"].startswith("The model did not produce a usable plan after 3")
+    assert error["content"].startswith("The model produced no plan: none of its 3 replies")
     assert len(error["content"]) < 300
     assert error["content"] not in messages[-1]["content"]

@@ -158,10 +158,13 @@ def test_three_unparseable_replies_fail_the_task(settings: Settings) -> None:
     assert llm.errors == []
     assert end is not None and end["status"] == "failed"
     assert "3 replies in a row" in messages[-2]["content"]
-    # the malformed text never went back into the history
+    # the malformed text goes back only as the model's own turn, the note as the service's
     last_call = llm.calls[-1].messages
-    assert all("Sure! Here it is." not in str(m["content"]) for m in last_call)
-    assert "Format error" in last_call[-1]["content"]
+    assert {"role": "assistant", "content": "Sure! Here it is."} in last_call
+    assert all(
+        "Sure! Here it is." not in str(m["content"]) for m in last_call[1:] if m["role"] == "user"
+    )
+    assert last_call[-1]["role"] == "user" and "Format error" in last_call[-1]["content"]
 
 
 def test_plan_retries_with_the_error_fed_back(settings: Settings) -> None:

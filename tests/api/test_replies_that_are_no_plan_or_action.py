@@ -4,12 +4,15 @@ what the model is told to correct its format never reaches the person."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
 
+from backend.agent.service_note import NOTE_HEAD
 from backend.app import create_app
 from backend.config import Settings
+from backend.llm.base import Completion
 from backend.llm.testing import ScriptedLLM
 from tests.agent.scripts import finish, plan_reply, run
 from tests.sse_client import collect
@@ -107,3 +110,72 @@ def test_a_broken_action_is_shown_as_a_format_problem_and_a_refusal_as_words(
     assert kinds(messages).index(("thinking", "unusable_reply")) < kinds(messages).index(
         ("thinking", "narration")
     )
+
+
+NO_PLAN = Path(__file__).parents[1] / "agent" / "data" / "no_plan"
+
+
+def test_code_holding_a_list_is_no_plan_and_the_run_ends_saying_so(settings: Settings) -> None:
+    code = (NO_PLAN / "python_code_with_a_list.txt").read_text()
+    note = (NO_PLAN / "repeats_the_services_note.txt").read_text()
+    llm = ScriptedLLM([("planning", code), ("planning", note), ("planning", code)])
+    messages, end = post(settings, llm)
+    assert end["status"] == "failed"
+    assert not [m for m in messages if m["meta"]["action_type"] in ("plan", "task")]
+    (error,) = [m for m in messages if m["meta"]["action_type"] == "error"]
+    assert error["content"].startswith("The model produced no plan")
+    assert len(llm.calls) == 3
+
+
+def test_the_services_note_reaches_the_model_as_the_services_never_as_its_own(
+    settings: Settings,
+) -> None:
+    code = (NO_PLAN / "python_code_with_a_list.txt").read_text()
+    llm = ScriptedLLM(
+        [
+            ("planning", code),
+            ("planning", plan_reply("Run")),
+            ("thinking", BROKEN_ACTION),
+            ("thinking", run("true") + finish("ran")),
+        ]
+    )
+    _, end = post(settings, llm)
+    assert end["status"] == "completed"
+    replan = llm.calls[1].messages
+    assert replan[-2] == {"role": "assistant", "content": code.strip()}  # its own words
+    assert replan[-1]["role"] == "user" and replan[-1]["content"].startswith(NOTE_HEAD)
+    again = llm.calls[3].messages
+    assert again[-2] == {"role": "assistant", "content": BROKEN_ACTION}
+    assert again[-1]["role"] == "user" and again[-1]["content"].startswith(NOTE_HEAD)
+    for call in llm.calls:
+        said = [m["content"] for m in call.messages if m["role"] == "assistant"]
+        assert not any(NOTE_HEAD in s or "could not be read" in s for s in said)
+        assert not any("no usable action" in s for s in said)
+
+
+def test_a_reply_the_output_limit_cut_runs_nothing_and_the_run_goes_on(
+    settings: Settings,
+) -> None:
+    cut_plan = Completion(plan_reply("Never"), finish_reason="length")
+    cut_actions = Completion(
+        "<write_code><path>cut.txt</path><content>x</content></write_code>\nNow I will",
+        finish_reason="length",
+    )
+    llm = ScriptedLLM(
+        [
+            ("planning", cut_plan),
+            ("planning", plan_reply("Write")),
+            ("thinking", cut_actions),
+            ("thinking", finish("stopped short")),
+        ]
+    )
+    messages, end = post(settings, llm)
+    assert end["status"] == "completed"
+    tasks = [m for m in messages if m["meta"]["action_type"] == "task"]
+    assert tasks and all("Never" not in t["content"] for t in tasks)  # the cut plan is unused
+    assert "cut off (it hit the output length limit)" in llm.calls[1].messages[-1]["content"]
+    told = llm.calls[3].messages[-1]
+    assert told["role"] == "user" and told["content"].startswith(NOTE_HEAD)
+    assert "cut off (it hit the output length limit) after `write_code`" in told["content"]
+    assert not any("cut.txt" in (m["meta"].get("filepath") or "") for m in messages)
+    assert not list(settings.workspace_dir.rglob("cut.txt"))  # nothing of it ran

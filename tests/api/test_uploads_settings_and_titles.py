@@ -443,21 +443,28 @@ def test_model_check_ok_and_failing_in_plain_words(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, llm_models="other/model")
     llm = ScriptedLLM(
         [
-            ("check", "OK"),
+            ("check", "<think>17 + 25 ...</think>The answer is 42."),
             ("check", LLMConfigError("The provider rejected the credentials: check LLM_API_KEY")),
             ("check", ""),
+            ("check", "What is 17 plus 25? Reply with the number only."),  # an echo
+            ("check", "OK"),  # text came back, but no answer
         ]
     )
     with client_for(settings, llm) as client:
         body = client.post("/api/llm/check", json={}).json()
         assert body["ok"] is True and body["model"] == "scripted/model"
         assert isinstance(body["latency_ms"], int) and "error" not in body
+        assert body["answer"] == "The answer is 42."
         body = client.post("/api/llm/check", json={"model": "other/model"}).json()
         assert body["ok"] is False
         assert "check LLM_API_KEY" in body["error"]
         assert llm.calls[1].model == "other/model"
         body = client.post("/api/llm/check").json()  # no body at all is fine
         assert body["ok"] is False and "empty" in body["error"]
+        for said in ("What is 17 plus 25? Reply with the number only.", "OK"):
+            body = client.post("/api/llm/check", json={}).json()
+            assert body["ok"] is False and body["answer"] == said
+            assert body["error"].startswith("The model answered, but not what it was asked")
         resp = client.post("/api/llm/check", json={"model": "not/offered"})
         assert resp.status_code == 400
         assert "scripted/model, other/model" in error_of(resp)
@@ -467,7 +474,7 @@ def test_model_check_ok_and_failing_in_plain_words(tmp_path: Path) -> None:
             ).status_code
             == 400
         )
-        assert len(llm.calls) == 3
+        assert len(llm.calls) == 5
 
 
 def test_model_check_without_a_model_says_what_to_set_and_to_restart(tmp_path: Path) -> None:

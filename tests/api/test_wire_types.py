@@ -128,7 +128,7 @@ def test_the_answers_of_a_run_are_exactly_their_models(settings: Settings) -> No
         [
             ("planning", plan_reply("Say hello", prose="On it.")),
             ("thinking", run("echo hello") + "\n" + finish("Said hello.")),
-            ("check", "OK"),
+            ("check", "42"),
         ]
     )
     with client_for(settings, llm) as client:

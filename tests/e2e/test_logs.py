@@ -381,3 +381,30 @@ def test_a_worker_freezes_its_start_up_heap(tmp_path: Path, fake_model: FakeMode
     worker.stop()
     frozen = re.search(r"start-up heap: (\d+) objects frozen", worker.log.read_text())
     assert frozen is not None and int(frozen.group(1)) > 50_000, worker.log.read_text()[-3000:]
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_an_unreachable_database_is_one_line_naming_it_and_a_non_zero_exit(
+    tmp_path: Path, command: str
+) -> None:
+    """Before: exit 3 after a traceback from inside the server's start-up."""
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    url = f"postgresql+psycopg://planact:secret@127.0.0.1:{port}/planact"
+    env = {**os.environ, **server_env(tmp_path, "http://127.0.0.1:9"), "DATABASE_URL": url}
+    if command == "worker":
+        env["EXECUTOR"] = "queue"
+    args = [PLANACT, command] + (["--port", "0"] if command == "serve" else [])
+    proc = subprocess.run(
+        args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=PROCESS_DEADLINE
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if "database" in ln]
+    who = "planact" if command == "serve" else "planact worker"
+    assert line.startswith(
+        f"{who}: cannot reach the database at postgresql+psycopg://planact:***@127.0.0.1:{port}"
+        "/planact (DATABASE_URL): "
+    )
+    assert "secret" not in proc.stderr and "refused" in line

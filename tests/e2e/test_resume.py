@@ -12,13 +12,13 @@ from typing import Any, cast
 
 import pytest
 
-from backend.runtime.docker import LABEL_WORKSPACE, MIN_API_VERSION
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.cluster import follow, messages, open_running, start_json
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, reset
 from tests.support.runtime import require_docker
+from tests.support.sandboxes import remove_sandboxes_under
 
 pytestmark = pytest.mark.e2e
 
@@ -161,16 +161,3 @@ def test_kill9_mid_command_in_a_docker_sandbox_goes_on_in_a_sandbox_of_the_other
         a.stop()
         b.stop()
         remove_sandboxes_under(tmp_path)
-
-
-def remove_sandboxes_under(tmp: Path) -> None:
-    """The sandboxes this test's servers made (a sandbox outlives its server by design)."""
-    import docker
-
-    client = docker.from_env(version=MIN_API_VERSION)
-    try:
-        for container in client.containers.list(all=True, filters={"label": LABEL_WORKSPACE}):
-            if container.labels.get(LABEL_WORKSPACE, "").startswith(str(tmp)):
-                container.remove(force=True)
-    finally:
-        client.close()

@@ -21,6 +21,7 @@ from backend.llm.base import (
     LLMTruncatedError,
 )
 from backend.llm.dispatch import DispatchLLM
+from backend.llm.output_limit import CHECK, DEFAULT, model_limit
 from tests.fakellm import FakeModelServer
 from tests.support.raw_http import answering
 
@@ -405,3 +406,32 @@ async def test_identical_chunks_are_content(
     got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
     assert got.text == "----" * 150
     assert len(fake_model.model.calls) == 1
+
+
+async def test_every_call_is_bounded_by_the_models_own_limit_else_8192(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    known = model_limit("openai/gpt-4o-mini")
+    assert known is not None and known != DEFAULT  # litellm's table knows it
+    for model in ("openai/fake", "openai/gpt-4o-mini"):
+        fake_model.script({"stage": "thinking", "content": "ok"})
+        await make(fake_model, path, model=model).complete(stage="thinking", messages=MSGS)
+    assert [c["max_tokens"] for c in fake_model.model.calls] == [DEFAULT, known]
+
+
+async def test_llm_max_output_tokens_bounds_every_call_and_the_check_asks_for_little(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    for stage, limit in (("planning", 300), ("check", 300), ("check", None)):
+        fake_model.script({"stage": stage, "content": "ok"})
+        llm = make(fake_model, path, max_output_tokens=limit)
+        await llm.complete(stage=stage, messages=MSGS)
+    assert [c["max_tokens"] for c in fake_model.model.calls] == [300, 300, CHECK]
+
+
+async def test_a_reply_the_limit_cut_says_so(
+    make: Make, fake_model: FakeModelServer, path: Path_
+) -> None:
+    fake_model.script({"stage": "thinking", "content": "<write_code>", "finish_reason": "length"})
+    got = await make(fake_model, path).complete(stage="thinking", messages=MSGS)
+    assert (got.text, got.finish_reason) == ("<write_code>", "length")

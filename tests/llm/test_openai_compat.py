@@ -328,3 +328,32 @@ async def test_a_compressed_stream_is_read_decompressed(lean: list[OpenAICompatL
         lean.append(llm)
         got = await llm.complete(stage="route", messages=MSGS)
     assert (got.text, got.finish_reason) == ("packed reply", "stop")
+
+
+async def test_openais_own_api_gets_the_bound_as_max_completion_tokens(
+    lean: list[OpenAICompatLLM],
+) -> None:
+    """OpenAI's reasoning models refuse `max_tokens`; its API takes `max_completion_tokens`
+    for every model. Other servers (the fake, llama-server, Ollama) get `max_tokens`."""
+    seen: list[dict[str, Any]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(
+            200,
+            content=sse(chunk("ok"), chunk(finish="stop"), "[DONE]"),
+            headers={"content-type": "text/event-stream"},
+        )
+
+    for base_url in ("https://api.openai.com/v1", "http://model.invalid/v1"):
+        llm = OpenAICompatLLM(
+            "openai/o3-mini",
+            api_key="sk-test",
+            base_url=base_url,
+            max_output_tokens=500,
+            transport=httpx.MockTransport(answer),
+        )
+        lean.append(llm)
+        await llm.complete(stage="thinking", messages=MSGS)
+    assert seen[0]["max_completion_tokens"] == 500 and "max_tokens" not in seen[0]
+    assert seen[1]["max_tokens"] == 500 and "max_completion_tokens" not in seen[1]

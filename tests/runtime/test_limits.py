@@ -45,6 +45,36 @@ async def test_one_file_stops_at_the_workspace_budget(
     assert confined.usage(ws) <= 50 * MB
 
 
+async def test_a_command_that_goes_on_after_a_file_hit_the_budget_fails_saying_so(
+    make_rt: RuntimeFactory, tmp_path: Path
+) -> None:
+    """The shell went on after `head` was stopped at the limit and exited 0: the result was
+    `success` before ("Exit code: 0 … A file reached the workspace limit")."""
+    rt = make_rt(workspace_max_mb=50)
+    ws = conversation(tmp_path, 1)
+    result = await run(rt, ws, "head -c 120M /dev/zero > big.bin; echo done")
+    assert result.status == "failure"
+    assert result.content.startswith(
+        "Stopped: a file reached the workspace limit of 50 MB (WORKSPACE_MAX_MB)"
+    )
+    assert "WORKSPACE_MAX_MB" in result.data[0]["note"]
+    assert (ws / "big.bin").stat().st_size <= 50 * MB
+
+
+async def test_a_file_at_the_budget_stops_the_command_while_it_runs(
+    make_rt: RuntimeFactory, tmp_path: Path
+) -> None:
+    """What would run after the cut file (here a wait past the command timeout) does not:
+    the command is stopped as soon as its shell reports the writer stopped at the limit."""
+    rt = make_rt(workspace_max_mb=50, terminal_timeout=20)
+    ws = conversation(tmp_path, 1)
+    result = await run(rt, ws, "head -c 120M /dev/zero > big.bin; sleep 60; echo late")
+    assert result.status == "failure"
+    assert result.content.startswith("Stopped: a file reached the workspace limit")
+    assert "timed out" not in result.content and "late" not in stdout_of(result)
+    assert result.data[0]["exit_code"] is None
+
+
 # writes 2 MB files (120 MB in all) in a process of its own session, slowly enough that the
 # watcher stops it on the way; "finished" is never printed when it is stopped
 MANY_FILES = (

@@ -45,7 +45,9 @@ class HttpServerProcess:
 
     def __init__(self, mode: str = "http") -> None:
         self.port = free_port()
-        self.mode = mode  # "http", or "http400": an unknown session is answered with 400
+        # "http"; "http400": an unknown session is answered with 400 (a JSON-RPC error saying
+        # so); "http400text": with a plain-text 400 that does not say why
+        self.mode = mode
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property

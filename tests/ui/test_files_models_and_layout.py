@@ -123,7 +123,7 @@ def test_pick_and_check_the_model(
         page.goto(server.url)
         picker = page.get_by_test_id("model-picker")
         expect(picker).to_have_value("openai/fake-model")
-        fake_model.script({"stage": "check", "content": "OK"})
+        fake_model.script({"stage": "check", "content": "42"})
         page.get_by_test_id("check-model").click()
         result = page.get_by_test_id("check-result")
         expect(result).to_contain_text("The model answered in")

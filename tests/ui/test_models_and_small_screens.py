@@ -46,7 +46,7 @@ def test_each_run_shows_its_model_and_a_reload_keeps_it_in_the_picker(
         expect(models.nth(0)).to_contain_text("openai/fake-model")
         expect(models.nth(1)).to_contain_text("openai/other-model")
 
-        fake_model.script({"stage": "check", "content": "OK"})
+        fake_model.script({"stage": "check", "content": "42"})
         page.get_by_test_id("check-model").click()
         result = page.get_by_test_id("check-result")
         expect(result).to_contain_text("The model answered in")

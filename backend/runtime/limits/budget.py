@@ -6,7 +6,9 @@ full size) every :data:`INTERVAL` seconds, or less often when a sample is costly
 may take at most 1/:data:`COST_SHARE` of the time: a workspace of many files is sampled less
 often rather than loading the server). When the workspace grows past the budget, the command
 is cancelled, which kills it with its whole process group (the runtimes' contract), and its
-result says it was stopped for crossing the limit.
+result says it was stopped for crossing the limit. So is a command in which a process died
+at the file size limit (bash says so on stderr while it runs): its result is a failure
+that says a file reached the limit, even when the shell went on and exited 0.
 
 Sampling catches many files, and a fast writer between two samples may overshoot by what it
 writes in one interval; a single file cannot grow past the budget at all (the sandboxes set
@@ -74,9 +76,17 @@ def stopped_words(used: int, limit: int) -> str:
 
 def file_limit_words(limit: int) -> str:
     return (
-        f"A file reached the workspace limit of {limit / MB:g} MB (WORKSPACE_MAX_MB): no file "
-        "may grow past it, and the process writing it was stopped (File too large)."
+        f"Stopped: a file reached the workspace limit of {limit / MB:g} MB (WORKSPACE_MAX_MB): "
+        "no file may grow past it, so the process writing it was stopped (File too large) "
+        "and the command failed. Write less, or delete files that are not needed."
     )
+
+
+# what bash says on stderr when a job died of SIGXFSZ (a file reached RLIMIT_FSIZE): seen
+# while the command runs, the command is stopped at once (the rest of it would run on a
+# cut file); "File too large" (EFBIG, where the signal is ignored) is read at its end
+FSIZE_KILLED = b"File size limit exceeded"
+FSIZE_SIGNS = (FSIZE_KILLED, b"File too large")
 
 
 Run = Callable[[OutputCallback], Awaitable[CommandOutput]]
@@ -95,25 +105,37 @@ async def run_within(
     (no process left) finishes before this re-raises.
     """
     out, err = HeadTail(), HeadTail()
+    file_hit = asyncio.Event()  # a process died at the file size limit
+    tail = b""  # the end of stderr so far (a sign split across two pieces)
 
     def tee(stream: str, data: bytes) -> None:
+        nonlocal tail
         (out if stream == "stdout" else err).feed(data)
+        if stream == "stderr":
+            seen, tail = tail + data, (tail + data)[-len(FSIZE_KILLED) :]
+            if FSIZE_KILLED in seen:
+                file_hit.set()
         hand_output(on_output, stream, data)
 
     watcher = asyncio.ensure_future(watch(workspace, limit, measure))
     command = asyncio.ensure_future(run(tee))
+    hit = asyncio.ensure_future(file_hit.wait())
     try:
-        await asyncio.wait({command, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({command, watcher, hit}, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
         watcher.cancel()
+        hit.cancel()
         command.cancel()
         await _settle(command)
         raise
     failed = watcher.done() and not watcher.cancelled() and watcher.exception() is not None
     if command.done() or failed:
         watcher.cancel()
+        hit.cancel()
         return _noted(await command, limit)
-    used = watcher.result()
+    stopped = file_limit_words(limit) if hit.done() else stopped_words(watcher.result(), limit)
+    watcher.cancel()
+    hit.cancel()
     command.cancel()
     await _settle(command)
     if command.done() and not command.cancelled():
@@ -122,7 +144,7 @@ async def run_within(
         exit_code=None,
         stdout=out.value(),
         stderr=err.value(),
-        stopped=stopped_words(used, limit),
+        stopped=stopped,
         stdout_dropped=out.dropped,
         stderr_dropped=err.dropped,
     )
@@ -158,12 +180,12 @@ class BudgetedRuntime(BaseRuntime):
 
 
 def _noted(out: CommandOutput, limit: int) -> CommandOutput:
-    """Say so when a process was stopped at the file size limit (RLIMIT_FSIZE: SIGXFSZ, or
-    EFBIG where the signal is ignored)."""
+    """A command in which a process was stopped at the file size limit (RLIMIT_FSIZE:
+    SIGXFSZ, or EFBIG where the signal is ignored) failed, whatever its exit code (a shell
+    that went on after it exits 0): its result says the limit stopped it."""
     xfsz = out.exit_code == 128 + signal.SIGXFSZ
-    if xfsz or b"File too large" in out.stderr or b"File size limit exceeded" in out.stderr:
-        note = file_limit_words(limit)
-        return dataclasses.replace(out, note="\n".join(n for n in (out.note, note) if n))
+    if (xfsz or any(sign in out.stderr for sign in FSIZE_SIGNS)) and not out.timed_out:
+        return dataclasses.replace(out, stopped=file_limit_words(limit))
     return out
 
 

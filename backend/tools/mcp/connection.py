@@ -61,6 +61,9 @@ class Connection:
         # the HTTP status with which the server refused our session id (404, or the 400 some
         # servers send): it no longer knows the session (it restarted)
         self.session_refused: int | None = None
+        # a call failed after such a refusal without saying why: the session may be gone,
+        # so the next use starts a new one (the MCP spec: on 404 for a session, a new one)
+        self.stale = False
         self._ready = anyio.Event()
         self._settled = anyio.Event()  # ready, or the runner ended
         self._done = anyio.Event()  # the runner ended: nothing of it is left running
@@ -74,7 +77,12 @@ class Connection:
 
     @property
     def alive(self) -> bool:
-        return self._ready.is_set() and not self._eof.is_set() and not self._done.is_set()
+        return (
+            self._ready.is_set()
+            and not self._eof.is_set()
+            and not self._done.is_set()
+            and not self.stale
+        )
 
     async def start(self, timeout: float) -> None:  # noqa: ASYNC109 (a start deadline)
         """Start the server, initialize the session and list its tools, or raise
@@ -110,15 +118,15 @@ class Connection:
             await self.session.send_ping()
 
     def lost_session(self, exc: BaseException) -> bool:
-        """The call failed because the server no longer knows this session: it refused our
-        session id (404, the spec's word for it, or the 400 some servers send) and the
-        call's own error says so ("Session not found", "Session terminated", "No valid
-        session ID"). A call cut off for another reason is never taken for one (it may
-        have run: it is not sent again)."""
+        """The call failed because the server no longer knows this session: it answered a
+        request carrying our session id with 404 (the spec's word for it, whatever its
+        body says), or with the 400 some servers send and the call's own error says so
+        ("No valid session ID"). A call cut off for another reason is never taken for one
+        (it may have run: it is not sent again)."""
         said = leaf(exc)
         if self.session_refused is None or not isinstance(said, MCPError):
             return False
-        return "session" in said.message.lower()
+        return self.session_refused == 404 or "session" in said.message.lower()
 
     async def ended(self, timeout: float) -> None:  # noqa: ASYNC109 (bounded wait)
         """Wait (at most timeout) for a connection that went away to finish winding down,

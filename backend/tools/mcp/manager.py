@@ -245,6 +245,18 @@ class McpManager:
                         )
                     conn = renewed
                     continue
+                if conn.session_refused is not None:
+                    # refused with a session id, for a reason it did not give (a 400 with a
+                    # body that is no JSON-RPC error): the next use starts a new session
+                    conn.stale = True
+                    return failure(
+                        self._call_error(srv, conn, name, exc, limit)
+                        + (
+                            f" (the server refused our session with HTTP {conn.session_refused}; "
+                            "the next call starts a new one)"
+                        ),
+                        name,
+                    )
                 if not conn.alive:
                     await conn.ended(ENDED_WAIT)
                 return failure(self._call_error(srv, conn, name, exc, limit), name)

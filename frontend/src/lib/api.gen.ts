@@ -65,6 +65,10 @@ export interface ModelCheck {
    * Present when `ok` is false.
    */
   error?: string | null
+  /**
+   * What the model answered (reasoning aside, at most 200 characters): the check asks what 17 plus 25 is, and `ok` means it said 42.
+   */
+  answer?: string | null
 }
 export interface ConversationSummary {
   conversation_id: string

@@ -92,6 +92,35 @@ async def test_a_server_restarted_between_two_calls_gets_a_new_session(
         server.kill()
 
 
+@pytest.mark.parametrize("mode", ["http", "http400", "http400text"])
+async def test_a_server_restarted_between_each_two_calls_answers_the_second_after(
+    make_manager: Make, mode: str
+) -> None:
+    """Killed and started again on the same port between calls, again and again: the first
+    call after a restart may fail (a refusal of our session that does not say so), the
+    second must succeed (a new session). Seen before: a plain-text 400 for the old session
+    failed every call after the restart ("Server returned an error response")."""
+    server = HttpServerProcess(mode)
+    server.start()
+    try:
+        manager = make_manager({"web": {"url": server.url}})
+        pids = [int((await manager.call("web__pid", "{}")).content)]
+        for _ in range(3):
+            server.kill()
+            await anyio.to_thread.run_sync(server.start)  # the same port, a new process
+            first = await manager.call("web__pid", "{}")
+            if mode == "http400text":  # nothing says the session is gone
+                assert not first.ok and "the next call starts a new one" in first.content
+            else:  # a 404, or a 400 that says so: a new session at once
+                assert first.ok, first.content
+            second = await manager.call("web__pid", "{}")
+            assert second.ok, second.content
+            pids.append(int(second.content))
+        assert len(set(pids)) == 4  # each answer came from the server then running
+    finally:
+        server.kill()
+
+
 async def test_a_tool_error_at_400_is_not_taken_for_a_lost_session(make_manager: Make) -> None:
     server = HttpServerProcess("http400")
     server.start()

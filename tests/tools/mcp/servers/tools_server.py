@@ -142,16 +142,27 @@ def queued() -> str:
 
 
 class SessionNotFoundIs400:
-    """ASGI middleware: the SDK's 404 "Session not found" answered as a 400 instead."""
+    """ASGI middleware: the SDK's 404 "Session not found" answered as a 400 instead (with
+    ``text``: as a plain-text 400 that is no JSON-RPC error, as some servers answer)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, text: bool = False) -> None:
         self.app = app
+        self.text = text
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         async def rewrite(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start" and message["status"] == 404:
                 headers = [(k, v) for k, v in message["headers"] if k != b"content-length"]
+                if self.text:
+                    headers = [(k, v) for k, v in headers if k != b"content-type"]
+                    headers.append((b"content-type", b"text/plain"))
                 message = {**message, "status": 400, "headers": headers}
+            elif (
+                self.text
+                and message["type"] == "http.response.body"
+                and (b"Session not found" in message.get("body", b""))
+            ):
+                message = {**message, "body": b"Bad Request"}
             elif message["type"] == "http.response.body" and b"Session not found" in message.get(
                 "body", b""
             ):
@@ -170,10 +181,12 @@ if __name__ == "__main__":
     print(f"tools server up, pid {os.getpid()}", file=sys.stderr, flush=True)
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-    elif len(sys.argv) > 2 and sys.argv[1] == "http400":
+    elif len(sys.argv) > 2 and sys.argv[1] in ("http400", "http400text"):
         import uvicorn
 
-        app = SessionNotFoundIs400(server.streamable_http_app(host="127.0.0.1"))
+        app = SessionNotFoundIs400(
+            server.streamable_http_app(host="127.0.0.1"), text=sys.argv[1] == "http400text"
+        )
         uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run()
