@@ -284,5 +284,7 @@ class RunContext:
             completion.prompt_tokens,
             completion.completion_tokens,
             completion.cost,
+            cached_input_tokens=completion.cached_input_tokens,
+            cache_write_tokens=completion.cache_write_tokens,
         )
         return completion

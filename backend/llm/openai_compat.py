@@ -31,7 +31,7 @@ from backend.llm.base import (
 )
 from backend.llm.deadline import Deadline
 from backend.llm.options import ClientOptions, ModelClient
-from backend.llm.prices import cost, prices
+from backend.llm.prices import cache_cost, cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
 from backend.llm.retry import FirstLive, short
 
@@ -160,7 +160,15 @@ class OpenAICompatLLM(ModelClient):
                     ) from exc
             got.model = use_model
             if got.prompt_tokens or got.completion_tokens:
-                got.cost = cost(await prices(use_model), got.prompt_tokens, got.completion_tokens)
+                found = await prices(use_model)
+                got.cache_cost = cache_cost(found, got.cached_input_tokens, got.cache_write_tokens)
+                got.cost = cost(
+                    found,
+                    got.prompt_tokens,
+                    got.completion_tokens,
+                    got.cached_input_tokens,
+                    got.cache_write_tokens,
+                )
             return got
 
         return await self.retry.run(stage, attempt)
@@ -397,9 +405,27 @@ def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
 
 
 def _usage(got: Completion, usage: Any) -> None:
-    if isinstance(usage, dict):
-        got.prompt_tokens = _count(usage.get("prompt_tokens"))
-        got.completion_tokens = _count(usage.get("completion_tokens"))
+    """Tokens from an OpenAI-style ``usage``, the cached ones included: OpenAI's
+    ``prompt_tokens_details.cached_tokens`` (OpenRouter adds ``cache_write_tokens`` there),
+    DeepSeek's ``prompt_cache_hit_tokens``, and the Anthropic names a proxy in front of
+    Claude passes through (``cache_read_input_tokens``, ``cache_creation_input_tokens``)."""
+    if not isinstance(usage, dict):
+        return
+    got.prompt_tokens = _count(usage.get("prompt_tokens"))
+    got.completion_tokens = _count(usage.get("completion_tokens"))
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    got.cached_input_tokens = min(
+        got.prompt_tokens,
+        _count(details.get("cached_tokens"))
+        or _count(usage.get("prompt_cache_hit_tokens"))
+        or _count(usage.get("cache_read_input_tokens")),
+    )
+    got.cache_write_tokens = min(
+        got.prompt_tokens - got.cached_input_tokens,
+        _count(details.get("cache_write_tokens"))
+        or _count(usage.get("cache_creation_input_tokens")),
+    )
 
 
 def _count(value: Any) -> int:

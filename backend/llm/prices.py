@@ -2,9 +2,13 @@
 
 litellm ships its table as ``model_prices_and_context_window_backup.json`` (the product sets
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``, so litellm itself reads the same file). Importing
-litellm costs seconds and a lot of memory; the lean path only needs two numbers per model,
-so it reads the file once, in a worker thread, keeps only the prices, and caches the
-answer per model.
+litellm costs seconds and a lot of memory; the lean path only needs four numbers per model
+(input, output, cached read, cache write), so it reads the file once, in a worker thread,
+keeps only the prices, and caches the answer per model.
+
+The cached rates are the table's ``cache_read_input_token_cost`` and
+``cache_creation_input_token_cost``; a model without them pays its input rate, as in
+litellm's own cost function (``litellm.cost_per_token``), which the litellm path uses.
 """
 
 from __future__ import annotations
@@ -13,10 +17,19 @@ import importlib.util
 import json
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 
-Prices = tuple[float, float]  # USD per prompt token, per completion token
+
+class Prices(NamedTuple):
+    """USD per token: uncached input, output, input read from cache, input written to it."""
+
+    prompt: float
+    completion: float
+    cache_read: float
+    cache_write: float
+
 
 _TABLE: dict[str, Prices] | None = None
 _LOCK = threading.Lock()
@@ -29,6 +42,10 @@ def _table_path() -> Path | None:
         return None
     path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
     return path if path.is_file() else None
+
+
+def _number(value: object, default: float) -> float:
+    return float(value) if isinstance(value, int | float) else default
 
 
 def _load() -> dict[str, Prices]:
@@ -48,7 +65,12 @@ def _load() -> dict[str, Prices]:
                     prompt = entry.get("input_cost_per_token")
                     completion = entry.get("output_cost_per_token")
                     if isinstance(prompt, int | float) and isinstance(completion, int | float):
-                        table[name] = (float(prompt), float(completion))
+                        table[name] = Prices(
+                            float(prompt),
+                            float(completion),
+                            _number(entry.get("cache_read_input_token_cost"), float(prompt)),
+                            _number(entry.get("cache_creation_input_token_cost"), float(prompt)),
+                        )
             _TABLE = table
         return _TABLE
 
@@ -75,7 +97,31 @@ async def prices(model: str) -> Prices | None:
     return await anyio.to_thread.run_sync(lookup, model)
 
 
-def cost(found: Prices | None, prompt_tokens: int, completion_tokens: int) -> float | None:
+def cost(
+    found: Prices | None,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> float | None:
+    """The price of a call. ``prompt_tokens`` is every input token (as providers report it,
+    and litellm for Anthropic): those read from cache and those written to it are priced at
+    their own rates, the rest at the input rate."""
     if found is None:
         return None
-    return prompt_tokens * found[0] + completion_tokens * found[1]
+    cached = min(cached_tokens, prompt_tokens)
+    written = min(cache_write_tokens, prompt_tokens - cached)
+    plain = prompt_tokens - cached - written
+    return (
+        plain * found.prompt
+        + cached * found.cache_read
+        + written * found.cache_write
+        + completion_tokens * found.completion
+    )
+
+
+def cache_cost(found: Prices | None, cached_tokens: int, cache_write_tokens: int) -> float | None:
+    """What the cached part of a call's input cost (reads and writes at their rates)."""
+    if found is None:
+        return None
+    return cached_tokens * found.cache_read + cache_write_tokens * found.cache_write
