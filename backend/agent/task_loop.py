@@ -75,23 +75,23 @@ async def _task_transcript(
     files = sorted(await scan_off_loop(ctx.state.workspace))
     workspace_note = ctx.deps.runtime.prompt_note.thinking
     specs, tool_notes = await offered_actions(ctx, task.id)
+    # what is fixed for the run first (byte-stable across its calls and tasks: a provider's
+    # prompt cache serves it), then this task's part: the plan's progress, notes, files
+    system = render(
+        "thinking",
+        actions=specs,
+        tool_notes=tool_notes,
+        workspace_note=workspace_note,
+        timeout=ctx.deps.settings.terminal_timeout,
+    )
+    fixed = render("thinking_run", goal=ctx.state.goal, tasks=tasks)
     return Transcript(
         [
-            {
-                "role": "system",
-                "content": render(
-                    "thinking",
-                    actions=specs,
-                    tool_notes=tool_notes,
-                    workspace_note=workspace_note,
-                    timeout=ctx.deps.settings.terminal_timeout,
-                ),
-            },
+            {"role": "system", "content": f"{system}\n\n{fixed}"},
             {
                 "role": "user",
                 "content": render(
                     "thinking_task",
-                    goal=ctx.state.goal,
                     tasks=tasks,
                     task=task,
                     notes=notes,
