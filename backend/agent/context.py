@@ -17,6 +17,7 @@ from backend.agent.state import RunState
 from backend.agent.stored import StoredReply
 from backend.agent.transcript import Transcript, Turn, pending_turn, stored_turn, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
+from backend.llm.caching import keyed
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
@@ -257,16 +258,17 @@ class RunContext:
         model = state.specialist.model if (specialist and state.specialist) else None
         if state.model:  # a model the person picked wins, with no silent fallback
             model = state.model
-        try:
-            completion = await llm.complete(
-                stage=stage, messages=messages, model=model, on_delta=on_delta
-            )
-        except LLMError as exc:  # also a misconfigured specialist model
-            if not model or model == llm.default_model or model == state.model:
-                raise
-            log.warning("specialist model %s failed (%s); using the default", model, exc)
-            self.check_stop()
-            completion = await llm.complete(stage=stage, messages=messages, on_delta=on_delta)
+        with keyed(state.conversation_id):  # the prompt cache key, where a provider takes one
+            try:
+                completion = await llm.complete(
+                    stage=stage, messages=messages, model=model, on_delta=on_delta
+                )
+            except LLMError as exc:  # also a misconfigured specialist model
+                if not model or model == llm.default_model or model == state.model:
+                    raise
+                log.warning("specialist model %s failed (%s); using the default", model, exc)
+                self.check_stop()
+                completion = await llm.complete(stage=stage, messages=messages, on_delta=on_delta)
         state.budget.add(completion)
         state.in_flight, state.reply_stage, state.reply_published = "", stage, 0
         state.reply = StoredReply(

@@ -32,6 +32,7 @@ from backend.llm.base import (
     LLMTransientError,
     LLMTruncatedError,
 )
+from backend.llm.caching import breakpoints, cache_key, takes_cache_control, takes_cache_key
 from backend.llm.deadline import Deadline
 from backend.llm.openai_compat import YIELD_EVERY
 from backend.llm.options import ModelClient
@@ -72,6 +73,10 @@ class LiteLLM(ModelClient):
         if self.stream:
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}
+        if takes_cache_control(use_model):
+            kwargs["cache_control_injection_points"] = breakpoints(messages)
+        elif _openai_itself(use_model, self.base_url) and (key := cache_key()):
+            kwargs["prompt_cache_key"] = key  # calls of one conversation, one cache
 
         retryable = (
             litellm.RateLimitError,
@@ -220,6 +225,12 @@ class LiteLLM(ModelClient):
         )
         _fill_usage(litellm, completion, usage, model)
         return completion
+
+
+def _openai_itself(model: str, base_url: str | None) -> bool:
+    """An ``openai/`` model sent to OpenAI's own API (no other URL set)."""
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    return model.startswith("openai/") and (not url or takes_cache_key(url))
 
 
 _LITELLM: Any = None

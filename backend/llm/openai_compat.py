@@ -29,6 +29,7 @@ from backend.llm.base import (
     LLMTransientError,
     LLMTruncatedError,
 )
+from backend.llm.caching import cache_key, takes_cache_key
 from backend.llm.deadline import Deadline
 from backend.llm.options import ClientOptions, ModelClient
 from backend.llm.prices import cache_cost, cost, prices
@@ -136,6 +137,8 @@ class OpenAICompatLLM(ModelClient):
         if endpoint.api_key:
             headers["Authorization"] = f"Bearer {endpoint.api_key}"
         payload: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+        if takes_cache_key(endpoint.url) and (key := cache_key()):
+            payload["prompt_cache_key"] = key  # calls of one conversation, one cache
         if self.stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
