@@ -26,6 +26,10 @@ there, and "prompt_tokens" the uncached rest, `input_tokens`, as Anthropic count
 POST /v1/messages answers as Anthropic's Messages API (streamed or not), from the same
 queues, so litellm's `anthropic/` models can be driven end to end.
 
+POST /_control/cache {"on": true} simulates the providers' prompt caches (tests/cachesim.py):
+every call's usage then counts its prompt with tiktoken and reports what OpenAI's cache
+(chat completions) or Anthropic's (the Messages API, with the breakpoints sent) would serve.
+
 POST /_control/strict {"on": true} makes the chat-completions endpoint refuse any request
 field outside the OpenAI fields a plain server knows (HTTP 400, as servers with strict
 request models do).
@@ -67,6 +71,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+try:
+    from tests.cachesim import AnthropicCache, OpenAICache
+except ImportError:  # run as a script: python tests/fakellm.py
+    from cachesim import AnthropicCache, OpenAICache  # type: ignore[import-not-found,no-redef]
 
 AUTO_REPLIES = {
     "route": '{"task_type": "code_generation", "needs_tools": true}',
@@ -123,6 +132,7 @@ class FakeModel:
         self.holds: dict[str, asyncio.Event] = {}
         self.released: set[str] = set()
         self.strict = False
+        self.cache: tuple[OpenAICache, AnthropicCache] | None = None
 
     def reset(self) -> None:
         self.queues.clear()
@@ -130,6 +140,7 @@ class FakeModel:
         self.holds.clear()
         self.released.clear()
         self.strict = False
+        self.cache = None
         self.shape = dict(self.initial_shape)
         self.auto_replies = dict(AUTO_REPLIES)
 
@@ -220,6 +231,12 @@ class FakeModel:
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if reply.get("cached_tokens") is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": reply["cached_tokens"]}
+        if self.cache is not None:
+            sim = self.cache[0].request(None, body.get("messages") or [])
+            self.calls[-1]["usage"] = sim
+            usage["prompt_tokens"] = sim.input_tokens
+            usage["prompt_tokens_details"] = {"cached_tokens": sim.cache_read}
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         model = body.get("model", "fake")
         if body.get("stream"):
@@ -272,6 +289,12 @@ class FakeModel:
             "cache_creation_input_tokens": reply.get("cache_write_tokens", 0),
             "output_tokens": reply.get("completion_tokens", 7),
         }
+        if self.cache is not None:
+            sim = self.cache[1].request(body.get("system"), body.get("messages") or [])
+            self.calls[-1]["usage"] = sim
+            usage["input_tokens"] = sim.input_tokens - sim.cache_read - sim.cache_write
+            usage["cache_read_input_tokens"] = sim.cache_read
+            usage["cache_creation_input_tokens"] = sim.cache_write
         mid = f"msg_{uuid.uuid4().hex[:12]}"
         model = body.get("model", "fake")
         if body.get("stream"):
@@ -290,6 +313,11 @@ class FakeModel:
                 "usage": usage,
             }
         )
+
+    async def cache_route(self, request: Request) -> Response:
+        on = bool((await request.json()).get("on", True))
+        self.cache = (OpenAICache(), AnthropicCache()) if on else None
+        return JSONResponse({"cache": on})
 
     async def strict_route(self, request: Request) -> Response:
         self.strict = bool((await request.json()).get("on", True))
@@ -336,6 +364,7 @@ class FakeModel:
                 Route("/v1/messages", self.messages, methods=["POST"]),
                 Route("/v1/v1/messages", self.messages, methods=["POST"]),
                 Route("/_control/strict", self.strict_route, methods=["POST"]),
+                Route("/_control/cache", self.cache_route, methods=["POST"]),
                 Route("/_control/script", self.script, methods=["POST"]),
                 Route("/_control/release/{name}", self.release, methods=["POST"]),
                 Route("/_control/reset", self.reset_route, methods=["POST"]),
