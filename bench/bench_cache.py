@@ -137,10 +137,10 @@ def _thirty_steps() -> list[dict[str, Any]]:
 
 SCENARIOS = [
     Scenario("one-file goal", ["Make welcome.py print a greeting"], _one_file()),
+    Scenario("3 tasks x 4 steps", ["Build a small package of three modules"], _tasks_by_steps()),
     Scenario(
-        "3 tasks x 4 steps", ["Build a small package of three modules"], _tasks_by_steps()
+        "one task, 30 steps, 4 KB outputs", ["Inspect the data step by step"], _thirty_steps()
     ),
-    Scenario("one task, 30 steps, 4 KB outputs", ["Inspect the data step by step"], _thirty_steps()),
     Scenario(
         "follow-up goal",
         ["Make welcome.py print a greeting", "Now add greet.py that greets by name"],
@@ -263,7 +263,9 @@ def svg(curves: dict[str, list[int]], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default=None, help="the baseline's commit (default: merge-base with main)")
+    parser.add_argument(
+        "--base", default=None, help="the baseline's commit (default: merge-base with main)"
+    )
     parser.add_argument("--svg", type=Path, default=None, help="write the prompt-size plot here")
     parser.add_argument("--only", default="", help="run only scenarios whose name contains this")
     args = parser.parse_args()
@@ -293,12 +295,18 @@ def main() -> None:
             print(
                 f"{scenario.name:34} {code:14} {o.calls:>5} {o.input_tokens:>9,} "
                 f"{o.share:>12.3f} {o.billed:>9,.0f} {a.share:>15.3f} {a.billed:>9,.0f}"
-                + ("" if set(o.statuses + a.statuses) == {"completed"} else f"  ({o.statuses} {a.statuses})")
+                + (
+                    ""
+                    if set(o.statuses + a.statuses) == {"completed"}
+                    else f"  ({o.statuses} {a.statuses})"
+                )
             )
         this = [results.get((scenario.name, "this", r)) for r in MODELS]
         old = [results.get((scenario.name, c, r)) for c in trees if c != "this" for r in MODELS]
         if all(this) and all(old):
-            ratios = [f"{t.billed / b.billed:.2f}x" for t, b in zip(this, old, strict=True) if t and b]
+            ratios = [
+                f"{t.billed / b.billed:.2f}x" for t, b in zip(this, old, strict=True) if t and b
+            ]
             print(f"{'':34} {'this / base':14} billed: OpenAI {ratios[0]}, Anthropic {ratios[1]}")
     for scenario in SCENARIOS:
         for rule in MODELS:
@@ -306,7 +314,11 @@ def main() -> None:
             if f is None or not f.stored:
                 continue
             stored = f.stored[0] or {}
-            same = (stored.get("input_tokens"), stored.get("cached_input_tokens"), stored.get("cache_write_tokens")) == (
+            same = (
+                stored.get("input_tokens"),
+                stored.get("cached_input_tokens"),
+                stored.get("cache_write_tokens"),
+            ) == (
                 f.input_tokens,
                 f.read,
                 f.written,
@@ -323,7 +335,11 @@ def main() -> None:
                 print(f"prompt tokens per call, {scenario.name}, {code}: {f.sizes}")
     thirty = "one task, 30 steps, 4 KB outputs"
     if args.svg is not None and (thirty, "this", "openai") in results:
-        curves = {f"{code}, {rule}": results[(thirty, code, rule)].sizes for code in trees for rule in MODELS}
+        curves = {
+            f"{code}, {rule}": results[(thirty, code, rule)].sizes
+            for code in trees
+            for rule in MODELS
+        }
         svg(curves, args.svg)
         print(f"plot: {args.svg}")
 
