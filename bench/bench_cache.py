@@ -77,7 +77,8 @@ with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
             said = [m["content"][:400] for m in _messages if m["meta"]["action_type"] == "error"]
             print("run ended:", statuses[-1], said, file=sys.stderr)
     detail = client.get(f"/api/conversations/{cid}").json()
-print("BENCH-RESULT " + json.dumps({"statuses": statuses, "runs": [r.get("usage") for r in detail["runs"]]}))
+runs = [r.get("usage") for r in detail["runs"]]
+print("BENCH-RESULT " + json.dumps({"statuses": statuses, "runs": runs}))
 """
 
 
@@ -116,7 +117,7 @@ def _tasks_by_steps() -> list[dict[str, Any]]:
                 {"stage": "thinking", "content": write(path, body) + run(f"python3 {path}")}
             )
         replies.append(
-            {"stage": "thinking", "content": run(f"ls pkg") + finish(f"Module {t} written.")}
+            {"stage": "thinking", "content": run("ls pkg") + finish(f"Module {t} written.")}
         )
     replies.append({"stage": "summary", "content": "Three modules written."})
     return replies
@@ -129,7 +130,8 @@ def _thirty_steps() -> list[dict[str, Any]]:
     ]
     for s in range(29):
         # 55 lines of ~75 characters: ~4 KB of output a step
-        command = f"python3 -c \"print('\\n'.join('row %02d of step {s:02d}: ' % i + 'x' * 58 for i in range(55)))\""
+        line = f"'row %02d of step {s:02d}: ' % i + 'x' * 58"
+        command = f"python3 -c \"print('\\n'.join({line} for i in range(55)))\""
         replies.append({"stage": "thinking", "content": run(command)})
     replies.append({"stage": "thinking", "content": finish("Inspected.")})
     return replies
@@ -242,7 +244,8 @@ def svg(curves: dict[str, list[int]], path: Path) -> None:
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="{pad}" y="18">Prompt tokens per model call, one task of 30 steps '
         "(4 KB outputs)</text>",
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" stroke="#999"/>',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" '
+        'stroke="#999"/>',
         f'<line x1="{pad}" y1="{pad - 20}" x2="{pad}" y2="{height - pad}" stroke="#999"/>',
         f'<text x="{pad - 4}" y="{pad - 16}" text-anchor="end">{top:,}</text>',
         f'<text x="{pad - 4}" y="{height - pad}" text-anchor="end">0</text>',
@@ -284,7 +287,10 @@ def main() -> None:
         fake.stop()
     print("tokens: tiktoken o200k_base of every prompt the fake model received")
     print("billed: input as uncached x 1 + written x 1.25 + read x 0.1 (OpenAI writes nothing)")
-    header = f"{'run':34} {'code':14} {'calls':>5} {'input':>9} {'OpenAI share':>12} {'billed':>9} {'Anthropic share':>15} {'billed':>9}"
+    header = (
+        f"{'run':34} {'code':14} {'calls':>5} {'input':>9} {'OpenAI share':>12} {'billed':>9} "
+        f"{'Anthropic share':>15} {'billed':>9}"
+    )
     print(header)
     for scenario in SCENARIOS:
         for code in trees:
@@ -324,9 +330,10 @@ def main() -> None:
                 f.written,
             )
             print(
-                f"stored by the app, {scenario.name}, {rule}: input {stored.get('input_tokens')}, "
-                f"cached {stored.get('cached_input_tokens')}, written {stored.get('cache_write_tokens')}, "
-                f"${stored.get('cost_usd')}" + (" = reported" if same else " != reported")
+                f"stored by the app, {scenario.name}, {rule}: "
+                f"input {stored.get('input_tokens')}, cached {stored.get('cached_input_tokens')}, "
+                f"written {stored.get('cache_write_tokens')}, ${stored.get('cost_usd')}"
+                + (" = reported" if same else " != reported")
             )
     for scenario in SCENARIOS:
         for code in trees:

@@ -3,6 +3,8 @@ follows the providers' documented rules."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.cachesim import AnthropicCache, OpenAICache, tokens
 
 WORDS = " ".join(f"word{i}" for i in range(3_000))  # well over 1,024 tokens
@@ -25,7 +27,7 @@ def test_openai_serves_a_shared_prefix_of_1024_tokens_or_more_in_128_token_steps
     assert short.request(None, small).cache_read == 0  # under 1,024 tokens: nothing
 
 
-def _marked(text: str) -> list[dict[str, object]]:
+def _marked(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
 
 
@@ -37,7 +39,7 @@ def test_anthropic_reads_only_what_a_breakpoint_wrote() -> None:
     marked = [{"role": "user", "content": _marked(WORDS)}]
     wrote = cache.request(None, marked, now=1)
     assert (wrote.cache_read, wrote.cache_write) == (0, wrote.input_tokens)
-    longer = [
+    longer: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": WORDS}]},
         {"role": "assistant", "content": "reply"},
         {"role": "user", "content": _marked("result")},
