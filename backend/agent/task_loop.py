@@ -17,7 +17,7 @@ from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
 from backend.agent.steps import Step, Steps, waited_turn
 from backend.agent.tool_notices import tool_notice
-from backend.agent.transcript import STUCK_REPEATS, Transcript, Turn, describe
+from backend.agent.transcript import STUCK_REPEATS, Transcript, Turn, carried, describe
 from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
 from backend.messages.kinds import MessageKind
@@ -42,6 +42,7 @@ async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes
     if (turn := waited_turn(ctx)) is not None:  # it waited for a person: the turn goes on
         note = await run_actions(ctx, task, turn.actions, turn)
         if note is not None:
+            ctx.state.carried = carried(transcript, turn.reply)
             return note
         _add_turn(transcript, turn, task)
     format_errors = 0
@@ -59,6 +60,7 @@ async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes
         ctx.begin_turn(turn)  # checkpointed with the action messages
         note = await run_actions(ctx, task, parsed, turn)
         if note is not None:
+            ctx.state.carried = carried(transcript, reply)
             return note
         _add_turn(transcript, turn, task)
     raise LimitExceeded(
@@ -85,22 +87,20 @@ async def _task_transcript(
         timeout=ctx.deps.settings.terminal_timeout,
     )
     fixed = render("thinking_run", goal=ctx.state.goal, tasks=tasks)
-    return Transcript(
-        [
-            {"role": "system", "content": f"{system}\n\n{fixed}"},
-            {
-                "role": "user",
-                "content": render(
-                    "thinking_task",
-                    tasks=tasks,
-                    task=task,
-                    notes=notes,
-                    files=files[:200],
-                    inputs=ctx.state.inputs,  # files the user uploaded
-                ),
-            },
-        ]
-    )
+    this_task = {
+        "role": "user",
+        "content": render(
+            "thinking_task",
+            tasks=tasks,
+            task=task,
+            notes=notes,
+            files=files[:200],
+            inputs=ctx.state.inputs,  # files the user uploaded
+        ),
+    }
+    # a later task goes on from the last one's prompt: its progress is appended
+    before = ctx.state.carried or [{"role": "system", "content": f"{system}\n\n{fixed}"}]
+    return Transcript([*before, this_task])
 
 
 async def _next_reply(

@@ -110,7 +110,9 @@ class Transcript:
 
     def messages(self) -> list[dict[str, Any]]:
         out = list(self.head)
-        upto = condensed_upto(self.turns, self.keep_whole, self.condense_at)
+        # what earlier tasks left in the head counts against the threshold as sent whole
+        earlier = _size(self.head[2:])
+        upto = condensed_upto(self.turns, self.keep_whole, self.condense_at, earlier)
         for pair in _condensed(self.turns[:upto]):
             out.extend(pair)
         for turn in self.turns[upto:]:
@@ -154,21 +156,29 @@ def _size(messages: list[dict[str, Any]]) -> int:
     return sum(len(m["content"]) for m in messages)
 
 
-def condensed_upto(turns: list[Turn], keep_whole: int, condense_at: int) -> int:
+def condensed_upto(turns: list[Turn], keep_whole: int, condense_at: int, earlier: int = 0) -> int:
     """How many of ``turns`` are sent condensed: replays the turns as they were added and
     condenses, in one go, all but the last ``keep_whole`` whenever what the turns add up
-    to passes ``condense_at`` characters."""
+    to (after ``earlier`` characters carried from earlier tasks) passes ``condense_at``."""
     upto = 0
-    condensed = 0  # characters of the condensed turns
+    condensed = earlier  # characters of the condensed turns (and of what was carried)
     whole = 0  # characters of the turns sent whole
     for i, turn in enumerate(turns):
         whole += _size(_whole(turn))
         cut = i + 1 - keep_whole
         if condensed + whole > condense_at and cut > upto:
             upto = cut
-            condensed = sum(_size(pair) for pair in _condensed(turns[:upto]))
+            condensed = earlier + sum(_size(pair) for pair in _condensed(turns[:upto]))
             whole = sum(_size(_whole(t)) for t in turns[upto : i + 1])
     return upto
+
+
+def carried(transcript: Transcript, finishing_reply: str) -> list[dict[str, Any]] | None:
+    """What the next task's prompt goes on from: this task's last prompt and the reply that
+    finished it, when they take up at most half of CONDENSE_AT (else the next task starts
+    over from the system prompt: a condensation, in one go)."""
+    out = [*transcript.messages(), {"role": "assistant", "content": finishing_reply}]
+    return out if _size(out[2:]) <= transcript.condense_at // 2 else None
 
 
 def describe(action: Action) -> str:
