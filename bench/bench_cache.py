@@ -54,6 +54,9 @@ from backend.app import create_app
 from backend.config import Settings
 from tests.sse_client import collect
 args = json.loads(sys.argv[1])
+if args.get("condense_at"):  # a variant of this code: another condensation threshold
+    import backend.agent.transcript as transcript
+    transcript.CONDENSE_AT = int(args["condense_at"])
 tmp = Path(tempfile.mkdtemp(prefix="planact-bench-cache-"))
 settings = Settings(
     _env_file=None, database_url=f"sqlite:///{tmp}/db.sqlite", workspace_dir=tmp / "ws",
@@ -172,14 +175,21 @@ class Figures:
         return plain + 1.25 * self.written + 0.1 * self.read
 
 
-def measure(fake: FakeModelServer, tree: Path, rule: str, scenario: Scenario) -> Figures:
+def measure(
+    fake: FakeModelServer, tree: Path, rule: str, scenario: Scenario, condense_at: int = 0
+) -> Figures:
     fake.model.reset()
     fake.model.cache = fake.model.cache or None
     from tests.cachesim import AnthropicCache, OpenAICache
 
     fake.model.cache = (OpenAICache(), AnthropicCache())
     fake.script(*scenario.replies)
-    args = {"model": MODELS[rule], "base_url": fake.base_url, "goals": scenario.goals}
+    args = {
+        "model": MODELS[rule],
+        "base_url": fake.base_url,
+        "goals": scenario.goals,
+        "condense_at": condense_at,
+    }
     env = {**os.environ, "PYTHONPATH": str(tree), "LOG_LEVEL": "ERROR"}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(args)],
@@ -271,18 +281,28 @@ def main() -> None:
     )
     parser.add_argument("--svg", type=Path, default=None, help="write the prompt-size plot here")
     parser.add_argument("--only", default="", help="run only scenarios whose name contains this")
+    parser.add_argument(
+        "--condense-at",
+        default="",
+        help="also run this code with these CONDENSE_AT values (comma-separated characters)",
+    )
     args = parser.parse_args()
     base = args.base or default_base()
-    trees = {"this": ROOT, f"base {base[:8]}": extract(base)}
+    trees: dict[str, tuple[Path, int]] = {"this": (ROOT, 0)}
+    for value in filter(None, args.condense_at.split(",")):
+        trees[f"this @{int(value) // 1000}k"] = (ROOT, int(value))
+    trees[f"base {base[:8]}"] = (extract(base), 0)
     fake = FakeModelServer().start()
     results: dict[tuple[str, str, str], Figures] = {}
     try:
         for scenario in SCENARIOS:
             if args.only and args.only not in scenario.name:
                 continue
-            for code, tree in trees.items():
+            for code, (tree, condense_at) in trees.items():
                 for rule in MODELS:
-                    results[(scenario.name, code, rule)] = measure(fake, tree, rule, scenario)
+                    results[(scenario.name, code, rule)] = measure(
+                        fake, tree, rule, scenario, condense_at
+                    )
     finally:
         fake.stop()
     print("tokens: tiktoken o200k_base of every prompt the fake model received")
@@ -308,7 +328,12 @@ def main() -> None:
                 )
             )
         this = [results.get((scenario.name, "this", r)) for r in MODELS]
-        old = [results.get((scenario.name, c, r)) for c in trees if c != "this" for r in MODELS]
+        old = [
+            results.get((scenario.name, c, r))
+            for c in trees
+            if c.startswith("base")
+            for r in MODELS
+        ]
         if all(this) and all(old):
             ratios = [
                 f"{t.billed / b.billed:.2f}x" for t, b in zip(this, old, strict=True) if t and b

@@ -119,3 +119,32 @@ def test_repeats_count_same_action_same_result_ignoring_numbers() -> None:
     assert t.repeats() == 1
     t.add(_turn(2, "took 0.30s, new error"))
     assert t.repeats() == 1
+
+
+def test_the_next_task_goes_on_from_this_one_while_it_is_small() -> None:
+    from backend.agent.state import RunState
+    from backend.agent.transcript import carried
+
+    t = Transcript(list(HEAD), condense_at=20_000)
+    t.add(_turn(0, "o" * 1_000))
+    went_on = carried(t, "<finish><message>done</message></finish>")
+    assert went_on is not None
+    assert went_on[: len(t.messages())] == t.messages()
+    assert went_on[-1] == {"role": "assistant", "content": went_on[-1]["content"]}
+    # a resumed run reads it back from its checkpoint
+    state = RunState.model_validate(
+        {
+            "run_id": "r",
+            "conversation_id": "c",
+            "user_id": "u",
+            "goal": "g",
+            "mode": "agent",
+            "runtime": "local",
+            "workspace": "/w",
+        }
+    )
+    state.carried = went_on
+    assert RunState.from_json(state.to_json()).carried == went_on
+    # past half the threshold the next task starts over instead
+    t.add(_turn(1, "o" * 10_000))
+    assert carried(t, "done") is None
