@@ -231,6 +231,15 @@ class RunContext:
         self.transcript = self.turn = None
         state.task_head, state.turns, state.pending = None, [], None
 
+    def thinking_model(self) -> str:
+        """The model the task loop's calls go to (as :meth:`call_model` picks it)."""
+        state = self.state
+        if state.model:
+            return state.model
+        if state.specialist and state.specialist.model:
+            return state.specialist.model
+        return self.deps.llm.default_model or ""
+
     async def call_model(
         self,
         stage: str,

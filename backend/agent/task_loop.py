@@ -17,9 +17,17 @@ from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
 from backend.agent.steps import Step, Steps, waited_turn
 from backend.agent.tool_notices import tool_notice
-from backend.agent.transcript import STUCK_REPEATS, Transcript, Turn, carried, describe
+from backend.agent.transcript import (
+    STUCK_REPEATS,
+    Transcript,
+    Turn,
+    carried,
+    condense_at,
+    describe,
+)
 from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
+from backend.llm.prices import input_window
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.tasks import PlanTask
@@ -100,7 +108,8 @@ async def _task_transcript(
     }
     # a later task goes on from the last one's prompt: its progress is appended
     before = ctx.state.carried or [{"role": "system", "content": f"{system}\n\n{fixed}"}]
-    return Transcript([*before, this_task])
+    window = await anyio.to_thread.run_sync(input_window, ctx.thinking_model())
+    return Transcript([*before, this_task], condense_at=condense_at(window))
 
 
 async def _next_reply(

@@ -27,7 +27,12 @@ from backend.actions.registry import brief as _brief
 from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
 
 KEEP_WHOLE = 2  # the last turns left whole at a condensation
-CONDENSE_AT = 48_000  # characters of turns resent that set off a condensation (~12k tokens)
+# characters of turns resent that set off a condensation: CONDENSE_AT (~30k tokens) for a
+# model whose input window litellm's table knows to be big enough, at most WINDOW_SHARE of
+# it (4 characters a token); SMALL_CONDENSE_AT (~12k tokens) for a model it does not know
+CONDENSE_AT = 120_000
+SMALL_CONDENSE_AT = 48_000
+WINDOW_SHARE = 0.4
 BRIEF_CHARS = 240  # of each older action result
 ERROR_CHARS = 2_000  # of the latest failure, when it is older than the window
 STUCK_REPEATS = 3  # the same action with the same result this many turns in a row ends the task
@@ -171,6 +176,14 @@ def condensed_upto(turns: list[Turn], keep_whole: int, condense_at: int, earlier
             condensed = earlier + sum(_size(pair) for pair in _condensed(turns[:upto]))
             whole = sum(_size(_whole(t)) for t in turns[upto : i + 1])
     return upto
+
+
+def condense_at(window: int | None) -> int:
+    """The condensation threshold (characters) for a model with an input ``window`` of that
+    many tokens (None: not known)."""
+    if window is None:
+        return min(SMALL_CONDENSE_AT, CONDENSE_AT)
+    return max(SMALL_CONDENSE_AT // 4, min(CONDENSE_AT, int(window * 4 * WINDOW_SHARE)))
 
 
 def carried(transcript: Transcript, finishing_reply: str) -> list[dict[str, Any]] | None:

@@ -32,6 +32,7 @@ class Prices(NamedTuple):
 
 
 _TABLE: dict[str, Prices] | None = None
+_WINDOWS: dict[str, int] = {}  # max_input_tokens, where the table has it
 _LOCK = threading.Lock()
 _CACHE: dict[str, Prices | None] = {}
 
@@ -62,6 +63,9 @@ def _load() -> dict[str, Prices]:
                 for name, entry in raw.items():
                     if not isinstance(entry, dict):
                         continue
+                    window = entry.get("max_input_tokens")
+                    if isinstance(window, int) and window > 0:
+                        _WINDOWS[name] = window
                     prompt = entry.get("input_cost_per_token")
                     completion = entry.get("output_cost_per_token")
                     if isinstance(prompt, int | float) and isinstance(completion, int | float):
@@ -88,6 +92,16 @@ def lookup(model: str) -> Prices | None:
     if model == "sample_spec":
         found = None
     _CACHE[model] = found
+    return found
+
+
+def input_window(model: str) -> int | None:
+    """The model's input limit in tokens (the table's ``max_input_tokens``), None when the
+    table does not know it. Blocking on first use, as :func:`lookup`."""
+    _load()
+    found = _WINDOWS.get(model)
+    if found is None and "/" in model:
+        found = _WINDOWS.get(model.split("/", 1)[1])
     return found
 
 

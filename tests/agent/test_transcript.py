@@ -148,3 +148,17 @@ def test_the_next_task_goes_on_from_this_one_while_it_is_small() -> None:
     # past half the threshold the next task starts over instead
     t.add(_turn(1, "o" * 10_000))
     assert carried(t, "done") is None
+
+
+def test_the_threshold_follows_the_models_input_window() -> None:
+    from backend.agent import transcript
+    from backend.llm.prices import input_window
+
+    window = input_window("openai/gpt-4o-mini")
+    assert window is not None and window >= 100_000
+    assert transcript.condense_at(window) == transcript.CONDENSE_AT
+    # a model the table does not know: the small threshold (a local model's window)
+    assert input_window("openai/no-such-model") is None
+    assert transcript.condense_at(None) == transcript.SMALL_CONDENSE_AT
+    # a small window: at most WINDOW_SHARE of it
+    assert transcript.condense_at(16_384) == int(16_384 * 4 * transcript.WINDOW_SHARE)
