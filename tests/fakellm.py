@@ -22,6 +22,22 @@ Without it, an unscripted call answers HTTP 500 so the test sees it. POST /_cont
 {"on": true, "shape": {...}} (or --chunks/--chunk-delay/--first-token-delay) gives auto
 replies a stream shape (below); their text is lengthened to fill the chunks.
 
+Usage keys of a scripted reply: "prompt_tokens", "completion_tokens", "cached_tokens"
+(reported as OpenAI's `prompt_tokens_details.cached_tokens`), "cache_write_tokens" (on the
+Messages API: `cache_creation_input_tokens`; "cached_tokens" is `cache_read_input_tokens`
+there, and "prompt_tokens" the uncached rest, `input_tokens`, as Anthropic counts).
+
+POST /v1/messages answers as Anthropic's Messages API (streamed or not), from the same
+queues, so litellm's `anthropic/` models can be driven end to end.
+
+POST /_control/cache {"on": true} simulates the providers' prompt caches (tests/cachesim.py):
+every call's usage then counts its prompt with tiktoken and reports what OpenAI's cache
+(chat completions) or Anthropic's (the Messages API, with the breakpoints sent) would serve.
+
+POST /_control/strict {"on": true} makes the chat-completions endpoint refuse any request
+field outside the OpenAI fields a plain server knows (HTTP 400, as servers with strict
+request models do).
+
 Stream shape keys of a scripted reply (all optional; without them: 64-character chunks,
 no delays, finish reason, usage when asked for, [DONE]):
 
@@ -60,6 +76,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+try:
+    from tests.cachesim import AnthropicCache, OpenAICache
+except ImportError:  # run as a script: python tests/fakellm.py
+    from cachesim import AnthropicCache, OpenAICache  # type: ignore[import-not-found,no-redef]
+
 AUTO_REPLIES = {
     "route": '{"task_type": "code_generation", "needs_tools": true}',
     "auto_reply": "Hello from the fake model.",
@@ -76,6 +97,30 @@ AUTO_REPLIES = {
 }
 
 
+# the request fields a plain OpenAI-compatible server knows (strict mode refuses others)
+STRICT_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "max_tokens",
+        "max_completion_tokens",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "user",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "seed",
+    }
+)
+
 # the longest a silent or hanging reply waits for its client to go away
 HANG_CAP = 300.0
 
@@ -90,12 +135,16 @@ class FakeModel:
         self.calls: list[dict[str, Any]] = []
         self.holds: dict[str, asyncio.Event] = {}
         self.released: set[str] = set()
+        self.strict = False
+        self.cache: tuple[OpenAICache, AnthropicCache] | None = None
 
     def reset(self) -> None:
         self.queues.clear()
         self.calls.clear()
         self.holds.clear()
         self.released.clear()
+        self.strict = False
+        self.cache = None
         self.shape = dict(self.initial_shape)
         self.auto_replies = dict(AUTO_REPLIES)
 
@@ -109,9 +158,7 @@ class FakeModel:
         return None
 
     # -- endpoints --------------------------------------------------------------------------
-    async def completions(self, request: Request) -> Response:
-        body = await request.json()
-        stage = request.headers.get("x-agent-stage", "")
+    def log_call(self, request: Request, body: dict[str, Any], stage: str) -> None:
         self.calls.append(
             {
                 "stage": stage,
@@ -119,18 +166,38 @@ class FakeModel:
                 "stream": bool(body.get("stream")),
                 "messages": body.get("messages"),
                 "max_tokens": body.get("max_tokens"),
+                "system": body.get("system"),  # the Messages API's
+                # every other field of the request (cache keys, limits, …)
+                "params": {k: v for k, v in body.items() if k not in ("messages", "system")},
+                "path": request.url.path,
                 "authorization": request.headers.get("authorization", ""),
                 # the client's address: calls over one pooled connection share it
                 "peer": f"{request.client.host}:{request.client.port}" if request.client else "",
                 "time": time.time(),
             }
         )
+
+    async def completions(self, request: Request) -> Response:
+        body = await request.json()
+        stage = request.headers.get("x-agent-stage", "")
+        self.log_call(request, body, stage)
+        unknown = sorted(set(body) - STRICT_FIELDS) if self.strict else []
         bound = body.get("max_tokens")
         if not isinstance(bound, int) or isinstance(bound, bool) or bound <= 0:
             return JSONResponse(
                 {
                     "error": {
                         "message": f"fakellm: max_tokens must be a positive integer, got {bound!r}",
+                        "type": "invalid_request_error",
+                    }
+                },
+                status_code=400,
+            )
+        if unknown:
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"Unrecognized request argument supplied: {unknown[0]}",
                         "type": "invalid_request_error",
                     }
                 },
@@ -173,11 +240,19 @@ class FakeModel:
         content = reply.get("content", "")
         finish = reply.get("finish_reason", "stop")
         tool_calls = reply.get("tool_calls")
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": reply.get("prompt_tokens", 11),
             "completion_tokens": reply.get("completion_tokens", 7),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if reply.get("cached_tokens") is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply["cached_tokens"]}
+        if self.cache is not None:
+            sim = self.cache[0].request(None, body.get("messages") or [])
+            self.calls[-1]["usage"] = sim
+            usage["prompt_tokens"] = sim.input_tokens
+            usage["prompt_tokens_details"] = {"cached_tokens": sim.cache_read}
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         model = body.get("model", "fake")
         if body.get("stream"):
@@ -209,6 +284,60 @@ class FakeModel:
                 "usage": usage,
             }
         )
+
+    async def messages(self, request: Request) -> Response:
+        """Anthropic's Messages API, enough for litellm's ``anthropic/`` client."""
+        body = await request.json()
+        stage = request.headers.get("x-agent-stage", "")
+        self.log_call(request, body, stage)
+        reply = self.next_reply(stage)
+        if reply is None or int(reply.get("status", 200)) != 200:
+            status = 500 if reply is None else int(reply["status"])
+            said = f"no scripted reply for stage {stage!r}" if reply is None else "scripted"
+            return JSONResponse(
+                {"type": "error", "error": {"type": "api_error", "message": said}},
+                status_code=status,
+            )
+        content = reply.get("content", "")
+        usage = {
+            "input_tokens": reply.get("prompt_tokens", 11),
+            "cache_read_input_tokens": reply.get("cached_tokens", 0),
+            "cache_creation_input_tokens": reply.get("cache_write_tokens", 0),
+            "output_tokens": reply.get("completion_tokens", 7),
+        }
+        if self.cache is not None:
+            sim = self.cache[1].request(body.get("system"), body.get("messages") or [])
+            self.calls[-1]["usage"] = sim
+            usage["input_tokens"] = sim.input_tokens - sim.cache_read - sim.cache_write
+            usage["cache_read_input_tokens"] = sim.cache_read
+            usage["cache_creation_input_tokens"] = sim.cache_write
+        mid = f"msg_{uuid.uuid4().hex[:12]}"
+        model = body.get("model", "fake")
+        if body.get("stream"):
+            return StreamingResponse(
+                _anthropic_stream(mid, model, content, usage), media_type="text/event-stream"
+            )
+        return JSONResponse(
+            {
+                "id": mid,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": content}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": usage,
+            }
+        )
+
+    async def cache_route(self, request: Request) -> Response:
+        on = bool((await request.json()).get("on", True))
+        self.cache = (OpenAICache(), AnthropicCache()) if on else None
+        return JSONResponse({"cache": on})
+
+    async def strict_route(self, request: Request) -> Response:
+        self.strict = bool((await request.json()).get("on", True))
+        return JSONResponse({"strict": self.strict})
 
     async def script(self, request: Request) -> Response:
         data = await request.json()
@@ -248,6 +377,10 @@ class FakeModel:
                 Route("/v1/chat/completions", self.completions, methods=["POST"]),
                 Route("/chat/completions", self.completions, methods=["POST"]),
                 Route("/v1/models", self.models, methods=["GET"]),
+                Route("/v1/messages", self.messages, methods=["POST"]),
+                Route("/v1/v1/messages", self.messages, methods=["POST"]),
+                Route("/_control/strict", self.strict_route, methods=["POST"]),
+                Route("/_control/cache", self.cache_route, methods=["POST"]),
                 Route("/_control/script", self.script, methods=["POST"]),
                 Route("/_control/release/{name}", self.release, methods=["POST"]),
                 Route("/_control/reset", self.reset_route, methods=["POST"]),
@@ -263,7 +396,7 @@ async def _stream(
     content: str,
     finish: str,
     tool_calls: list[dict[str, Any]] | None,
-    usage: dict[str, int] | None,
+    usage: dict[str, Any] | None,
     shape: dict[str, Any] | None = None,
 ) -> Any:
     shape = shape or {}
@@ -334,6 +467,32 @@ async def _stream(
         yield f"data: {json.dumps(data)}\n\n"
     if shape.get("done", True):
         yield "data: [DONE]\n\n"
+
+
+async def _anthropic_stream(mid: str, model: str, content: str, usage: dict[str, int]) -> Any:
+    def event(name: str, data: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+
+    start_usage = {**usage, "output_tokens": 1}
+    message = {"id": mid, "type": "message", "role": "assistant", "model": model}
+    yield event(
+        "message_start",
+        {"message": {**message, "content": [], "stop_reason": None, "usage": start_usage}},
+    )
+    yield event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+    for piece in _pieces(content, {}):
+        yield event(
+            "content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}
+        )
+    yield event("content_block_stop", {"index": 0})
+    yield event(
+        "message_delta",
+        {
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
+    yield event("message_stop", {})
 
 
 def _pieces(text: str, shape: dict[str, Any]) -> list[str]:

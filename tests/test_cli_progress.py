@@ -106,6 +106,23 @@ def test_each_way_a_run_ends_has_its_own_last_line() -> None:
     assert "waiting for your answer" in final_line("r1", "waiting", "", ws)
 
 
+def test_the_last_line_says_what_the_run_spent_with_the_cached_share() -> None:
+    from backend.store.usage import figures
+
+    spent = figures(5, 12_340, 410, 9_872, 0, 0.01234)
+    assert final_line("r1", "completed", "", Path("/w"), spent) == (
+        "run r1 completed; 12,340 tokens in (9,872 cached, 80%), 410 out, $0.0123; files in /w"
+    )
+    unknown = figures(1, 100, 5, 0, 0, None)
+    assert final_line("r1", "failed", "x", Path("/w"), unknown) == (
+        "run r1 FAILED: x; 100 tokens in (0 cached, 0%), 5 out, price unknown; files in /w"
+    )
+    # a run that made no model call says nothing of spending
+    assert final_line("r1", "completed", "", Path("/w"), figures(0, 0, 0, 0, 0, None)) == (
+        "run r1 completed; files in /w"
+    )
+
+
 def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> None:
     from backend.agent.narration import narration_message
     from backend.agent.unusable import unusable_message

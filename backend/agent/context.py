@@ -17,6 +17,7 @@ from backend.agent.state import RunState
 from backend.agent.stored import StoredReply
 from backend.agent.transcript import Transcript, Turn, pending_turn, stored_turn, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
+from backend.llm.caching import keyed
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
@@ -230,6 +231,15 @@ class RunContext:
         self.transcript = self.turn = None
         state.task_head, state.turns, state.pending = None, [], None
 
+    def thinking_model(self) -> str:
+        """The model the task loop's calls go to (as :meth:`call_model` picks it)."""
+        state = self.state
+        if state.model:
+            return state.model
+        if state.specialist and state.specialist.model:
+            return state.specialist.model
+        return self.deps.llm.default_model or ""
+
     async def call_model(
         self,
         stage: str,
@@ -257,16 +267,17 @@ class RunContext:
         model = state.specialist.model if (specialist and state.specialist) else None
         if state.model:  # a model the person picked wins, with no silent fallback
             model = state.model
-        try:
-            completion = await llm.complete(
-                stage=stage, messages=messages, model=model, on_delta=on_delta
-            )
-        except LLMError as exc:  # also a misconfigured specialist model
-            if not model or model == llm.default_model or model == state.model:
-                raise
-            log.warning("specialist model %s failed (%s); using the default", model, exc)
-            self.check_stop()
-            completion = await llm.complete(stage=stage, messages=messages, on_delta=on_delta)
+        with keyed(state.conversation_id):  # the prompt cache key, where a provider takes one
+            try:
+                completion = await llm.complete(
+                    stage=stage, messages=messages, model=model, on_delta=on_delta
+                )
+            except LLMError as exc:  # also a misconfigured specialist model
+                if not model or model == llm.default_model or model == state.model:
+                    raise
+                log.warning("specialist model %s failed (%s); using the default", model, exc)
+                self.check_stop()
+                completion = await llm.complete(stage=stage, messages=messages, on_delta=on_delta)
         state.budget.add(completion)
         state.in_flight, state.reply_stage, state.reply_published = "", stage, 0
         state.reply = StoredReply(
@@ -284,5 +295,7 @@ class RunContext:
             completion.prompt_tokens,
             completion.completion_tokens,
             completion.cost,
+            cached_input_tokens=completion.cached_input_tokens,
+            cache_write_tokens=completion.cache_write_tokens,
         )
         return completion

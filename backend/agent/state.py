@@ -57,6 +57,10 @@ class RunState(BaseModel):
     stage: str = "start"  # start | route | answered | planned | tasks | summary | ending
     last_seq: int = 0  # the seq of the run's last stored message
     task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
+    # the prompt the next task goes on from (the last task's, with its finishing reply), so
+    # that a task switch appends to the prompt instead of starting it over; None: start over
+    # (left out of the JSON then: a checkpoint without it reads and writes back the same)
+    carried: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
     # its finished turns (agent/resume.py): stored beside the checkpoint, before each model
     # call (they change only between model calls), not with every message
     turns: list[StoredTurn] = Field(default_factory=list, exclude=True)

@@ -17,9 +17,17 @@ from backend.agent.narration import narration_message, prose_of
 from backend.agent.prompts import render
 from backend.agent.steps import Step, Steps, waited_turn
 from backend.agent.tool_notices import tool_notice
-from backend.agent.transcript import STUCK_REPEATS, Transcript, Turn, describe
+from backend.agent.transcript import (
+    STUCK_REPEATS,
+    Transcript,
+    Turn,
+    carried,
+    condense_at,
+    describe,
+)
 from backend.agent.unusable import unusable_message
 from backend.llm.base import Completion
+from backend.llm.prices import input_window
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.tasks import PlanTask
@@ -42,6 +50,7 @@ async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes
     if (turn := waited_turn(ctx)) is not None:  # it waited for a person: the turn goes on
         note = await run_actions(ctx, task, turn.actions, turn)
         if note is not None:
+            ctx.state.carried = carried(transcript, turn.reply)
             return note
         _add_turn(transcript, turn, task)
     format_errors = 0
@@ -59,6 +68,7 @@ async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes
         ctx.begin_turn(turn)  # checkpointed with the action messages
         note = await run_actions(ctx, task, parsed, turn)
         if note is not None:
+            ctx.state.carried = carried(transcript, reply)
             return note
         _add_turn(transcript, turn, task)
     raise LimitExceeded(
@@ -75,32 +85,31 @@ async def _task_transcript(
     files = sorted(await scan_off_loop(ctx.state.workspace))
     workspace_note = ctx.deps.runtime.prompt_note.thinking
     specs, tool_notes = await offered_actions(ctx, task.id)
-    return Transcript(
-        [
-            {
-                "role": "system",
-                "content": render(
-                    "thinking",
-                    actions=specs,
-                    tool_notes=tool_notes,
-                    workspace_note=workspace_note,
-                    timeout=ctx.deps.settings.terminal_timeout,
-                ),
-            },
-            {
-                "role": "user",
-                "content": render(
-                    "thinking_task",
-                    goal=ctx.state.goal,
-                    tasks=tasks,
-                    task=task,
-                    notes=notes,
-                    files=files[:200],
-                    inputs=ctx.state.inputs,  # files the user uploaded
-                ),
-            },
-        ]
+    # what is fixed for the run first (byte-stable across its calls and tasks: a provider's
+    # prompt cache serves it), then this task's part: the plan's progress, notes, files
+    system = render(
+        "thinking",
+        actions=specs,
+        tool_notes=tool_notes,
+        workspace_note=workspace_note,
+        timeout=ctx.deps.settings.terminal_timeout,
     )
+    fixed = render("thinking_run", goal=ctx.state.goal, tasks=tasks)
+    this_task = {
+        "role": "user",
+        "content": render(
+            "thinking_task",
+            tasks=tasks,
+            task=task,
+            notes=notes,
+            files=files[:200],
+            inputs=ctx.state.inputs,  # files the user uploaded
+        ),
+    }
+    # a later task goes on from the last one's prompt: its progress is appended
+    before = ctx.state.carried or [{"role": "system", "content": f"{system}\n\n{fixed}"}]
+    window = await anyio.to_thread.run_sync(input_window, ctx.thinking_model())
+    return Transcript([*before, this_task], condense_at=condense_at(window))
 
 
 async def _next_reply(

@@ -1,12 +1,18 @@
-"""What a task's model turns resend: lean history and the stuck-loop check.
+"""What a task's model turns resend: a prompt that only grows, and the stuck-loop check.
 
-Every turn is kept, but only the last KEEP_WHOLE turns go back to the model as they were;
-older ones are condensed to a line per action (what was done, whether it worked, the first
-words of its result), so a call's size grows by a few hundred characters per turn instead
-of by each turn's whole output. The task itself (the head messages) is always sent, and so
-are the latest error (up to ERROR_CHARS) and, through the condensed lines, every file
-written or edited. A turn is condensed once, when it leaves the window, so the prefix of
-the conversation stays stable for providers' prompt caches.
+Within a task each call's prompt is the previous call's prompt with the last turn appended
+(docs/api.md "What a run costs"): a provider's prompt cache serves all of it but the new
+turn. Turns go back whole until what they add up to passes CONDENSE_AT characters; then,
+in one go, every turn but the last KEEP_WHOLE is condensed to a line per action (what was
+done, whether it worked, the first words of its result), and the prompt grows from there
+again. So the prefix breaks once per condensation, never once per call, and a call's size
+stays bounded. The task itself (the head messages) is always sent, and so are, through the
+condensed lines, every file written or edited and the latest error condensed (up to
+ERROR_CHARS).
+
+Where the condensations fall is a function of the turns alone (:func:`condensed_upto`):
+a resumed run that rebuilds the transcript from its checkpoint's turns sends the same
+prompts as the run it continues.
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ from backend.actions.registry import brief as _brief
 from backend.agent.service_note import own_reply, service_note
 from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
 
-KEEP_WHOLE = 2  # the last turns resent whole
+KEEP_WHOLE = 2  # the last turns left whole at a condensation
+# characters of turns resent that set off a condensation: CONDENSE_AT (~30k tokens) for a
+# model whose input window litellm's table knows to be big enough, at most WINDOW_SHARE of
+# it (4 characters a token); SMALL_CONDENSE_AT (~12k tokens) for a model it does not know
+CONDENSE_AT = 120_000
+SMALL_CONDENSE_AT = 48_000
+WINDOW_SHARE = 0.4
 BRIEF_CHARS = 240  # of each older action result
 ERROR_CHARS = 2_000  # of the latest failure, when it is older than the window
 STUCK_REPEATS = 3  # the same action with the same result this many turns in a row ends the task
@@ -84,33 +96,29 @@ class Turn:
 class Transcript:
     """A task's conversation with the model."""
 
-    def __init__(self, head: list[dict[str, Any]], keep_whole: int | None = None) -> None:
+    def __init__(
+        self,
+        head: list[dict[str, Any]],
+        keep_whole: int | None = None,
+        condense_at: int | None = None,
+    ) -> None:
         self.head = head
         self.turns: list[Turn] = []
         self.keep_whole = KEEP_WHOLE if keep_whole is None else keep_whole
+        self.condense_at = CONDENSE_AT if condense_at is None else condense_at
 
     def add(self, turn: Turn) -> None:
         self.turns.append(turn)
 
     def messages(self) -> list[dict[str, Any]]:
         out = list(self.head)
-        n = len(self.turns)
-        last_failed = max((i for i, t in enumerate(self.turns) if t.failed), default=-1)
-        for i, turn in enumerate(self.turns):
-            if turn.format_error:
-                # the model's own unusable reply, then the service's note on it; once old,
-                # neither (what the model is told to fix matters only while it is fresh)
-                if i >= n - self.keep_whole:
-                    out += [*own_reply(turn.reply), {"role": "user", "content": turn.observation()}]
-                continue
-            if i >= n - self.keep_whole:
-                out.append({"role": "assistant", "content": turn.reply})
-                out.append({"role": "user", "content": turn.observation()})
-            else:
-                out.append({"role": "assistant", "content": turn.condensed_reply()})
-                out.append(
-                    {"role": "user", "content": turn.condensed_observation(i == last_failed)}
-                )
+        # what earlier tasks left in the head counts against the threshold as sent whole
+        earlier = _size(self.head[2:])
+        upto = condensed_upto(self.turns, self.keep_whole, self.condense_at, earlier)
+        for pair in _condensed(self.turns[:upto]):
+            out.extend(pair)
+        for turn in self.turns[upto:]:
+            out.extend(_whole(turn))
         return out
 
     def repeats(self) -> int:
@@ -125,6 +133,67 @@ class Transcript:
                 break
             count += 1
         return count
+
+
+def _whole(turn: Turn) -> list[dict[str, Any]]:
+    if turn.format_error:  # the model's own unusable reply, then the service's note on it
+        return [*own_reply(turn.reply), {"role": "user", "content": turn.observation()}]
+    return [
+        {"role": "assistant", "content": turn.reply},
+        {"role": "user", "content": turn.observation()},
+    ]
+
+
+def _condensed(turns: list[Turn]) -> list[list[dict[str, Any]]]:
+    """The condensed turns; the last failed one keeps its error (up to ERROR_CHARS). An
+    unusable reply and the service's note on it are left out once condensed (what the model
+    was told to fix mattered while it was fresh)."""
+    last_failed = max((i for i, t in enumerate(turns) if t.failed), default=-1)
+    return [
+        [
+            {"role": "assistant", "content": turn.condensed_reply()},
+            {"role": "user", "content": turn.condensed_observation(i == last_failed)},
+        ]
+        for i, turn in enumerate(turns)
+        if not turn.format_error
+    ]
+
+
+def _size(messages: list[dict[str, Any]]) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+def condensed_upto(turns: list[Turn], keep_whole: int, condense_at: int, earlier: int = 0) -> int:
+    """How many of ``turns`` are sent condensed: replays the turns as they were added and
+    condenses, in one go, all but the last ``keep_whole`` whenever what the turns add up
+    to (after ``earlier`` characters carried from earlier tasks) passes ``condense_at``."""
+    upto = 0
+    condensed = earlier  # characters of the condensed turns (and of what was carried)
+    whole = 0  # characters of the turns sent whole
+    for i, turn in enumerate(turns):
+        whole += _size(_whole(turn))
+        cut = i + 1 - keep_whole
+        if condensed + whole > condense_at and cut > upto:
+            upto = cut
+            condensed = earlier + sum(_size(pair) for pair in _condensed(turns[:upto]))
+            whole = sum(_size(_whole(t)) for t in turns[upto : i + 1])
+    return upto
+
+
+def condense_at(window: int | None) -> int:
+    """The condensation threshold (characters) for a model with an input ``window`` of that
+    many tokens (None: not known)."""
+    if window is None:
+        return min(SMALL_CONDENSE_AT, CONDENSE_AT)
+    return max(SMALL_CONDENSE_AT // 4, min(CONDENSE_AT, int(window * 4 * WINDOW_SHARE)))
+
+
+def carried(transcript: Transcript, finishing_reply: str) -> list[dict[str, Any]] | None:
+    """What the next task's prompt goes on from: this task's last prompt and the reply that
+    finished it, when they take up at most half of CONDENSE_AT (else the next task starts
+    over from the system prompt: a condensation, in one go)."""
+    out = [*transcript.messages(), {"role": "assistant", "content": finishing_reply}]
+    return out if _size(out[2:]) <= transcript.condense_at // 2 else None
 
 
 def describe(action: Action) -> str:

@@ -28,6 +28,7 @@ from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import PlanTask, SummaryFile, read_items
 from backend.runtime import registry
+from backend.store.shapes import UsageFigures
 from backend.waits import APPROVAL_MODES
 
 log = logging.getLogger("planact")
@@ -299,7 +300,9 @@ async def run_cmd(
     run = await store.get_run(rid)
     status = run.status if run else status
     ws = manager.workspace("1", cid)
-    print(final_line(rid, str(status), (run.error if run else None) or "", ws), flush=True)
+    spent = (await store.run_usage(rid)).total
+    error = (run.error if run else None) or ""
+    print(final_line(rid, str(status), error, ws, spent), flush=True)
     await keep_previews(manager, cid)
     await manager.shutdown()
     await previews.close()
@@ -331,10 +334,14 @@ async def keep_previews(manager: Any, cid: str) -> None:
         print(f"preview {row.name} {why.lower() or 'stopped.'}", flush=True)
 
 
-def final_line(run_id: str, status: str, error: str, workspace: Path) -> str:
+def final_line(
+    run_id: str, status: str, error: str, workspace: Path, spent: UsageFigures | None = None
+) -> str:
     """`planact run`'s last line: each way a run ends reads as itself (a stop is not a
-    failure, a run waiting for the person is not over)."""
+    failure, a run waiting for the person is not over), with what the run spent."""
     where = f"files in {workspace}"
+    if spent is not None and spent.calls:
+        where = f"{spent_words(spent)}; {where}"
     if status == "completed":
         return f"run {run_id} completed; {where}"
     if status == "stopped":
@@ -345,6 +352,20 @@ def final_line(run_id: str, status: str, error: str, workspace: Path) -> str:
         cause = error.strip().split("\n", 1)[0]
         return f"run {run_id} FAILED{': ' + cause if cause else ''}; {where}"
     return f"run {run_id} {status}; {where}"
+
+
+def spent_words(spent: UsageFigures) -> str:
+    """``12,340 tokens in (9,800 cached, 79%), 410 out, $0.0123`` (the cost: "price unknown"
+    when litellm does not know the model's)."""
+    cached = ""
+    if spent.input_tokens:
+        share = spent.cached_input_tokens / spent.input_tokens
+        cached = f" ({spent.cached_input_tokens:,} cached, {share:.0%})"
+    if spent.cost_usd is None:
+        price = "price unknown"
+    else:
+        price = f"${spent.cost_usd:,.4f}" if spent.cost_usd < 1 else f"${spent.cost_usd:,.2f}"
+    return f"{spent.input_tokens:,} tokens in{cached}, {spent.output_tokens:,} out, {price}"
 
 
 BRIEF = 160  # characters of a progress line for routine messages (never for failures)

@@ -19,9 +19,13 @@ class Completion:
     model: str = ""
     finish_reason: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
+    # every input token, those served from the provider's cache and written to it included
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_input_tokens: int = 0  # input read from the provider's prompt cache
+    cache_write_tokens: int = 0  # input written to it (Anthropic's cache_creation_input_tokens)
     cost: float | None = None
+    cache_cost: float | None = None  # the part of ``cost`` paid for cached input
     # reasoning the provider (or litellm) split off the text, e.g. from <think> blocks
     reasoning: str = ""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -70,7 +70,10 @@ class DispatchLLM(ModelClient):
             model=got.model or use,
             input_tokens=got.prompt_tokens,
             output_tokens=got.completion_tokens,
+            cached_input_tokens=got.cached_input_tokens,
+            cache_write_tokens=got.cache_write_tokens,
             cost=got.cost,
+            cache_cost=got.cache_cost,
             finish_reason=got.finish_reason,
             text=got.text,
         )

@@ -32,11 +32,13 @@ from backend.llm.base import (
     LLMTransientError,
     LLMTruncatedError,
 )
+from backend.llm.caching import breakpoints, cache_key, takes_cache_control, takes_cache_key
 from backend.llm.deadline import Deadline
 from backend.llm.not_found import not_found_error
 from backend.llm.openai_compat import YIELD_EVERY
 from backend.llm.options import ModelClient
 from backend.llm.output_limit import max_tokens
+from backend.llm.prices import Prices, cache_cost, cost, lookup, prices
 from backend.llm.retry import FirstLive, short
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class LiteLLM(ModelClient):
     ) -> Completion:
         use_model = self.model_for(model)
         litellm = await _litellm()
+        await prices(use_model)  # the price table is read off the loop, once
         kwargs: dict[str, Any] = {
             "model": use_model,
             "messages": messages,
@@ -73,6 +76,10 @@ class LiteLLM(ModelClient):
         if self.stream:
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}
+        if takes_cache_control(use_model):
+            kwargs["cache_control_injection_points"] = breakpoints(messages)
+        elif _openai_itself(use_model, self.base_url) and (key := cache_key()):
+            kwargs["prompt_cache_key"] = key  # calls of one conversation, one cache
 
         retryable = (
             litellm.RateLimitError,
@@ -222,6 +229,12 @@ class LiteLLM(ModelClient):
         return completion
 
 
+def _openai_itself(model: str, base_url: str | None) -> bool:
+    """An ``openai/`` model sent to OpenAI's own API (no other URL set)."""
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    return model.startswith("openai/") and (not url or takes_cache_key(url))
+
+
 _LITELLM: Any = None
 _IMPORT_LOCK = threading.Lock()
 
@@ -298,30 +311,58 @@ def _from_response(litellm: Any, response: Any, model: str) -> Completion:
 
 
 def _fill_usage(litellm: Any, completion: Completion, usage: Any, model: str) -> None:
+    """Tokens from litellm's ``Usage``: ``prompt_tokens`` counts every input token (litellm
+    adds Anthropic's cache reads and writes to it), ``prompt_tokens_details.cached_tokens`` or
+    ``cache_read_input_tokens`` the ones read from cache, ``cache_creation_input_tokens`` the
+    ones written to it. Priced at the table's cached rates (backend/llm/prices.py)."""
     if usage is None:
         return
-    completion.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    prices = _prices(litellm, model)
-    if prices is not None:
-        completion.cost = (
-            completion.prompt_tokens * prices[0] + completion.completion_tokens * prices[1]
-        )
+    completion.prompt_tokens = _tokens(getattr(usage, "prompt_tokens", 0))
+    completion.completion_tokens = _tokens(getattr(usage, "completion_tokens", 0))
+    details = getattr(usage, "prompt_tokens_details", None)
+    read = _tokens(getattr(details, "cached_tokens", 0)) or _tokens(
+        getattr(usage, "cache_read_input_tokens", 0)
+    )
+    completion.cached_input_tokens = min(completion.prompt_tokens, read)
+    completion.cache_write_tokens = min(
+        completion.prompt_tokens - completion.cached_input_tokens,
+        _tokens(getattr(usage, "cache_creation_input_tokens", 0)),
+    )
+    found = _prices(litellm, model)
+    completion.cache_cost = cache_cost(
+        found, completion.cached_input_tokens, completion.cache_write_tokens
+    )
+    completion.cost = cost(
+        found,
+        completion.prompt_tokens,
+        completion.completion_tokens,
+        completion.cached_input_tokens,
+        completion.cache_write_tokens,
+    )
 
 
-_PRICES: dict[str, tuple[float, float] | None] = {}
+def _tokens(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
 
 
-def _prices(litellm: Any, model: str) -> tuple[float, float] | None:
-    """USD per prompt token and per completion token, looked up once per model (litellm's
-    lookup is slow); None when litellm does not know the model's price."""
+_PRICES: dict[str, Prices | None] = {}
+
+
+def _prices(litellm: Any, model: str) -> Prices | None:
+    """USD per token (input, output, cached read, cache write), looked up once per model:
+    litellm's price table (its cached rates where it has them), else litellm's own resolution
+    of the model's name (``litellm.cost_per_token``: slow, hence once) with the input rate for
+    cached tokens; None when litellm does not know the model's price."""
     if model not in _PRICES:
-        try:
-            prompt, _ = litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
-            _, completion = litellm.cost_per_token(
-                model=model, prompt_tokens=0, completion_tokens=1
-            )
-            _PRICES[model] = (float(prompt), float(completion))
-        except Exception:  # unknown model: cost not known
-            _PRICES[model] = None
+        found = lookup(model)
+        if found is None:
+            try:
+                prompt, _ = litellm.cost_per_token(
+                    model=model, prompt_tokens=1, completion_tokens=0
+                )
+                _, out = litellm.cost_per_token(model=model, prompt_tokens=0, completion_tokens=1)
+                found = Prices(float(prompt), float(out), float(prompt), float(prompt))
+            except Exception:  # unknown model: cost not known
+                found = None
+        _PRICES[model] = found
     return _PRICES[model]

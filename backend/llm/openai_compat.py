@@ -29,11 +29,12 @@ from backend.llm.base import (
     LLMTransientError,
     LLMTruncatedError,
 )
+from backend.llm.caching import cache_key, takes_cache_key
 from backend.llm.deadline import Deadline
 from backend.llm.not_found import not_found_error
 from backend.llm.options import ClientOptions, ModelClient
 from backend.llm.output_limit import max_tokens
-from backend.llm.prices import cost, prices
+from backend.llm.prices import cache_cost, cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
 from backend.llm.retry import FirstLive, short
 
@@ -142,6 +143,8 @@ class OpenAICompatLLM(ModelClient):
             "messages": messages,
             _limit_key(endpoint): await max_tokens(use_model, self.max_output_tokens, stage),
         }
+        if takes_cache_key(endpoint.url) and (key := cache_key()):
+            payload["prompt_cache_key"] = key  # calls of one conversation, one cache
         if self.stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
@@ -166,7 +169,15 @@ class OpenAICompatLLM(ModelClient):
                     ) from exc
             got.model = use_model
             if got.prompt_tokens or got.completion_tokens:
-                got.cost = cost(await prices(use_model), got.prompt_tokens, got.completion_tokens)
+                found = await prices(use_model)
+                got.cache_cost = cache_cost(found, got.cached_input_tokens, got.cache_write_tokens)
+                got.cost = cost(
+                    found,
+                    got.prompt_tokens,
+                    got.completion_tokens,
+                    got.cached_input_tokens,
+                    got.cache_write_tokens,
+                )
             return got
 
         return await self.retry.run(stage, attempt)
@@ -411,9 +422,27 @@ def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
 
 
 def _usage(got: Completion, usage: Any) -> None:
-    if isinstance(usage, dict):
-        got.prompt_tokens = _count(usage.get("prompt_tokens"))
-        got.completion_tokens = _count(usage.get("completion_tokens"))
+    """Tokens from an OpenAI-style ``usage``, the cached ones included: OpenAI's
+    ``prompt_tokens_details.cached_tokens`` (OpenRouter adds ``cache_write_tokens`` there),
+    DeepSeek's ``prompt_cache_hit_tokens``, and the Anthropic names a proxy in front of
+    Claude passes through (``cache_read_input_tokens``, ``cache_creation_input_tokens``)."""
+    if not isinstance(usage, dict):
+        return
+    got.prompt_tokens = _count(usage.get("prompt_tokens"))
+    got.completion_tokens = _count(usage.get("completion_tokens"))
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    got.cached_input_tokens = min(
+        got.prompt_tokens,
+        _count(details.get("cached_tokens"))
+        or _count(usage.get("prompt_cache_hit_tokens"))
+        or _count(usage.get("cache_read_input_tokens")),
+    )
+    got.cache_write_tokens = min(
+        got.prompt_tokens - got.cached_input_tokens,
+        _count(details.get("cache_write_tokens"))
+        or _count(usage.get("cache_creation_input_tokens")),
+    )
 
 
 def _count(value: Any) -> int:

@@ -64,6 +64,9 @@ class ModelCall:
         cost: float | None,
         finish_reason: str | None,
         text: str,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        cache_cost: float | None = None,
     ) -> None:
         self._timed("ok")
         if input_tokens:
@@ -72,12 +75,20 @@ class ModelCall:
             metrics.TOKENS.labels(self.model, "output").inc(output_tokens)
         if cost:
             metrics.COST.labels(self.model).inc(cost)
+        if cached_input_tokens:
+            metrics.CACHE_TOKENS.labels(self.model, "read").inc(cached_input_tokens)
+        if cache_write_tokens:
+            metrics.CACHE_TOKENS.labels(self.model, "write").inc(cache_write_tokens)
+        if cache_cost:
+            metrics.CACHE_COST.labels(self.model).inc(cache_cost)
         span = self.span
         if span is None:
             return
         span.set_attribute("gen_ai.response.model", model)
         span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", cached_input_tokens)
+        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", cache_write_tokens)
         span.set_attribute("gen_ai.response.finish_reasons", [finish_reason or "unknown"])
         if cost is not None:
             span.set_attribute("planact.cost_usd", cost)

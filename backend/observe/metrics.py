@@ -60,6 +60,20 @@ COST = Counter(
     ["model"],
     registry=REGISTRY,
 )
+CACHE_TOKENS = Counter(
+    "planact_model_cached_input_tokens",
+    "Input tokens the provider's prompt cache served (read) or stored (write), by model; "
+    "part of planact_model_tokens' input.",
+    ["model", "kind"],
+    registry=REGISTRY,
+)
+CACHE_COST = Counter(
+    "planact_model_cached_input_cost_usd",
+    "The part of planact_model_cost_usd paid for cached input (reads and writes at the "
+    "provider's cached rates), by model.",
+    ["model"],
+    registry=REGISTRY,
+)
 ACTIONS = Counter(
     "planact_actions",
     "Actions run, by type (the action registry's) and status (success, failure, error).",

@@ -25,7 +25,7 @@ from backend.store.shapes import (
     RunInfo,
 )
 from backend.store.tables import Conversation, FileRow, MessageRow, Run, Task, Usage, utcnow
-from backend.store.usage import run_tokens, usage_summary
+from backend.store.usage import figures, run_usages, usage_summary
 
 
 class SqlConversations(StoreBase):
@@ -60,18 +60,32 @@ class SqlConversations(StoreBase):
             runs = s.scalars(
                 select(Run).where(Run.conversation_id == cid).order_by(Run.created_at)
             ).all()
-            spent = run_tokens(s, cid)
+            spent = run_usages(s, cid)
+            none = figures(0, 0, 0, 0, 0, None)
             usage = usage_summary(s, Usage.conversation_id == cid)
             total = usage.total
             return ConversationDetail(
                 **_conversation(conv).model_dump(),
                 # each run's own tokens, beside the conversation's
-                runs=[run_row(r, RunInfo, total_tokens=spent.get(r.id, 0)) for r in runs],
+                runs=[
+                    run_row(
+                        r,
+                        RunInfo,
+                        total_tokens=spent.get(r.id, none).total_tokens,
+                        usage=spent.get(r.id, none),
+                    )
+                    for r in runs
+                ],
                 usage=usage,
                 prompt_tokens=total.prompt_tokens,
                 completion_tokens=total.completion_tokens,
                 total_tokens=total.total_tokens,
                 cost=total.cost,
+                input_tokens=total.input_tokens,
+                cached_input_tokens=total.cached_input_tokens,
+                cache_write_tokens=total.cache_write_tokens,
+                output_tokens=total.output_tokens,
+                cost_usd=total.cost_usd,
             )
 
         return await self._run(fn)

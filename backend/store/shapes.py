@@ -17,11 +17,21 @@ ConversationStatus = Literal["idle", "running", "waiting", "completed", "failed"
 
 
 class UsageFigures(BaseModel):
+    """What model calls spent. ``input_tokens`` (= ``prompt_tokens``) counts every input
+    token, ``cached_input_tokens`` and ``cache_write_tokens`` among them the ones the
+    provider's prompt cache served and stored; ``cost_usd`` (= ``cost``) is priced at the
+    provider's cached rates, ``null`` when litellm does not know the model's price."""
+
     calls: int
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
     cost: float | None
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float | None
 
 
 class UsageSummary(BaseModel):
@@ -74,6 +84,7 @@ class RunRow(BaseModel):
 # a run of a conversation in detail: its row and the tokens it spent
 class RunInfo(RunRow):
     total_tokens: int
+    usage: UsageFigures
 
 
 class ConversationDetail(ConversationSummary):
@@ -83,3 +94,8 @@ class ConversationDetail(ConversationSummary):
     completion_tokens: int
     total_tokens: int
     cost: float | None
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float | None

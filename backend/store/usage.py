@@ -1,4 +1,8 @@
-"""Token usage and cost, per model call; summed per run and per conversation."""
+"""Token usage and cost, per model call; summed per run and per conversation.
+
+``prompt_tokens`` counts every input token of a call; ``cached_input_tokens`` and
+``cache_write_tokens`` are the part of them the provider's prompt cache served or stored
+(priced at its cached rates: ``cost`` is what the provider bills)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,16 @@ from backend.store.tables import Usage, utcnow
 # built once: a statement made per call costs more to build and key than to run
 INSERT_USAGE = insert(USAGE)
 
+_SUMS = (
+    func.count(),
+    func.sum(Usage.prompt_tokens),
+    func.sum(Usage.completion_tokens),
+    func.sum(Usage.cached_input_tokens),
+    func.sum(Usage.cache_write_tokens),
+    func.sum(Usage.cost),
+    func.count(Usage.cost),
+)
+
 
 class SqlUsage(StoreBase):
     """Usage rows, one per model call."""
@@ -30,6 +44,9 @@ class SqlUsage(StoreBase):
         prompt_tokens: int,
         completion_tokens: int,
         cost: float | None,
+        *,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> None:
         def fn(c: Connection) -> None:
             c.execute(
@@ -41,6 +58,8 @@ class SqlUsage(StoreBase):
                     "model": model,
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,
+                    "cached_input_tokens": cached_input_tokens,
+                    "cache_write_tokens": cache_write_tokens,
                     "cost": cost,
                     "created_at": utcnow(),
                 },
@@ -52,45 +71,64 @@ class SqlUsage(StoreBase):
         return await self._run(lambda s: usage_summary(s, Usage.run_id == run_id))
 
 
+def figures(
+    calls: int,
+    prompt: int,
+    completion: int,
+    cached: int,
+    written: int,
+    cost: float | None,
+) -> UsageFigures:
+    return UsageFigures(
+        calls=calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        cost=cost,
+        input_tokens=prompt,
+        cached_input_tokens=cached,
+        cache_write_tokens=written,
+        output_tokens=completion,
+        cost_usd=cost,
+    )
+
+
+def _row(
+    calls: Any, pt: Any, ct: Any, cached: Any, written: Any, cost: Any, costed: Any
+) -> UsageFigures:
+    price = float(cost) if costed and cost is not None else None
+    return figures(
+        int(calls or 0), int(pt or 0), int(ct or 0), int(cached or 0), int(written or 0), price
+    )
+
+
+def add(total: UsageFigures, part: UsageFigures) -> UsageFigures:
+    cost = total.cost
+    if part.cost is not None:
+        cost = (cost or 0.0) + part.cost
+    return figures(
+        total.calls + part.calls,
+        total.prompt_tokens + part.prompt_tokens,
+        total.completion_tokens + part.completion_tokens,
+        total.cached_input_tokens + part.cached_input_tokens,
+        total.cache_write_tokens + part.cache_write_tokens,
+        cost,
+    )
+
+
 def usage_summary(s: Session, where: Any) -> UsageSummary:
-    rows = s.execute(
-        select(
-            Usage.stage,
-            func.count(),
-            func.sum(Usage.prompt_tokens),
-            func.sum(Usage.completion_tokens),
-            func.sum(Usage.cost),
-            func.count(Usage.cost),
-        )
-        .where(where)
-        .group_by(Usage.stage)
-    ).all()
+    rows = s.execute(select(Usage.stage, *_SUMS).where(where).group_by(Usage.stage)).all()
     stages: dict[str, UsageFigures] = {}
-    total = UsageFigures(calls=0, prompt_tokens=0, completion_tokens=0, total_tokens=0, cost=None)
-    for stage, calls, pt, ct, cost, costed in rows:
-        pt, ct = int(pt or 0), int(ct or 0)
-        stage_cost = float(cost) if costed and cost is not None else None
-        stages[stage] = UsageFigures(
-            calls=calls,
-            prompt_tokens=pt,
-            completion_tokens=ct,
-            total_tokens=pt + ct,
-            cost=stage_cost,
-        )
-        total.calls += calls
-        total.prompt_tokens += pt
-        total.completion_tokens += ct
-        total.total_tokens += pt + ct
-        if stage_cost is not None:
-            total.cost = (total.cost or 0.0) + stage_cost
+    total = figures(0, 0, 0, 0, 0, None)
+    for stage, *sums in rows:
+        stages[stage] = _row(*sums)
+        total = add(total, stages[stage])
     return UsageSummary(total=total, stages=stages)
 
 
-def run_tokens(s: Session, cid: str) -> dict[str, int]:
-    """Tokens spent by each run of conversation ``cid`` (prompt + completion)."""
+def run_usages(s: Session, cid: str) -> dict[str, UsageFigures]:
+    """What each run of conversation ``cid`` spent."""
     rows = s.execute(
-        select(Usage.run_id, func.sum(Usage.prompt_tokens + Usage.completion_tokens))
-        .where(Usage.conversation_id == cid)
-        .group_by(Usage.run_id)
+        select(Usage.run_id, *_SUMS).where(Usage.conversation_id == cid).group_by(Usage.run_id)
     ).all()
-    return {str(run_id): int(tokens or 0) for run_id, tokens in rows}
+    return {str(run_id): _row(*sums) for run_id, *sums in rows}

@@ -114,6 +114,22 @@ const NO_USAGE: UsageFigures = {
   completion_tokens: 0,
   total_tokens: 0,
   cost: null,
+  input_tokens: 0,
+  cached_input_tokens: 0,
+  cache_write_tokens: 0,
+  output_tokens: 0,
+  cost_usd: null,
+}
+
+/** Usage figures whose duplicate names agree (input_tokens = prompt_tokens, …). */
+export function figuresOf(overrides: Partial<UsageFigures> = {}): UsageFigures {
+  const f = { ...NO_USAGE, ...overrides }
+  return {
+    ...f,
+    input_tokens: overrides.input_tokens ?? f.prompt_tokens,
+    output_tokens: overrides.output_tokens ?? f.completion_tokens,
+    cost_usd: overrides.cost_usd !== undefined ? overrides.cost_usd : f.cost,
+  }
 }
 
 export function runOf(overrides: Partial<RunInfo> = {}): RunInfo {
@@ -138,6 +154,7 @@ export function runOf(overrides: Partial<RunInfo> = {}): RunInfo {
     can_ask: true,
     wait: null,
     total_tokens: 0,
+    usage: NO_USAGE,
     ...overrides,
   }
 }
@@ -164,6 +181,11 @@ export function detailOf(overrides: Partial<ConversationDetail> = {}): Conversat
     completion_tokens: usage.total.completion_tokens,
     total_tokens: usage.total.total_tokens,
     cost: usage.total.cost,
+    input_tokens: usage.total.input_tokens,
+    cached_input_tokens: usage.total.cached_input_tokens,
+    cache_write_tokens: usage.total.cache_write_tokens,
+    output_tokens: usage.total.output_tokens,
+    cost_usd: usage.total.cost_usd,
     ...overrides,
   }
 }

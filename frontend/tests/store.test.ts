@@ -5,7 +5,7 @@ import { useApp } from '../src/stores/app'
 import { setToken, setTokenAsker } from '../src/lib/api'
 import { buildView, turnStatus } from '../src/lib/reducer'
 import type { EndEvent, Message } from '../src/lib/types'
-import { detailOf, fullRun, resetSeq, runOf, summaryOf } from './fixtures'
+import { detailOf, figuresOf, fullRun, resetSeq, runOf, summaryOf } from './fixtures'
 
 interface Call {
   method: string
@@ -107,7 +107,7 @@ describe('store', () => {
           detailOf({
             status: 'completed',
             usage: {
-              total: { calls: 2, prompt_tokens: 6, completion_tokens: 3, total_tokens: 9, cost: null },
+              total: figuresOf({ calls: 2, prompt_tokens: 6, completion_tokens: 3, total_tokens: 9, cost: null }),
               stages: {},
             },
           }),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { usageOf } from '../src/stores/app'
-import { detailOf } from './fixtures'
+import { detailOf, figuresOf } from './fixtures'
 
 describe('usageOf', () => {
   it('reads the totals GET /api/conversations/{id} returns: its usage.total', () => {
-    const total = { calls: 3, prompt_tokens: 44, completion_tokens: 28, total_tokens: 72, cost: 0.0123 }
+    const total = figuresOf({ calls: 3, prompt_tokens: 44, completion_tokens: 28, total_tokens: 72, cost: 0.0123 })
     const detail = detailOf({ usage: { total, stages: { planning: total } } })
     expect(usageOf(detail)).toEqual({ tokens: 72, promptTokens: 44, completionTokens: 28, cost: 0.0123 })
   })
@@ -14,8 +14,8 @@ describe('usageOf', () => {
   })
 
   it('reads only the shape the server sends: other wrappers and names are not guessed at', () => {
-    const total = { calls: 1, prompt_tokens: 5, completion_tokens: 6, total_tokens: 11, cost: null }
-    const guessed = { ...detailOf({ usage: { total, stages: {} } }), tokens: { total: 999 }, cost_usd: 9 }
+    const total = figuresOf({ calls: 1, prompt_tokens: 5, completion_tokens: 6, total_tokens: 11, cost: null })
+    const guessed = { ...detailOf({ usage: { total, stages: {} } }), tokens: { total: 999 }, spent: 9 }
     expect(usageOf(guessed)).toEqual({ tokens: 11, promptTokens: 5, completionTokens: 6, cost: null })
   })
 

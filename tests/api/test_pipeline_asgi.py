@@ -195,7 +195,14 @@ def test_two_tasks_use_a_summary_call_and_notes_flow_between_tasks(settings: Set
     with client_for(settings, llm) as client:
         messages, _end, _ = post_run(client, {"goal": "two steps please", "mode": "agent"})
     assert llm.errors == []
-    assert "made a.txt" in llm.calls[2].messages[1]["content"]
+    first, second = llm.calls[1].messages, llm.calls[2].messages
+    assert "made a.txt" in second[-1]["content"]
+    # the second task goes on from the first one's prompt: its progress is appended, the
+    # plan is never rewritten in place (a provider's cache serves the whole first prompt)
+    assert second[: len(first)] == first
+    assert second[len(first)]["role"] == "assistant"  # the reply that finished the first
+    assert "[completed] First" in second[-1]["content"]
+    assert "Current task: Second" in second[-1]["content"]
     assert messages[-1]["content"] == "Both done."
     task_msgs = [m for m in messages if m["meta"]["action_type"] == "task"]
     assert [(m["status"], m["meta"]["json"][0]["status"]) for m in task_msgs] == [

@@ -65,7 +65,8 @@ def test_an_ollama_id_with_ollamas_v1_url_goes_to_its_openai_api(
     ollama.script({"stage": "check", "content": "42"})
     assert check(tmp_path, "ollama/qwen2.5-coder", ollama.base_url)["ok"] is True
     (call,) = ollama.model.calls
-    assert call["model"] == "qwen2.5-coder" and "path" not in call  # the /v1 API
+    assert call["model"] == "qwen2.5-coder"
+    assert call["path"].endswith("/chat/completions")  # the /v1 API, not /api/…
 
 
 @pytest.mark.parametrize(

@@ -221,8 +221,9 @@ print(repr(got.cost), "litellm" in sys.modules)
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     cost, imported = out.stdout.split()
-    prompt, completion = lookup("gpt-4o-mini") or (0.0, 0.0)
-    assert float(cost) == pytest.approx(1000 * prompt + 100 * completion)
+    found = lookup("gpt-4o-mini")
+    assert found is not None
+    assert float(cost) == pytest.approx(1000 * found.prompt + 100 * found.completion)
     assert imported == "False"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
@@ -187,6 +188,34 @@ async def test_a_model_or_stage_outside_the_configured_ones_is_labelled_other(
 
     text = generate_latest(REGISTRY).decode()
     assert typed not in text and stage not in text
+
+
+async def test_cached_input_tokens_and_their_cost_are_families_of_their_own(
+    fake_model: FakeModelServer,
+) -> None:
+    from backend.llm.prices import lookup
+    from backend.observe.metrics import REGISTRY
+
+    model = "openai/gpt-4o-mini"
+    fake_model.script(
+        {"stage": "thinking", "content": "ok", "prompt_tokens": 4_000, "cached_tokens": 3_072}
+    )
+    llm = DispatchLLM(model, base_url=fake_model.base_url, api_key="sk-fake", known_models=[model])
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, {"model": model, **labels}) or 0.0
+
+    before = sample("planact_model_cached_input_tokens_total", kind="read")
+    cost_before = sample("planact_model_cached_input_cost_usd_total")
+    try:
+        await llm.complete(stage="thinking", messages=[{"role": "user", "content": "x"}])
+    finally:
+        await llm.aclose()
+    assert sample("planact_model_cached_input_tokens_total", kind="read") - before == 3_072
+    price = lookup(model)
+    assert price is not None
+    grew = sample("planact_model_cached_input_cost_usd_total") - cost_before
+    assert grew == pytest.approx(3_072 * price.cache_read)
 
 
 async def test_a_failed_model_call_is_counted_with_its_outcome(

@@ -38,7 +38,12 @@ def script_a_run(fake: FakeModelServer, prose: str = "I'll do it.") -> None:
     fake.script(
         {"stage": "planning", "content": plan_reply("Count", prose=prose)},
         {"stage": "thinking", "content": run("echo counted")},
-        {"stage": "thinking", "content": finish("counted")},
+        {
+            "stage": "thinking",
+            "content": finish("counted"),
+            "prompt_tokens": 2_000,
+            "cached_tokens": 1_536,
+        },
     )
 
 
@@ -107,7 +112,11 @@ def test_each_run_is_one_trace_with_stage_task_model_and_action_spans(
             assert a["gen_ai.usage.input_tokens"] > 0
             assert a["gen_ai.usage.output_tokens"] > 0
             assert a["gen_ai.response.finish_reasons"] == ["stop"]
+            assert a["gen_ai.usage.cache_creation.input_tokens"] == 0
         thinking = [c for c in calls if c["attributes"]["planact.stage"] == "thinking"]
+        # the cached input the provider reported, as the GenAI conventions name it
+        cached = [c["attributes"]["gen_ai.usage.cache_read.input_tokens"] for c in thinking]
+        assert sorted(cached) == [0, 1_536]
         assert len(thinking) == 2 and all(c["parent"] == task["span_id"] for c in thinking)
         (action,) = by_name["execute_tool terminal_run"]
         assert action["attributes"]["planact.action.type"] == "terminal_run"

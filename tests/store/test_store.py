@@ -56,8 +56,10 @@ async def test_usage_per_stage_and_total(store: Store) -> None:
     cid = await store.create_conversation("1", "t")
     rid = await store.start_run("1", cid, "g", "auto", "local")
     await store.record_usage(cid, rid, "planning", "m", 10, 5, 0.001)
-    await store.record_usage(cid, rid, "thinking", "m", 20, 10, None)
-    await store.record_usage(cid, rid, "thinking", "m", 1, 1, None)
+    await store.record_usage(
+        cid, rid, "thinking", "m", 20, 10, None, cached_input_tokens=16, cache_write_tokens=3
+    )
+    await store.record_usage(cid, rid, "thinking", "m", 1, 1, None, cached_input_tokens=1)
     usage = await store.run_usage(rid)
     assert usage.stages["thinking"].model_dump() == {
         "calls": 2,
@@ -65,9 +67,26 @@ async def test_usage_per_stage_and_total(store: Store) -> None:
         "completion_tokens": 11,
         "total_tokens": 32,
         "cost": None,
+        "input_tokens": 21,
+        "cached_input_tokens": 17,
+        "cache_write_tokens": 3,
+        "output_tokens": 11,
+        "cost_usd": None,
     }
     assert usage.total.total_tokens == 47
-    assert usage.total.cost == pytest.approx(0.001)
+    assert usage.total.cost == usage.total.cost_usd == pytest.approx(0.001)
+    assert (usage.total.cached_input_tokens, usage.total.cache_write_tokens) == (17, 3)
+    await store.end_run(rid, "completed")
+    other = await store.start_run("1", cid, "g2", "auto", "local")
+    await store.record_usage(cid, other, "thinking", "m", 100, 1, 0.5, cached_input_tokens=90)
+    conv = await store.get_conversation("1", cid)
+    assert conv is not None
+    assert (conv.input_tokens, conv.cached_input_tokens, conv.cache_write_tokens) == (131, 107, 3)
+    assert conv.cost_usd == pytest.approx(0.501)
+    per_run = {r.run_id: r.usage for r in conv.runs}
+    assert (per_run[rid].cached_input_tokens, per_run[other].cached_input_tokens) == (17, 90)
+    assert per_run[other].cost_usd == pytest.approx(0.5)
+    assert per_run[rid].total_tokens == 47
 
 
 async def test_delete_cascades(store: Store) -> None:

@@ -89,6 +89,11 @@ export interface ConversationDetail {
   completion_tokens: number
   total_tokens: number
   cost: number | null
+  input_tokens: number
+  cached_input_tokens: number
+  cache_write_tokens: number
+  output_tokens: number
+  cost_usd: number | null
 }
 export interface RunInfo {
   run_id: string
@@ -111,23 +116,35 @@ export interface RunInfo {
   can_ask: boolean
   wait: RunWait | null
   total_tokens: number
+  usage: UsageFigures
 }
 export interface RunWait {
   uuid: string
   kind: string | null
 }
-export interface UsageSummary {
-  total: UsageFigures
-  stages: {
-    [k: string]: UsageFigures
-  }
-}
+/**
+ * What model calls spent. ``input_tokens`` (= ``prompt_tokens``) counts every input
+ * token, ``cached_input_tokens`` and ``cache_write_tokens`` among them the ones the
+ * provider's prompt cache served and stored; ``cost_usd`` (= ``cost``) is priced at the
+ * provider's cached rates, ``null`` when litellm does not know the model's price.
+ */
 export interface UsageFigures {
   calls: number
   prompt_tokens: number
   completion_tokens: number
   total_tokens: number
   cost: number | null
+  input_tokens: number
+  cached_input_tokens: number
+  cache_write_tokens: number
+  output_tokens: number
+  cost_usd: number | null
+}
+export interface UsageSummary {
+  total: UsageFigures
+  stages: {
+    [k: string]: UsageFigures
+  }
 }
 export interface ConversationCreated {
   conversation_id: string

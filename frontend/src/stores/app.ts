@@ -23,6 +23,7 @@ import {
 import { RunFollower } from '../lib/sse'
 import type { ApprovalMode } from '../lib/waits'
 import { latestRunModel, modelsByRun, sidebarConversations } from '../lib/runmodel'
+import { usageByRun } from '../lib/spent'
 import type {
   ConversationDetail,
   ConversationSummary,
@@ -133,6 +134,7 @@ export const useApp = defineStore('app', () => {
   const usage = computed(() => usageOf(detail.value))
   /** run_id → the model it ran with (a run that named none used the server default) */
   const runModels = computed(() => modelsByRun(detail.value, settings.value?.model ?? null))
+  const runUsage = computed(() => usageByRun(detail.value))
   const hasFiles = computed(() => (fileCount.value ?? 0) > 0)
   /** the sidebar's list: conversations made only for attachments and left are not listed */
   const listed = computed(() => sidebarConversations(conversations.value, currentId.value))
@@ -571,6 +573,7 @@ export const useApp = defineStore('app', () => {
     usage,
     title,
     runModels,
+    runUsage,
     hasFiles,
     fileCount,
     listed,
