@@ -115,7 +115,11 @@ def test_a_run_is_checkpointed_after_each_change_and_at_its_end(
 def test_rewind_restores_byte_for_byte_hides_later_messages_and_redoes(
     settings: Settings, tmp_path: Path
 ) -> None:
-    script = [*first_run_script(), ("planning", plan_reply("Again")), ("thinking", finish("nothing"))]
+    script = [
+        *first_run_script(),
+        ("planning", plan_reply("Again")),
+        ("thinking", finish("nothing")),
+    ]
     llm = ScriptedLLM(script)
     with client_for(settings, llm) as client:
         messages, _end, _ = post_run(client, {"goal": "make files", "mode": "agent"})
@@ -186,7 +190,12 @@ def test_rewind_and_fork_refuse_what_does_not_exist(settings: Settings) -> None:
 
 def test_fork_is_a_new_conversation_with_that_checkpoint_and_history(settings: Settings) -> None:
     llm = ScriptedLLM(
-        [*first_run_script(), ("planning", plan_reply("In the fork")), ("thinking", write("fork.txt", "forked\n")), ("thinking", finish("ok"))]
+        [
+            *first_run_script(),
+            ("planning", plan_reply("In the fork")),
+            ("thinking", write("fork.txt", "forked\n")),
+            ("thinking", finish("ok")),
+        ]
     )
     with client_for(settings, llm) as client:
         messages, _end, _ = post_run(client, {"goal": "make files", "mode": "agent"})

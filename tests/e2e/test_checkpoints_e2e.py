@@ -6,6 +6,9 @@ followed, neither when checkpointed nor when restored."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +17,7 @@ import httpx
 import pytest
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import Server, server_env, wait_for
+from tests.e2e.server import PLANACT, Server, server_env, wait_for
 from tests.e2e.waiting import pending
 from tests.fakellm import FakeModelServer
 from tests.sse_client import collect
@@ -283,3 +286,53 @@ def test_checkpoints_survive_a_restart_and_a_planted_symlink_is_never_followed(
     # the checkpoint store is beside the workspaces, never in one
     assert not any(".checkpoints" in str(p) for p in ws.rglob("*"))
     assert (tmp_path / "workspace" / ".checkpoints").is_dir()
+
+
+def planact_run(tmp: Path, model_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **server_env(tmp, model_url)}
+    return subprocess.run(
+        [PLANACT, "run", *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_planact_run_from_a_checkpoint_goes_on_in_a_fork(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Two files")},
+        {"stage": "thinking", "content": write("one.txt", "1\n")},
+        {"stage": "thinking", "content": write("two.txt", "2\n")},
+        {"stage": "thinking", "content": finish("two")},
+    )
+    first = planact_run(tmp_path, fake_model.base_url, "two files", "--mode", "agent")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (src_ws,) = (tmp_path / "workspace" / "user_1").iterdir()
+    src = src_ws.name.removeprefix("Conversation_")
+    with sqlite3.connect(tmp_path / "planact.db") as db:
+        seqs = [
+            r[0]
+            for r in db.execute(
+                "SELECT seq FROM checkpoints WHERE conversation_id = ? ORDER BY seq", (src,)
+            )
+        ]
+    assert len(seqs) == 3
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Three")},
+        {"stage": "thinking", "content": write("three.txt", "3\n")},
+        {"stage": "thinking", "content": finish("three")},
+    )
+    again = planact_run(
+        tmp_path, fake_model.base_url, "three", "--mode", "agent", "--from", f"{src}@{seqs[0]}"
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    forks = [p for p in (tmp_path / "workspace" / "user_1").iterdir() if p != src_ws]
+    assert len(forks) == 1
+    assert tree(forks[0]) == {"one.txt": b"1\n", "three.txt": b"3\n"}
+    assert tree(src_ws) == {"one.txt": b"1\n", "two.txt": b"2\n"}
+    for bad, why in (
+        (f"{src}@99999", "no checkpoint at seq 99999"),
+        ("nope", "no conversation nope"),
+        ("a/b", "give CONVERSATION or CONVERSATION@SEQ"),
+    ):
+        refused = planact_run(tmp_path, fake_model.base_url, "x", "--from", bad)
+        assert refused.returncode == 2 and why in refused.stderr, refused.stderr
