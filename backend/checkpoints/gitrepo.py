@@ -220,8 +220,8 @@ class GitRepo:
         """Bytes on disk of what ``commit`` holds (with ``other``: of what it holds that
         none of them does)."""
         args = ["rev-list", "--objects", "--disk-usage", commit]
-        if other:
-            args += ["--not", *other]
+        if other:  # their trees: git leaves a negative commit's tree out only at an edge
+            args += ["--not", *(f"{c}^{{tree}}" for c in other)]
         return int(self._git(*args).decode().strip() or 0)
 
     def objects_bytes(self) -> int:
