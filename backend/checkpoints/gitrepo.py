@@ -33,7 +33,10 @@ _CONFIG = (
     ("core.autocrlf", "false"),
     ("core.symlinks", "true"),
     ("core.fsmonitor", "false"),
-    ("core.looseCompression", "1"),
+    # stored as they are (zlib level 0): a checkout (fork) inflates nothing, a checkpoint
+    # compresses nothing; what a checkpoint adds stays about the bytes that changed
+    ("core.looseCompression", "0"),
+    ("checkout.workers", "2"),
     ("gc.auto", "0"),
     ("core.quotePath", "false"),
 )
@@ -180,19 +183,37 @@ class GitRepo:
                     mode, _kind, sha = meta.decode().split()
                     found.append(Change(os.fsdecode(path), "added", "000000", mode, "", sha))
             return found
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", old, new)
+        return self.diff(old, new)[0]
+
+    def diff(self, old: str, new: str) -> tuple[list[Change], list[str]]:
+        """(the paths that differ, the tree objects of ``new`` that ``old`` lacks)."""
+        out = self._git("diff-tree", "-r", "-t", "-z", "--no-renames", old, new)
         parts = out.split(b"\0")
-        found = []
+        found: list[Change] = []
+        trees: list[str] = []
         for i in range(0, len(parts) - 1, 2):
             head = parts[i].decode()
             if not head.startswith(":"):
                 continue
             old_mode, new_mode, old_sha, new_sha, status = head[1:].split()
+            if "040000" in (old_mode, new_mode):
+                if new_mode == "040000":
+                    trees.append(new_sha)
+                continue
             kind = {"A": "added", "D": "removed"}.get(status[0], "changed")
             found.append(
                 Change(os.fsdecode(parts[i + 1]), kind, old_mode, new_mode, old_sha, new_sha)
             )
-        return found
+        return found, trees
+
+    def loose_bytes(self, shas: Iterable[str]) -> int:
+        """Bytes on disk of these loose objects (those that are loose)."""
+        objects = self.git_dir / "objects"
+        total = 0
+        for sha in shas:
+            with contextlib.suppress(OSError):
+                total += os.lstat(objects / sha[:2] / sha[2:]).st_size
+        return total
 
     def blob(self, sha: str) -> bytes:
         return self._git("cat-file", "blob", sha)

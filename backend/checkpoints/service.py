@@ -100,11 +100,18 @@ class Checkpoints:
 
         def work() -> tuple[str, list[Change], int] | None:
             snap = repo.snapshot()
-            changes = repo.changes(prev.commit if prev else None, snap.commit)
+            if prev is None:
+                changes = repo.changes(None, snap.commit)
+            else:
+                changes, trees = repo.diff(prev.commit, snap.commit)
             if not changes and not always:
                 return None
             repo.keep(f"{REF_PREFIX}{seq}", snap.commit)
-            size = repo.disk_usage(snap.commit, [prev.commit] if prev else None)
+            if prev is None:
+                size = repo.disk_usage(snap.commit)
+            else:  # the objects it added: changed files, their folders, the commit
+                added = [c.new_sha for c in changes if c.change != "removed"]
+                size = repo.loose_bytes([*added, *trees, snap.tree, snap.commit])
             return snap.commit, changes, size
 
         try:
@@ -137,19 +144,23 @@ class Checkpoints:
     async def _bound(self, repo: GitRepo, cid: str) -> None:
         """CHECKPOINT_MAX_MB: the oldest checkpoints pruned until the repository fits (the
         newest is always kept)."""
+        if await self.store.checkpoint_bytes(cid) <= self.max_bytes:
+            return  # (the sum of what each added: the repository holds no more)
         used = await anyio.to_thread.run_sync(repo.objects_bytes)
         if used <= self.max_bytes:
             return
         rows = await self.store.checkpoints_of(cid)
-        for oldest in rows[:-1]:
+        for oldest, following in zip(rows, rows[1:], strict=False):
 
-            def prune(seq: int = oldest.seq) -> int:
+            def prune(seq: int = oldest.seq, nxt: str = following.commit) -> tuple[int, int]:
                 repo.drop_refs([f"{REF_PREFIX}{seq}"])
                 repo.prune()
-                return repo.objects_bytes()
+                return repo.objects_bytes(), repo.disk_usage(nxt)
 
-            used = await self._off_loop(cid, prune)
+            used, now_first = await self._off_loop(cid, prune)
             await self.store.delete_checkpoints(cid, [oldest.seq])
+            # the oldest one left holds all it needs now, not only what it added
+            await self.store.update_checkpoint_bytes(cid, following.seq, now_first)
             CHECKPOINTS.labels("pruned").inc()
             log.info(
                 "checkpoint of conversation %s at seq %s pruned: its checkpoints took more "

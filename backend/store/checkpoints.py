@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, delete, insert, select, update
+from sqlalchemy import Connection, Table, delete, func, insert, select, update
 
 from backend.store.base import ACTIVE, CONVERSATIONS, MESSAGES, RUNS, ConflictError, StoreBase
 from backend.store.tables import CheckpointRow, ShareRow, utcnow
@@ -117,6 +117,18 @@ class SqlCheckpoints(StoreBase):
             )
 
         await self._core(fn)
+
+    async def checkpoint_bytes(self, cid: str) -> int:
+        """What the conversation's checkpoints added on disk, summed."""
+
+        def fn(c: Connection) -> int:
+            k = CHECKPOINTS.c
+            found = c.execute(
+                select(func.sum(k.bytes)).where(k.conversation_id == cid)
+            ).scalar_one_or_none()
+            return int(found or 0)
+
+        return await self._quick(fn)
 
     async def last_seq(self, cid: str) -> int:
         def fn(c: Connection) -> int:

@@ -34,7 +34,8 @@ def first_run_script() -> list[tuple[str, str]]:
         (
             "thinking",
             run(
-                'rm gone.txt && python3 -c "import sys; sys.stdout.buffer.write(bytes(range(256))*4)"'
+                "rm gone.txt && python3 -c "
+                '"import sys; sys.stdout.buffer.write(bytes(range(256))*4)"'
                 " > bin.dat && mkdir -p d && ln -s ../a.txt d/link"
             ),
         ),
