@@ -11,7 +11,7 @@ Prints, each with its baseline measured in the same run:
   ``GET …/checkpoints``' read), median and p95 over the rounds, against the scan of the
   workspace every task's prompt already makes (``backend.workspace.scan``); goal ≤ 50 ms;
 - the bytes each of those checkpoints added on disk against the bytes that changed; goal
-  ≤ 1.5× + 64 KiB;
+  ≤ 1.5x + 64 KiB;
 - a rewind across one changed file, and a fork (the whole workspace checked out into a new
   conversation), against ``shutil.copytree``; goal ≤ 1 s.
 

@@ -289,17 +289,20 @@ class GitRepo:
         """Hard-link (or copy) every object the commits hold into ``other`` (a fork)."""
         other.init()
         out = self._git("rev-list", "--objects", "--no-object-names", *commits)
-        src, dst = self.git_dir / "objects", other.git_dir / "objects"
-        for line in out.decode().split():
-            rel = f"{line[:2]}/{line[2:]}"
-            target = dst / rel
-            if target.exists():
-                continue
-            target.parent.mkdir(exist_ok=True)
+        src, dst = os.fsencode(self.git_dir / "objects"), os.fsencode(other.git_dir / "objects")
+        made: set[bytes] = set()
+        for sha in out.split():
+            folder = sha[:2]
+            if folder not in made:
+                os.makedirs(os.path.join(dst, folder), exist_ok=True)
+                made.add(folder)
+            rel = os.path.join(folder, sha[2:])
             try:
-                os.link(src / rel, target)
-            except OSError:
-                shutil.copy2(src / rel, target)
+                os.link(os.path.join(src, rel), os.path.join(dst, rel))
+            except FileExistsError:
+                continue
+            except OSError:  # another file system: a copy
+                shutil.copy2(os.path.join(src, rel), os.path.join(dst, rel))
 
     def remove(self) -> None:
         shutil.rmtree(self.git_dir, ignore_errors=True)

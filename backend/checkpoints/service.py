@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import itertools
 import json
 import logging
 import secrets
@@ -150,7 +151,7 @@ class Checkpoints:
         if used <= self.max_bytes:
             return
         rows = await self.store.checkpoints_of(cid)
-        for oldest, following in zip(rows, rows[1:], strict=False):
+        for oldest, following in itertools.pairwise(rows):
 
             def prune(seq: int = oldest.seq, nxt: str = following.commit) -> tuple[int, int]:
                 repo.drop_refs([f"{REF_PREFIX}{seq}"])
