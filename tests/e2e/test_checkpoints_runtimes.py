@@ -13,9 +13,10 @@ import httpx
 import pytest
 
 from tests.agent.scripts import finish, plan_reply, run, write
-from tests.e2e.server import Server, server_env
+from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, reset
+from tests.sse_client import collect
 from tests.support.runtime import require_bwrap, require_docker
 
 pytestmark = pytest.mark.e2e
@@ -122,3 +123,45 @@ def test_another_replica_lists_compares_rewinds_and_shares_a_conversation(
     finally:
         a.stop()
         b.stop()
+
+
+def test_a_run_resumed_after_its_server_died_keeps_its_checkpoints(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """The owner is killed (-9) while its second model call is held; the next start takes
+    the run over: the checkpoint taken before the crash is kept, the rest are added."""
+    env = server_env(tmp_path, fake_model.base_url)
+    first = Server(tmp_path, env).start()
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Resume")},
+        {"stage": "thinking", "content": write("before.txt", "b\n")},
+        {"stage": "thinking", "content": write("after.txt", "a\n"), "hold": "crash"},
+        {"stage": "thinking", "content": write("after.txt", "a\n")},  # the call made again
+        {"stage": "thinking", "content": finish("resumed")},
+    )
+    try:
+        with first.client() as c:
+            ids = c.post(
+                "/api/agent/run", json={"goal": "resume"}, headers={"Accept": "application/json"}
+            ).json()
+        cid = ids["conversation_id"]
+        wait_for(lambda: "crash" in fake_model.model.holds, what="the held model call")
+        with first.client() as c:
+            before = c.get(f"/api/conversations/{cid}/checkpoints").json()
+        assert [cp["files_changed"] for cp in before] == [1]
+        first.kill9()
+    finally:
+        first.stop()
+    fake_model.release("crash")
+    again = Server(tmp_path, env).start()
+    try:
+        with again.client() as c, c.stream("GET", f"/api/agent/runs/{ids['run_id']}/events") as r:
+            _msgs, end = collect(r.iter_lines())
+        assert end is not None and end["status"] == "completed"
+        with again.client() as c:
+            cps = c.get(f"/api/conversations/{cid}/checkpoints").json()
+        assert cps[0] == before[0]
+        assert [cp["label"] for cp in cps][-1] == "end of run"
+        assert [cp["files_changed"] for cp in cps] == [1, 1, 0]
+    finally:
+        again.stop()
