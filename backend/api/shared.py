@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -56,15 +57,48 @@ async def _share(request: Request) -> StoredShare:
     return found
 
 
-def _shown(msg: Message) -> Message:
-    """A message as the shared view shows it: a preview (its URL holds the person's
-    token) is named, never linked."""
-    if msg.meta.action_type == PREVIEW_KIND:
-        msg.content = "A preview (not shared)."
-        msg.meta.url = ""
-        msg.meta.json_ = []
-        msg.meta.content = "Preview"
-    return msg
+PREVIEW_NOTE = "A preview (not shared)."
+HIDDEN_URL = "(a preview, not shared)"
+
+
+def _preview_urls(msgs: list[Message]) -> set[str]:
+    """Every preview address the messages hold (each carries its preview's token)."""
+    urls: set[str] = set()
+    for msg in msgs:
+        if msg.meta.action_type == PREVIEW_KIND and msg.meta.url:
+            urls.add(msg.meta.url)
+        for item in msg.to_dict()["meta"].get("json") or []:
+            entry = item.get("preview", item) if isinstance(item, dict) else None
+            about_preview = msg.meta.action_type == PREVIEW_KIND or "preview" in item
+            if about_preview and isinstance(entry, dict) and isinstance(entry.get("url"), str):
+                urls.add(entry["url"])
+    return {u for u in urls if u}
+
+
+def _scrub(value: Any, urls: set[str]) -> Any:
+    if isinstance(value, str):
+        for url in urls:
+            value = value.replace(url, HIDDEN_URL)
+        return value
+    if isinstance(value, list):
+        return [_scrub(v, urls) for v in value if not (isinstance(v, dict) and "preview" in v)]
+    if isinstance(value, dict):
+        return {k: _scrub(v, urls) for k, v in value.items()}
+    return value
+
+
+def shown(msgs: list[Message]) -> list[dict[str, Any]]:
+    """The messages as the shared view shows them: a preview is named, never linked (its
+    address holds the person's token), wherever a message mentions it."""
+    urls = _preview_urls(msgs)
+    out = []
+    for msg in msgs:
+        data = msg.to_dict()
+        if msg.meta.action_type == PREVIEW_KIND:
+            data["content"] = PREVIEW_NOTE
+            data["meta"].update(url="", json=[], content="Preview")
+        out.append(_scrub(data, urls))
+    return out
 
 
 @operation(
@@ -91,7 +125,7 @@ async def shared_view(request: Request) -> Response:
             title=share.title,
             shared_at=iso(share.created_at),
         ),
-        messages=[_shown(m) for m in msgs],
+        messages=msgs,
         files=[
             SharedFileEntry(
                 filepath=f.path,
@@ -103,7 +137,9 @@ async def shared_view(request: Request) -> Response:
             if not f.link
         ],
     )
-    return JSONResponse(view.model_dump(by_alias=True))
+    body = view.model_dump(by_alias=True)
+    body["messages"] = shown(msgs)
+    return JSONResponse(body)
 
 
 @operation(
