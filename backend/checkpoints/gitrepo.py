@@ -74,6 +74,7 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(_IDENTITY)
     env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"})
+    env["GIT_LITERAL_PATHSPECS"] = "1"  # a path is a path: no glob, no pathspec magic
     return env
 
 
@@ -220,11 +221,18 @@ class GitRepo:
 
     def entry(self, commit: str, path: str) -> tuple[str, str] | None:
         """(mode, sha) of ``path`` in ``commit``'s tree, or None."""
-        out = self._git("ls-tree", "-z", commit, "--", path)
-        if not out:
+        try:
+            out = self._git("ls-tree", "-z", commit, "--", path)
+        except GitError:  # a path git refuses (outside the tree): none
             return None
-        meta = out.split(b"\t", 1)[0].decode().split()
-        return meta[0], meta[2]
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            meta, name = entry.split(b"\t", 1)
+            if os.fsdecode(name) == path:
+                mode, _kind, sha = meta.decode().split()
+                return mode, sha
+        return None
 
     def files(self, commit: str) -> list[tuple[str, str, int]]:
         """(path, mode, size) of every entry of ``commit``'s tree."""

@@ -139,3 +139,16 @@ async def test_nothing_changed_no_checkpoint_unless_the_run_ends(
     assert end is not None and end.files_changed == 0
     assert await service.take(repo, cid, "r", 3, "again", always=True) is None  # same seq
     assert (tmp_path / "cps" / "user_1" / f"{cid}.git" / "HEAD").is_file()
+
+
+def test_a_path_read_from_a_checkpoint_is_taken_literally(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    (ws / "d" / "secret.txt").write_text("s")
+    (ws / "a.txt").write_text("a")
+    repo = GitRepo(tmp_path / "repo.git", ws)
+    commit = repo.snapshot().commit
+    assert repo.entry(commit, "a.txt") is not None
+    for pattern in ("*.txt", ":(glob)**/secret.txt", "d/*", "../a.txt", "d"):
+        found = repo.entry(commit, pattern)
+        assert found is None or found[0] == "040000", pattern
