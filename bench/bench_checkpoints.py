@@ -12,6 +12,7 @@ Prints, each with its baseline measured in the same run:
   workspace every task's prompt already makes (``backend.workspace.scan``); goal ≤ 50 ms;
 - the bytes each of those checkpoints added on disk against the bytes that changed; goal
   ≤ 1.5x + 64 KiB;
+- the CPU (this process and its git commands) each of those checkpoints took;
 - a rewind across one changed file, and a fork (the whole workspace checked out into a new
   conversation), against ``shutil.copytree``; goal ≤ 1 s.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -38,6 +40,13 @@ from backend.checkpoints import Checkpoints  # noqa: E402
 from backend.store.repo import Store  # noqa: E402
 from backend.workspace import scan  # noqa: E402
 from tests.migrated import place_migrated  # noqa: E402
+
+
+def cpu() -> float:
+    """CPU seconds of this process and its finished children (the git commands)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def ms(seconds: float) -> str:
@@ -77,6 +86,7 @@ async def bench(files: int, kb: int, rounds: int) -> None:
         )
 
         listed: list[float] = []
+        cpus: list[float] = []
         scans: list[float] = []
         ratios: list[float] = []
         over: list[int] = []
@@ -86,10 +96,11 @@ async def bench(files: int, kb: int, rounds: int) -> None:
             target = ws / f"dir{r % 40:02d}" / f"file{r:05d}.bin"
             changed = os.urandom(kb * 1024)
             target.write_bytes(changed)  # the action's result is stored now
-            t = time.perf_counter()
+            t, c = time.perf_counter(), cpu()
             cp = await service.take(repo, cid, "r", seq, f"write {target.name}")
             rows = await store.checkpoints_of(cid)
             listed.append(time.perf_counter() - t)
+            cpus.append(cpu() - c)
             assert cp is not None and rows[-1].seq == seq
             ratios.append(cp.bytes / len(changed))
             over.append(cp.bytes - int(1.5 * len(changed)))
