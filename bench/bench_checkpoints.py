@@ -115,6 +115,10 @@ async def bench(files: int, kb: int, rounds: int) -> None:
             f"({med / base:.2f}x)"
         )
         print(
+            "CPU per one-file checkpoint (this process and git): "
+            f"median {ms(statistics.median(cpus))}"
+        )
+        print(
             f"storage per checkpoint: {statistics.median(ratios):.3f}x the changed bytes "
             f"(max {max(ratios):.3f}x; largest excess over 1.5x: {max(over)} bytes; "
             f"goal <= 1.5x + 65536)"
