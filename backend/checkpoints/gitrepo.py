@@ -127,8 +127,8 @@ class GitRepo:
         if self.exists:
             return
         self.git_dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["git", "init", "-q", "--bare", str(self.git_dir)],
+        subprocess.run(  # no templates: no hooks, nothing to copy
+            ["git", "init", "-q", "--bare", "--template=", str(self.git_dir)],
             capture_output=True,
             env=_ENV,
             check=True,
@@ -136,8 +136,6 @@ class GitRepo:
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         (info / "attributes").write_text(ATTRIBUTES, encoding="utf-8")
-        for hook in (self.git_dir / "hooks").glob("*"):
-            hook.unlink()
 
     # -- taking one -----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
