@@ -20,11 +20,13 @@ from starlette.types import Scope
 
 from backend.agent.specialists import Specialist
 from backend.api import agent, conversations, files, mcp, retry, uploads, waits
+from backend.api import checkpoints as checkpoints_api
 from backend.api import docs as docs_api  # the OpenAPI document and its page
 from backend.api import previews as previews_api
 from backend.api import ready as ready_api
 from backend.api import runtimes as runtimes_api
 from backend.api import settings as settings_api
+from backend.api import shared as shared_api
 from backend.api.auth import AuthMiddleware
 from backend.api.cross_site import GuardMiddleware
 from backend.api.errors import ApiError, api_error_handler, error_response, http_error_handler
@@ -156,6 +158,8 @@ def create_app(
         *docs_api.routes,
         *ready_api.routes,
         *previews_api.routes,
+        *checkpoints_api.routes,
+        *shared_api.routes,
         Route("/api/{rest:path}", api_not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         # metrics and traces (backend/observe): GET /metrics unless METRICS=0
         *([metrics_route(settings, store)] if settings.metrics else []),

@@ -58,6 +58,12 @@ class Settings(BaseSettings):
     # says so in its result (uploads use it too)
     workspace_max_mb: float = Field(default=1024, gt=0)
 
+    # checkpoints of every workspace (backend/checkpoints): a shadow git repository per
+    # conversation under CHECKPOINT_DIR (default <WORKSPACE_DIR>/.checkpoints, beside the
+    # workspaces, never inside one), at most CHECKPOINT_MAX_MB each (the oldest pruned)
+    checkpoint_dir: Path | None = None
+    checkpoint_max_mb: float = Field(default=1024, gt=0)
+
     # Per-run budgets, checked before every model call; the first one reached ends the run
     # with an `error` naming it. None (or 0, or an empty value) means no limit.
     run_max_tokens: int | None = 2_000_000

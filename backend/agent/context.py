@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend.agent.control import RunControl, RunStopped
 from backend.agent.deps import RunDeps
@@ -24,6 +24,9 @@ from backend.messages.paths import relative_paths, relative_paths_in
 from backend.observe.runtrace import RunTrace
 from backend.store.base import RunNotOwned
 from backend.store.parked import NewWait, WaitAnswer
+
+if TYPE_CHECKING:
+    from backend.checkpoints.run import RunCheckpoints
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,8 @@ class RunContext:
     trace: RunTrace | None = None
     # run fields written with the next checkpoint (store_with_next_checkpoint)
     unsaved_fields: dict[str, str] = field(default_factory=dict)
+    # the workspace's checkpoints after each action and at the end (backend/checkpoints)
+    checkpoints: RunCheckpoints | None = None
 
     def __post_init__(self) -> None:
         self.live = Live(

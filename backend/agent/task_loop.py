@@ -264,7 +264,9 @@ async def _run(ctx: RunContext, step: Step) -> Done:
         meta_content=step.label,
     )
     result.meta.json_ = scrub_data(result.meta.json_)
-    await ctx.publish(result)
+    stored = await ctx.publish(result)
+    if ctx.checkpoints is not None:  # the workspace after it (backend/checkpoints)
+        ctx.checkpoints.after_action(stored.seq, step.label)
     return done
 
 
@@ -284,6 +286,8 @@ async def _execute(ctx: RunContext, action: Action, on_output: OutputCallback | 
     """One action through its handler, after the stop check; a handler's crash is the
     action's failure (its message is closed), a stop propagates."""
     ctx.check_stop()
+    if ctx.checkpoints is not None:  # the previous action's checkpoint is complete
+        await ctx.checkpoints.settle()
     try:
         return await registry.execute(action_context(ctx, on_output), action)
     except Exception as exc:

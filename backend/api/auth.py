@@ -15,6 +15,8 @@ OPEN_PATHS = {"/api/health"}
 # operating it: readiness, the OpenAPI document and its page need no token
 OPEN_PATHS |= {"/api/ready", "/api/openapi.json", "/api/docs", "/api/docs/init.js"}
 OPEN_PREFIXES = ("/api/docs/assets/",)
+# a shared conversation's read-only view (backend/api/shared.py): its GET routes only
+SHARED_PREFIX = "/api/shared/"
 QUERY_TOKEN_METHODS = {"GET", "HEAD"}
 DEFAULT_USER = "1"
 
@@ -34,7 +36,13 @@ class AuthMiddleware:
             state["user_id"] = DEFAULT_USER
             await self.app(scope, receive, send)
             return
-        if not path.startswith("/api/") or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+        shared = path.startswith(SHARED_PREFIX) and scope.get("method") in QUERY_TOKEN_METHODS
+        if (
+            not path.startswith("/api/")
+            or path in OPEN_PATHS
+            or path.startswith(OPEN_PREFIXES)
+            or shared
+        ):
             await self.app(scope, receive, send)
             return
         user = self._user(scope)

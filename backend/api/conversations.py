@@ -72,7 +72,14 @@ async def get_conversation(request: Request) -> Response:
 @operation(
     "A conversation's messages",
     tag="conversations",
-    params=(Param("after", description="Only messages after this seq.", schema=SEQ),),
+    params=(
+        Param("after", description="Only messages after this seq.", schema=SEQ),
+        Param(
+            "all",
+            description="1: the messages a rewind took out of the history too.",
+            schema={"type": "string", "enum": ["0", "1"]},
+        ),
+    ),
     replies=(Reply(200, "In seq order, the same JSON as the stream.", list[Message]),),
     errors=(404,),
 )
@@ -80,7 +87,12 @@ async def conversation_messages(request: Request) -> Response:
     cid = request.path_params["cid"]
     await conversation_or_404(request, cid)
     after = seq_param(request.query_params.get("after"), "'after'")
-    msgs = await store(request).messages(cid, after=after, limit=1_000_000)
+    every = request.query_params.get("all", "0")
+    if every not in ("0", "1"):
+        raise ApiError(400, "'all' must be 0 or 1.")
+    msgs = await store(request).messages(
+        cid, after=after, limit=1_000_000, include_hidden=every == "1"
+    )
     return JSONResponse([m.to_dict() for m in msgs])
 
 

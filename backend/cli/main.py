@@ -7,6 +7,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable
@@ -75,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         "risky (commands, web and MCP tools); always (also file edits). Default: "
         "APPROVAL_MODE (never). Needs a terminal unless never",
     )
+    run.add_argument(
+        "--from",
+        dest="from_",
+        metavar="CONVERSATION[@SEQ]",
+        help="go on from a checkpoint: the goal runs in a fork of CONVERSATION at its "
+        "checkpoint SEQ (default: its last), the original untouched",
+    )
     worker = sub.add_parser("worker", help="execute queued runs (EXECUTOR=queue, PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs at once (WORKER_CONCURRENCY)")
     args = parser.parse_args(argv)
@@ -85,6 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         return serve_cmd(args.host, args.port)
     if args.command == "worker":
         return worker_cmd(args.concurrency)
+    if args.from_ and args.files:
+        print("planact: --from and --file cannot be combined.", file=sys.stderr)
+        return 2
+    if args.from_ and parse_from(args.from_) is None:
+        print(
+            f"planact: --from {args.from_}: give CONVERSATION or CONVERSATION@SEQ.",
+            file=sys.stderr,
+        )
+        return 2
     if args.files:
         problem = check_input_files(args.files)
         if problem:
@@ -102,11 +119,52 @@ def main(argv: list[str] | None = None) -> int:
                 args.files,
                 args.model,
                 args.approval,
+                args.from_,
             )
         )
     except SandboxConfigError as exc:
         print(f"planact: {exc}", file=sys.stderr)
         return 2
+
+
+def parse_from(text: str) -> tuple[str, int | None] | None:
+    """CONVERSATION[@SEQ] as (conversation id, seq or None); None when malformed."""
+    cid, _, seq = text.partition("@")
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cid):
+        return None
+    if not seq:
+        return cid, None
+    return (cid, int(seq)) if seq.isdigit() and len(seq) <= 10 else None
+
+
+async def fork_from(manager: Any, store: Any, text: str) -> tuple[str | None, str]:
+    """The fork of ``CONVERSATION[@SEQ]`` a `planact run --from` goes on in: (its id,
+    "") or (None, why not)."""
+    from backend.checkpoints import CheckpointNotFound
+
+    parsed = parse_from(text)
+    assert parsed is not None
+    src, seq = parsed
+    conv = await store.get_conversation("1", src)
+    if conv is None:
+        return None, f"--from {text}: no conversation {src}."
+    if seq is None:
+        last = await store.last_checkpoint(src)
+        if last is None:
+            return None, f"--from {text}: the conversation has no checkpoint yet."
+        seq = last.seq
+    try:
+        new = await manager.checkpoints.fork(
+            "1",
+            manager.checkpoint_repo("1", src),
+            src,
+            seq,
+            conv.title,
+            lambda cid: manager.workspace("1", cid),
+        )
+    except CheckpointNotFound:
+        return None, f"--from {text}: no checkpoint at seq {seq}."
+    return new, ""
 
 
 def model_problem(settings: Settings, model: str | None) -> str | None:
@@ -216,6 +274,7 @@ async def run_cmd(
     files: list[Path] | None = None,
     model: str | None = None,
     approval: str | None = None,
+    from_: str | None = None,
 ) -> int:
     settings = Settings()
     if workspace is not None:
@@ -269,6 +328,15 @@ async def run_cmd(
         waits = follower.waits = Waits(terminal, manager, to_person, follower.catch_up)
 
     cid: str | None = None
+    if from_:  # a fork of the conversation at its checkpoint
+        cid, why = await fork_from(manager, store, from_)
+        if cid is None:
+            print(f"planact: {why}", file=sys.stderr)
+            await manager.shutdown()
+            await tools.aclose()
+            await llm.aclose()
+            await store.close()
+            return 2
     if files:  # the inputs go into a new conversation's workspace first
         cid = await upload_inputs(store, manager, settings, files)
         if cid is None:

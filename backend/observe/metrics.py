@@ -124,3 +124,27 @@ def approval_decided(decision: str) -> None:
 
 def resumed() -> None:
     RESUMES.inc()
+
+
+# checkpoints of the workspaces (backend/checkpoints)
+CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+CHECKPOINTS = Counter(
+    "planact_checkpoints",
+    "Workspace checkpoints by outcome (taken, unchanged: nothing changed, failed, pruned).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+CHECKPOINT_BYTES = Counter(
+    "planact_checkpoint_bytes",
+    "Bytes the checkpoints taken here added to their repositories (git objects on disk).",
+    registry=REGISTRY,
+)
+CHECKPOINT_SECONDS = Histogram(
+    "planact_checkpoint_seconds",
+    "Seconds a checkpoint took (off the event loop), by operation (take, rewind, fork).",
+    ["operation"],
+    buckets=CHECKPOINT_BUCKETS,
+    registry=REGISTRY,
+)
+for _outcome in ("taken", "unchanged", "failed", "pruned"):
+    CHECKPOINTS.labels(_outcome)

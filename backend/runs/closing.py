@@ -4,7 +4,7 @@ from the store; the end itself is the pipeline's (backend/agent/ending.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -22,6 +22,8 @@ from backend.store.rows import RunToExecute
 from backend.workspace import file_entry
 
 WorkspaceOf = Callable[[str, str], Path]  # (user id, conversation id) -> its folder
+# (user id, conversation id, run id): the run's end-of-run checkpoint (backend/checkpoints)
+EndCheckpoint = Callable[[str, str, str], Awaitable[None]]
 
 
 async def close_unexecuted(
@@ -32,6 +34,7 @@ async def close_unexecuted(
     run_id: str,
     status: str,
     reason: str,
+    end_checkpoint: EndCheckpoint | None = None,
 ) -> bool:
     """Close the run's open messages and tasks, publish `error` or `stop` and
     `finish_summery`, end it with ``status``. False when it had already ended."""
@@ -67,6 +70,8 @@ async def close_unexecuted(
         summary=summary,
         closing=f"Interrupted: {reason}",
     )
+    if end_checkpoint is not None:
+        await end_checkpoint(run.user_id, cid, run_id)
     ended = await store.end_run(run_id, status, reason, owner=owner)
     bus.notify(run_id)
     return ended

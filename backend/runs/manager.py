@@ -25,6 +25,9 @@ from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
+from backend.checkpoints import Checkpoints
+from backend.checkpoints.gitrepo import GitRepo
+from backend.checkpoints.run import RunCheckpoints
 from backend.logctx import bind as log_context
 from backend.messages.bus import Bus
 from backend.runs import parking
@@ -89,6 +92,11 @@ class RunManager:
         self.llm = llm
         self.specialists = specialists
         self.workspace_root = Path(settings.workspace_dir).resolve()
+        # the workspaces' checkpoints (backend/checkpoints), beside them, never inside one
+        checkpoint_root = settings.checkpoint_dir or self.workspace_root / ".checkpoints"
+        self.checkpoints = Checkpoints(
+            Path(checkpoint_root).resolve(), store, settings.checkpoint_max_mb
+        )
         self.kind = kind
         self.runtimes = Runtimes(settings, self.instance_id, runtimes)
         self.executor: Executor = executor or InlineExecutor(self.launch)
@@ -159,6 +167,23 @@ class RunManager:
         return workspace_path(self.workspace_root, user_id, conversation_id)
 
     # -- process lifecycle ----------------------------------------------------------------
+    def checkpoint_repo(self, user_id: str, conversation_id: str) -> GitRepo:
+        """The shadow repository of the conversation's checkpoints."""
+        return self.checkpoints.repo(
+            user_id, conversation_id, self.workspace(user_id, conversation_id)
+        )
+
+    async def end_of_run_checkpoint(self, user_id: str, cid: str, run_id: str) -> None:
+        """The run's last checkpoint (recovery: a run ended by another process than its
+        executor); a failure is logged, never the run's."""
+        try:
+            seq = await self.store.last_seq(cid)
+            await RunCheckpoints(
+                self.checkpoints, self.checkpoint_repo(user_id, cid), cid, run_id
+            ).end_of_run(seq)
+        except Exception:
+            log.exception("end-of-run checkpoint of run %s failed", run_id)
+
     async def open(self) -> None:
         """Register this instance (lease), listen for notifications, recover orphans."""
         if self._opened:
@@ -255,6 +280,8 @@ class RunManager:
             title=goal_title(goal),
             new_conversation=conversation_id is None,
         )
+        if conversation_id is not None:  # what a rewind took away is dropped for good now
+            await self.checkpoints.run_began(self.checkpoint_repo(user_id, cid), cid)
         if listener is not None or delta_listener is not None:  # (the CLI: its own run)
             self.runs.follow(rid, Followers(listener, delta_listener))
         record = None
@@ -362,6 +389,9 @@ class RunManager:
             owner=self.instance_id,
         )
         ctx.control.handing_over = self.runs.handing_over
+        ctx.checkpoints = RunCheckpoints(
+            self.checkpoints, self.checkpoint_repo(user_id, cid), cid, run_id
+        )
         record.context = ctx
         floor = await last_stored(self.store, ctx) if ctx.resumed else 0
         self.bus.mark_live(run_id, floor, in_flight=ctx.live)
@@ -388,7 +418,14 @@ class RunManager:
         """End a run this instance owns but does not execute (recovered, or queued and
         stopped): its open messages and tasks closed, `error` or `stop`, a summary."""
         return await close_unexecuted(
-            self.store, self.bus, self.workspace, self.instance_id, run_id, status, reason
+            self.store,
+            self.bus,
+            self.workspace,
+            self.instance_id,
+            run_id,
+            status,
+            reason,
+            end_checkpoint=self.end_of_run_checkpoint,
         )
 
     async def _drive(self, record: LocalRun, ctx: RunContext) -> str:
@@ -403,6 +440,11 @@ class RunManager:
             # end as one from elsewhere while the run has not left this process yet
             ctx.control.ending = True
             try:
+                if ctx.checkpoints is not None:  # the last action's, then the run's end
+                    if ctx.control.lost or status in (PARKED, HANDED_OVER):
+                        await uncancellable(ctx.checkpoints.settle())
+                    else:
+                        await uncancellable(ctx.checkpoints.end_of_run(ctx.state.last_seq))
                 if status == PARKED and ctx.state.wait is not None:
                     await uncancellable(parking.let_go(self, ctx.run_id, ctx.state.wait.uuid))
                 elif not ctx.control.lost and status != HANDED_OVER:
@@ -483,4 +525,7 @@ class RunManager:
         if self.tools.previews is not None:  # ours now; other processes' watchers: row gone
             await self.tools.previews.forget(conversation_id)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(workspace, ignore_errors=True))
+        await self.checkpoints.forget(
+            self.checkpoint_repo(user_id, conversation_id), conversation_id
+        )
         return True

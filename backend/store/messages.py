@@ -97,10 +97,16 @@ class SqlMessages(StoreBase):
         after: int = 0,
         limit: int = 500,
         action_types: tuple[str, ...] | None = None,
+        include_hidden: bool = False,
     ) -> list[Message]:
+        """In seq order; only those in the history (a rewind takes the later ones out,
+        backend/checkpoints) unless ``include_hidden``."""
+
         def fn(c: Connection) -> list[Message]:
             m = MESSAGES.c
             q = select(MESSAGES).where(m.conversation_id == cid, m.seq > after)
+            if not include_hidden:
+                q = q.where(m.hidden == 0)
             if run_id is not None:
                 q = q.where(m.run_id == run_id)
             if action_types is not None:

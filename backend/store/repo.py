@@ -6,6 +6,7 @@
     messages.py       messages (seq)
     usage.py          token usage and cost
     waits.py          runs parked while they wait for a person
+    checkpoints.py    the index of workspace checkpoints, rewinds, forks, share links
     recovery.py       a recovery round's reads, in one transaction
 
 Each part is a mixin over :class:`~backend.store.base.StoreBase` (the engine and its one
@@ -26,6 +27,7 @@ from backend.store.base import (
     RunNotOwned,
     new_id,
 )
+from backend.store.checkpoints import SqlCheckpoints
 from backend.store.conversations import SqlConversations
 from backend.store.leases import SqlLeases
 from backend.store.messages import SqlMessages
@@ -50,6 +52,14 @@ __all__ = [
 
 
 class Store(
-    SqlConversations, SqlRuns, SqlLeases, SqlWaits, SqlMessages, SqlUsage, SqlPreviews, SqlRecovery
+    SqlConversations,
+    SqlRuns,
+    SqlLeases,
+    SqlWaits,
+    SqlMessages,
+    SqlUsage,
+    SqlPreviews,
+    SqlRecovery,
+    SqlCheckpoints,
 ):
     """SQLite or PostgreSQL (``url``), migrated by :meth:`migrate`."""

@@ -130,6 +130,9 @@ class MessageRow(Base):
     content: Mapped[str] = mapped_column(Text)
     meta: Mapped[dict[str, Any]] = mapped_column(JSON)
     timestamp: Mapped[int] = mapped_column(BigInteger)
+    # out of the history (backend/checkpoints): 0 in it, 1 rewound away (a rewind to a
+    # later checkpoint brings it back), 2 dropped (a new run began after the rewind)
+    hidden: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Task(Base):
@@ -208,3 +211,41 @@ class PreviewRow(Base):
     last_request_at: Mapped[datetime] = mapped_column(default=utcnow)
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     log: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+
+# checkpoints of a conversation's workspace (backend/checkpoints): the index of its shadow
+# git repository under CHECKPOINT_DIR, one row per checkpoint, by the seq it follows
+class CheckpointRow(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("conversation_id", "seq", name="uq_checkpoints_seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[str] = mapped_column(String(64), default="")
+    label: Mapped[str] = mapped_column(String(200), default="")
+    files_changed: Mapped[int] = mapped_column(Integer, default=0)
+    commit: Mapped[str] = mapped_column(String(64))
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ShareRow(Base):
+    """A read-only link to a conversation as it was when shared: its messages up to
+    ``seq`` and the workspace's snapshot ``commit``. ``token`` is the link's only key."""
+
+    __tablename__ = "shares"
+
+    token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[str] = mapped_column(String(64))
+    seq: Mapped[int] = mapped_column(Integer)
+    commit: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(String(200), default="")
+    # the seqs of the messages in the history then (JSON list): later rewinds change nothing
+    seqs: Mapped[str] = mapped_column(Text, default="[]")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -366,6 +366,10 @@ export const useApp = defineStore('app', () => {
         else applyRunStatus(v, r.run_id, r.status)
         markWaiting(v, r.run_id, r.status === 'waiting')
       }
+      // a fork's history (backend/checkpoints) has runs of the conversation it came from:
+      // they ran there and go on nowhere
+      const own = new Set(d.runs.map((r) => r.run_id))
+      for (const t of v.turns) if (t.runId && !own.has(t.runId)) applyRunStatus(v, t.runId, 'completed')
       view.value = v
       if (active) {
         activeRunId.value = active
