@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from backend.actions.registry import Registry
     from backend.config import Settings
     from backend.llm.base import LLM
     from backend.messages.bus import Bus
@@ -36,4 +37,5 @@ class RunDeps:
     notifier: RunNotifier
     llm: LLM
     runtime: Runtime  # the run's view of it: every action first checks the stop flag
+    actions: Registry  # the actions this process offers (backend/actions/registry)
     tools: Tools | None = None  # web search, web pages, MCP servers (None: none offered)

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from backend.actions import registry
 from backend.actions.model import Action
+from backend.actions.registry import Registry, builtin_registry
 from backend.actions.registry import brief as _brief
 from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
 
@@ -65,18 +65,18 @@ class Turn:
         results = tuple((o.verdict, _NUMBERS.sub("#", o.content)) for o in self.outcomes)
         return (acts, results)
 
-    def condensed_reply(self) -> str:
+    def condensed_reply(self, actions: Registry) -> str:
         if self.format_error:
             return "(earlier reply, condensed: it had no usable action)"
-        return "(earlier reply, condensed) " + "; ".join(describe(a) for a in self.actions)
+        return "(earlier reply, condensed) " + "; ".join(describe(actions, a) for a in self.actions)
 
-    def condensed_observation(self, keep_error: bool) -> str:
+    def condensed_observation(self, actions: Registry, keep_error: bool) -> str:
         if self.format_error:
             return f"(condensed) Format error: {self.brief_error}"
         lines = []
         for o in self.outcomes:
             limit = ERROR_CHARS if keep_error and o.verdict == "FAILED" else BRIEF_CHARS
-            if _rereadable(o.label) and o.verdict == "ok" and not keep_error:
+            if _rereadable(actions, o.label) and o.verdict == "ok" and not keep_error:
                 body = f"({len(o.content):,} characters read; read the file again to see them)"
             else:
                 body = _brief(o.content, limit)
@@ -85,10 +85,17 @@ class Turn:
 
 
 class Transcript:
-    """A task's conversation with the model."""
+    """A task's conversation with the model (``actions``: the run's registry, which says
+    how an older turn's actions are condensed; None: the builtin one)."""
 
-    def __init__(self, head: list[dict[str, Any]], keep_whole: int | None = None) -> None:
+    def __init__(
+        self,
+        head: list[dict[str, Any]],
+        keep_whole: int | None = None,
+        actions: Registry | None = None,
+    ) -> None:
         self.head = head
+        self.actions = actions or builtin_registry()
         self.turns: list[Turn] = []
         self.keep_whole = KEEP_WHOLE if keep_whole is None else keep_whole
 
@@ -104,10 +111,9 @@ class Transcript:
                 out.append({"role": "assistant", "content": turn.reply})
                 out.append({"role": "user", "content": turn.observation()})
             else:
-                out.append({"role": "assistant", "content": turn.condensed_reply()})
-                out.append(
-                    {"role": "user", "content": turn.condensed_observation(i == last_failed)}
-                )
+                out.append({"role": "assistant", "content": turn.condensed_reply(self.actions)})
+                observation = turn.condensed_observation(self.actions, i == last_failed)
+                out.append({"role": "user", "content": observation})
         return out
 
     def repeats(self) -> int:
@@ -124,16 +130,16 @@ class Transcript:
         return count
 
 
-def describe(action: Action) -> str:
+def describe(actions: Registry, action: Action) -> str:
     """One line saying what an action did (its registry definition says how)."""
-    defn = registry.get(action.type)
+    defn = actions.get(action.type)
     return defn.describe(action) if defn else action.type
 
 
-def _rereadable(label: str) -> bool:
+def _rereadable(actions: Registry, label: str) -> bool:
     """Whether the action an outcome's label names gives a result that is condensed to
     its size once old (read_file: the model reads the file again)."""
-    defn = registry.get(label.split(" ", 1)[0].rstrip(":"))
+    defn = actions.get(label.split(" ", 1)[0].rstrip(":"))
     return defn is not None and defn.rereadable
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from backend.actions import registry as actions
+from backend.actions.registry import Registry
 from backend.agent.narration import NARRATION
 from backend.agent.tool_notices import NOTICE
 from backend.agent.unusable import UNUSABLE
@@ -251,7 +251,7 @@ async def run_cmd(
     if settings.preview_listen is not False and manager.tools.previews is not None:
         manager.tools.previews.on_start = previews.start
 
-    progress = Progress()
+    progress = Progress(manager.actions)
     follower = Follower(store, progress.message)
     waits = None
     if terminal is not None:
@@ -336,7 +336,7 @@ def final_line(run_id: str, status: str, error: str, workspace: Path) -> str:
 BRIEF = 160  # characters of a progress line for routine messages (never for failures)
 
 
-def _progress_line(msg: Message, output_shown: bool = False) -> str:
+def _progress_line(actions: Registry, msg: Message, output_shown: bool = False) -> str:
     """One progress entry. Failures, errors and stops are printed whole (the cause of an
     error is never cut); routine messages on one line. ``output_shown``: the command's
     output was already printed live, so a successful one shows only its first line."""
@@ -382,7 +382,8 @@ class Progress:
     """`planact run` output: stored messages as progress lines, and the output of running
     commands line by line as it is printed (live deltas)."""
 
-    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+    def __init__(self, actions: Registry, write: Callable[[str], None] | None = None) -> None:
+        self.actions = actions  # the run's (how its results print)
         self._write = write or (lambda line: print(line, flush=True))
         self._partial: dict[tuple[str, str], str] = {}
         self._shown: set[str] = set()
@@ -398,7 +399,7 @@ class Progress:
         if rest:
             self._partial[key] = rest
         kind = payload.get("action_type")
-        defn = actions.by_kind(str(kind)) if kind is not None else None
+        defn = self.actions.by_kind(str(kind)) if kind is not None else None
         progress = kind is not None and not (defn is not None and defn.output_is_result)
         for line in lines:
             self._line(uuid, str(stream), line, progress=progress)
@@ -411,7 +412,7 @@ class Progress:
         if msg.status != "running" and msg.uuid in self._shown:
             self._shown.discard(msg.uuid)
             shown = True
-        self._write(_progress_line(msg, output_shown=shown))
+        self._write(_progress_line(self.actions, msg, output_shown=shown))
 
     def _line(self, uuid: str, stream: str, line: str, *, progress: bool = False) -> None:
         if not progress:  # a command's output (a tool's progress is not its result)

@@ -10,6 +10,7 @@ from typing import Any
 
 from sse_starlette import ServerSentEvent
 
+from backend.actions.registry import Registry
 from backend.lemonai.translate import MODE_MARKER, PathMapper, Translator, chat_end_token
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -50,11 +51,11 @@ class LemonStream:
     anything else) makes it an agent run, an end right after the answer a chat answer.
     """
 
-    def __init__(self, mode: str, to_abs: PathMapper) -> None:
+    def __init__(self, mode: str, to_abs: PathMapper, actions: Registry) -> None:
         self.decided: str | None = mode if mode in ("chat", "agent") else None
         self.started = False
         self.held: list[Message] = []
-        self.translator = Translator(to_abs)
+        self.translator = Translator(to_abs, actions)
         self.question_seq = 0
         self.answer_seq = 0
         self.sent_text = ""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from backend.actions.registry import Registry, for_settings
 from backend.agent.context import RunContext
 from backend.agent.live import DeltaSink
 from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
@@ -70,8 +71,12 @@ class RunManager:
         instance_id: str | None = None,
         executor: Executor | None = None,
         tools: Tools | None = None,
+        actions: Registry | None = None,
     ) -> None:
         self.settings = settings
+        # the actions its runs are offered: the builtin ones and ACTION_MODULES', unless the
+        # process (a test) gives its own
+        self.actions = actions if actions is not None else for_settings(settings)
         # the tool actions' dependencies (search, web pages, MCP servers); made here (and
         # closed at shutdown) unless the process gives its own
         self._own_tools = tools is None
@@ -355,6 +360,7 @@ class RunManager:
             llm=self.llm,
             runtime=self.runtime(run.runtime),
             tools=self.tools,
+            actions=self.actions,
             workspace=self.workspace(user_id, cid),
             shutting_down=self.runs.shutting_down,
             listener=followers.listener,
@@ -388,7 +394,14 @@ class RunManager:
         """End a run this instance owns but does not execute (recovered, or queued and
         stopped): its open messages and tasks closed, `error` or `stop`, a summary."""
         return await close_unexecuted(
-            self.store, self.bus, self.workspace, self.instance_id, run_id, status, reason
+            self.store,
+            self.bus,
+            self.workspace,
+            self.instance_id,
+            run_id,
+            status,
+            reason,
+            self.actions,
         )
 
     async def _drive(self, record: LocalRun, ctx: RunContext) -> str:
