@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from backend.actions import (
+    Action,
     FormatError,
     TruncatedReplyError,
     builtin_registry,
@@ -216,3 +217,13 @@ def test_edit_file_is_in_the_table_and_taught() -> None:
         "old_str": "print('hi')",
         "new_str": "print('hello')",
     }
+
+
+def test_an_alias_without_an_underscore_is_read_as_a_tag_too() -> None:
+    want = [Action("terminal_run", {"command": "ls -la"})]
+    assert parse_actions("<bash><command>ls -la</command></bash>") == want
+    assert parse_actions("<bash>ls -la</bash>") == want
+    assert parse_actions("<shell><command>ls -la</command></shell>") == want
+    # a mention in prose (no parameters, no closer) is still not an action
+    with pytest.raises(FormatError):
+        parse_actions("I would use <bash> for that.")
