@@ -68,7 +68,7 @@ API_MODELS := backend/api/wire_types.py backend/api/models.py backend/api/previe
 $(API_SCHEMA): $(API_MODELS) | .venv/.synced
 	@.venv/bin/python -m backend.api.wire_types > $@.tmp && mv $@.tmp $@
 
-$(API_TYPES): $(API_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
+$(API_TYPES): $(API_SCHEMA) $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
 	@cd frontend && $(NPM) run --silent gen:api-types
 
 frontend-types: $(API_TYPES)
