@@ -108,9 +108,7 @@ def test_following_the_recipe_changes_the_module_its_test_and_generated_files_on
     python = str(ROOT / ".venv" / "bin" / "python")
     lint = _run([python, "-m", "ruff", "check", *files], tree)
     assert lint.returncode == 0, lint.stdout
-    tests = _run(
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files, *DERIVED], tree
-    )
+    tests = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files, *DERIVED], tree)
     assert tests.returncode == 0, tests.stdout[-4000:]
     assert " passed" in tests.stdout and "failed" not in tests.stdout
 

@@ -22,6 +22,7 @@ import anyio
 from backend.actions.registry import Registry, for_settings
 from backend.agent.context import RunContext
 from backend.agent.live import DeltaSink
+from backend.agent.outcomes import Outcome
 from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
@@ -341,15 +342,15 @@ class RunManager:
         run_id, row, record.row = record.run_id, record.row, None
         run = row or await self.store.run_for_execution(run_id)
         if run is None or run.status != "running":
-            return run.status if run else "missing"
+            return run.status if run else Outcome.MISSING
         if run.owner is None:
             if not await self.store.claim_run(run_id, self.instance_id, None):
-                return "taken"
+                return Outcome.TAKEN
             run = await self.store.run_for_execution(run_id)
             if run is None:
-                return "missing"
+                return Outcome.MISSING
         elif run.owner != self.instance_id:
-            return "taken"
+            return Outcome.TAKEN
         user_id, cid = run.user_id, run.conversation_id
         followers = self.runs.followers(run_id)  # (kept while the run waits: parked)
         ctx = await build_context(
