@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anyio
 
@@ -52,6 +52,20 @@ if TYPE_CHECKING:
     from backend.llm.base import LLM
 
 log = logging.getLogger(__name__)
+
+
+class RunValues(TypedDict):
+    """A new run's values, as stored and as its row is executed here."""
+
+    goal: str
+    mode: str
+    runtime: str
+    owner: str | None
+    model: str
+    mcp_servers: list[str] | None
+    approval: str
+    can_ask: bool
+    new_conversation: bool
 
 
 class ShuttingDown(Exception):
@@ -242,25 +256,21 @@ class RunManager:
             raise ShuttingDown()
         if not self._opened:
             await self.open()
-        runtime_name = runtime or self.settings.runtime
-        if can_ask is None:
-            can_ask = self.kind != "cli"
         cid = conversation_id or new_id()  # a new conversation: made with the run
         owner = self.instance_id if self.executor.runs_here else None
-        rid = await self.store.start_run(
-            user_id,
-            cid,
-            goal,
-            mode,
-            runtime_name,
-            owner,
-            model=model or "",
-            mcp_servers=mcp_servers,
-            approval=approval or self.settings.approval_mode,
-            can_ask=can_ask,
-            title=goal_title(goal),
-            new_conversation=conversation_id is None,
-        )
+        # the run's values, worked out once: stored, and (executed here) its row as is
+        values: RunValues = {
+            "goal": goal,
+            "mode": mode,
+            "runtime": runtime or self.settings.runtime,
+            "owner": owner,
+            "model": model or "",
+            "mcp_servers": mcp_servers,
+            "approval": approval or self.settings.approval_mode,
+            "can_ask": self.kind != "cli" if can_ask is None else can_ask,
+            "new_conversation": conversation_id is None,
+        }
+        rid = await self.store.start_run(user_id, cid, **values, title=goal_title(goal))
         if listener is not None or delta_listener is not None:  # (the CLI: its own run)
             self.runs.follow(rid, Followers(listener, delta_listener))
         record = None
@@ -270,17 +280,9 @@ class RunManager:
                 run_id=rid,
                 conversation_id=cid,
                 user_id=user_id,
-                goal=goal,
-                mode=mode,
-                runtime=runtime_name,
                 status="running",
-                owner=owner,
                 stop_requested=False,
-                model=model or "",
-                new_conversation=conversation_id is None,
-                mcp_servers=mcp_servers,
-                approval=approval or self.settings.approval_mode,
-                can_ask=can_ask,
+                **values,
             )
         try:
             await self.executor.submit(rid)
