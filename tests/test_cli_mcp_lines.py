@@ -6,6 +6,7 @@ from __future__ import annotations
 from backend.actions import builtin_registry
 from backend.agent.tool_notices import tool_notice
 from backend.cli.main import Progress, _progress_line
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 
 REGISTRY = builtin_registry()
@@ -24,7 +25,11 @@ def test_progress_is_printed_live_and_the_result_after_it() -> None:
     running = Message.build("mcp_tool", "Calling calc__steps {}", status="running")
     p.message(running)
     for text in ("1/2: step 1 of 2\n", "2/2: step 2 of 2\n"):
-        p.delta({"uuid": running.uuid, "action_type": "mcp_tool", "stream": "stdout", "text": text})
+        p.delta(
+            DeltaEvent.model_validate(
+                {"uuid": running.uuid, "action_type": "mcp_tool", "stream": "stdout", "text": text}
+            )
+        )
     assert out[1:] == ["  | 1/2: step 1 of 2", "  | 2/2: step 2 of 2"]
     data = [{"name": "calc__steps", "arguments": {"count": 2}, "parts": []}]
     p.message(Message.build("mcp_tool", "2 steps done", uuid=running.uuid, json=data))

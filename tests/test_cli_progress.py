@@ -7,7 +7,9 @@ from typing import Any
 
 from backend.actions import builtin_registry
 from backend.cli.main import Progress, _progress_line, final_line
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
+from tests.support.deltas import delta
 
 REGISTRY = builtin_registry()
 
@@ -35,19 +37,32 @@ def test_live_output_is_printed_by_line_and_the_final_message_points_to_it() -> 
     running = Message.build("terminal_run", "make", status="running")
     p.message(running)
     p.delta(
-        {
-            "uuid": running.uuid,
-            "action_type": "terminal_run",
-            "stream": "stdout",
-            "text": "step 1\nstep",
-        }
+        DeltaEvent.model_validate(
+            {
+                "uuid": running.uuid,
+                "action_type": "terminal_run",
+                "stream": "stdout",
+                "text": "step 1\nstep",
+            }
+        )
     )
     assert out[-1] == "  | step 1"
     p.delta(
-        {"uuid": running.uuid, "action_type": "terminal_run", "stream": "stderr", "text": "warn\n"}
+        DeltaEvent.model_validate(
+            {
+                "uuid": running.uuid,
+                "action_type": "terminal_run",
+                "stream": "stderr",
+                "text": "warn\n",
+            }
+        )
     )
-    p.delta({"uuid": running.uuid, "action_type": "terminal_run", "stream": "stdout", "text": " 2"})
-    p.delta({"uuid": "other", "action_type": "auto_reply", "text": "ignored"})
+    p.delta(
+        DeltaEvent.model_validate(
+            {"uuid": running.uuid, "action_type": "terminal_run", "stream": "stdout", "text": " 2"}
+        )
+    )
+    p.delta(delta(uuid="other", action_type="auto_reply", text="ignored"))
     assert out[1:] == ["  | step 1", "  ! warn"]
     final = Message.build(
         "terminal_run", "Exit code: 0\nstdout:\nstep 1\nstep 2\n", uuid=running.uuid
@@ -61,7 +76,11 @@ def test_a_failed_command_is_printed_whole_even_after_its_live_output() -> None:
     p = Progress(REGISTRY, out.append)
     running = Message.build("terminal_run", "make", status="running")
     p.message(running)
-    p.delta({"uuid": running.uuid, "stream": "stderr", "text": "KeyError: 'x'\n"})
+    p.delta(
+        DeltaEvent(
+            uuid=running.uuid, action_type="terminal_run", stream="stderr", text="KeyError: 'x'\n"
+        )
+    )
     p.message(
         Message.build(
             "terminal_run",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from backend.actions.registry import Registry
     from backend.config import Settings
     from backend.llm.base import LLM
     from backend.messages.bus import Bus
+    from backend.messages.deltas import DeltaEvent
     from backend.runtime.base import Runtime
     from backend.store.repo import Store
     from backend.tools.kit import Tools
@@ -25,9 +26,9 @@ class RunNotifier(Protocol):
     @property
     def cross_process(self) -> bool: ...
 
-    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None: ...
+    async def publish_delta(self, run_id: str, delta: DeltaEvent) -> None: ...
 
-    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool: ...
+    def publish_delta_now(self, run_id: str, delta: DeltaEvent) -> bool: ...
 
 
 @dataclass(frozen=True)

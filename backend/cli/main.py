@@ -24,6 +24,7 @@ from backend.cli.waits import Follower, Terminal, Waits, follow, needs_terminal,
 from backend.cli.words import person_line
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
+from backend.messages.deltas import DeltaEvent
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import PlanTask, SummaryFile, read_items
@@ -388,19 +389,18 @@ class Progress:
         self._partial: dict[tuple[str, str], str] = {}
         self._shown: set[str] = set()
 
-    def delta(self, payload: dict[str, Any]) -> None:
-        stream = payload.get("stream")
+    def delta(self, delta: DeltaEvent) -> None:
+        stream = delta.stream
         if not stream:
             return  # model text: its stored message follows
-        uuid = str(payload.get("uuid", ""))
-        key = (uuid, str(stream))
-        text = self._partial.pop(key, "") + str(payload.get("text", ""))
+        uuid = delta.uuid
+        key = (uuid, stream)
+        text = self._partial.pop(key, "") + delta.text
         *lines, rest = text.split("\n")
         if rest:
             self._partial[key] = rest
-        kind = payload.get("action_type")
-        defn = self.actions.by_kind(str(kind)) if kind is not None else None
-        progress = kind is not None and not (defn is not None and defn.output_is_result)
+        defn = self.actions.by_kind(delta.action_type)
+        progress = not (defn is not None and defn.output_is_result)
         for line in lines:
             self._line(uuid, str(stream), line, progress=progress)
 

@@ -9,6 +9,7 @@ from backend.actions import builtin_registry
 from backend.lemonai.routes import path_mapper
 from backend.lemonai.stream import LemonStream
 from backend.lemonai.translate import Translator, conversation, lemon_mode
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from backend.store.shapes import ConversationStatus, ConversationSummary
 
@@ -98,8 +99,8 @@ def test_auto_mode_ending_without_an_answer_is_an_agent_stream() -> None:
 def test_chat_deltas_stream_and_the_final_answer_adds_only_the_rest() -> None:
     s = LemonStream("chat", path_mapper(WS), REGISTRY)
     assert s.message(msg("question", "q", role="user")) == ['__lemon_mode__{"mode": "chat"}']
-    assert s.delta({"uuid": "x", "action_type": "thinking", "text": "no"}) == []
-    assert s.delta({"uuid": "x", "action_type": "auto_reply", "text": "\nPar"}) == ["\nPar"]
+    assert s.delta(DeltaEvent(uuid="x", action_type="thinking", text="no")) == []
+    assert s.delta(DeltaEvent(uuid="x", action_type="auto_reply", text="\nPar")) == ["\nPar"]
     assert s.message(msg("auto_reply", "Paris.", seq=2)) == ["is."]
     assert s.end() == ['__lemon_out_end__{"message_id": "2", "pid": "1"}']
 
