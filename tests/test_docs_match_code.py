@@ -24,6 +24,7 @@ from tests.docs_check import (
 )
 
 REGISTRY = builtin_registry()
+BACKEND = API_DOC.parents[1] / "backend"
 # the approval table's row of the actions that never ask, as the registry makes it
 ROW = next(line for line in approval_table(REGISTRY).splitlines() if "| none |" in line)
 NEVER_ASKS = [d.name for d in REGISTRY.defs() if d.approval is None]
@@ -108,3 +109,13 @@ def test_a_setting_the_docs_miss_or_a_variable_nothing_reads_is_named() -> None:
         ".env.example sets WEB_TIMEOUTS, which nothing reads",
         "the docs' tables list SANDBOX_GPU, which nothing reads",
     ]
+
+
+def test_the_code_cites_only_documents_the_repository_has() -> None:
+    # "DESIGN" was cited and is not in the repository: the docs are docs/*.md and README.md
+    cited = [
+        path.relative_to(BACKEND.parent)
+        for path in sorted(BACKEND.rglob("*.py"))
+        if 'DESIGN "' in path.read_text(encoding="utf-8")
+    ]
+    assert cited == []
