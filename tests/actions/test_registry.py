@@ -125,6 +125,11 @@ def test_a_registered_action_is_offered_run_shown_printed_and_translated(
     with client_for(settings, llm) as client:
         messages, end, _ = post_run(client, {"goal": "shout hello", "mode": "agent"})
         actions = client.app.state.manager.actions  # type: ignore[attr-defined]
+        document = client.get("/api/openapi.json").json()
+    # the API's own description names it (its name and kind, what it carries)
+    schemas = document["components"]["schemas"]
+    assert "shout" in schemas["ActionType"]["enum"] and "shout" in schemas["MessageKind"]["enum"]
+    assert "Shouted" in schemas
     assert llm.errors == [] and end["status"] == "completed"
     # offered: the prompt lists it with its description and example
     system = next(c for c in llm.calls if c.stage == "thinking").messages[0]["content"]
