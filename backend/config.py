@@ -197,6 +197,15 @@ class Settings(BaseSettings):
     def auth_enabled(self) -> bool:
         return bool(self.user_tokens())
 
+    # ---- actions a deployment adds (docs/tools.md "A new action"): Python modules or
+    # packages, comma-separated, each module with an ``ACTION`` (one named as a builtin
+    # action replaces it)
+    action_modules: str = ""
+
+    @property
+    def action_module_names(self) -> list[str]:
+        return [name.strip() for name in self.action_modules.split(",") if name.strip()]
+
     # ---- tools beyond the sandbox: web search and web pages (docs/tools.md) -------------
     # web_search provider: searxng (SEARCH_URL), ddgs (keyless), tavily or brave (SEARCH_API_KEY);
     # unset: web_search is not offered to the model

@@ -28,7 +28,6 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -54,15 +53,17 @@ def switch_off(switch: str) -> None:
     elif switch == "unpublished":
         from backend.actions.values import scrub
         from backend.agent.live import Live
+        from backend.messages.deltas import DeltaEvent
 
-        def made_only(self: Live, payload: dict[str, Any]) -> None:
-            payload["text"] = scrub(payload["text"])
+        def made_only(self: Live, delta: DeltaEvent) -> None:
+            scrub(delta.text)
 
         Live._emit = made_only  # type: ignore[method-assign]
     elif switch == "unwritten":
         import backend.api.agent as agent
         from backend.api.sse import SseResponse, feed_response
-        from backend.runs.feed import Delta, FeedEvent
+        from backend.messages.deltas import DeltaEvent
+        from backend.runs.feed import FeedEvent
 
         def without_deltas(
             feed: AsyncIterator[FeedEvent],
@@ -71,7 +72,7 @@ def switch_off(switch: str) -> None:
         ) -> SseResponse[FeedEvent]:
             async def skipped() -> AsyncIterator[FeedEvent]:
                 async for event in feed:
-                    if not isinstance(event, Delta):
+                    if not isinstance(event, DeltaEvent):
                         yield event
 
             return feed_response(skipped(), headers, send_timeout)

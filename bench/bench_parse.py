@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backend.actions import FormatError, parse_actions
+from backend.actions import FormatError, builtin_registry, parse_actions
 from backend.actions.model import MAX_REPLY_CHARS
 from backend.actions.scanner import Scanner
 from backend.agent.task_loop import read_reply
@@ -136,7 +136,7 @@ def hostile() -> None:
         parse_actions(five)
     now = time.perf_counter() - t0
     t0 = time.perf_counter()
-    Scanner(five).run()
+    Scanner(five, builtin_registry().vocabulary).run()
     uncapped = time.perf_counter() - t0
     print(
         f"5 MB of <write_code> openers: {now * 1e3:.2f} ms now (size cap: format error); "
@@ -153,7 +153,7 @@ def hostile() -> None:
         _quiet(under)
 
     async def threaded() -> None:
-        await read_reply(Completion(text=under))
+        await read_reply(Completion(text=under), builtin_registry().vocabulary)
 
     lag_inline, took_inline = asyncio.run(_stall(inline))
     lag_thread, took_thread = asyncio.run(_stall(threaded))

@@ -68,8 +68,17 @@ API_MODELS := backend/api/wire_types.py backend/api/models.py backend/api/previe
 $(API_SCHEMA): $(API_MODELS) | .venv/.synced
 	@.venv/bin/python -m backend.api.wire_types > $@.tmp && mv $@.tmp $@
 
-$(API_TYPES): $(API_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
+$(API_TYPES): $(API_SCHEMA) $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
 	@cd frontend && $(NPM) run --silent gen:api-types
 
 frontend-types: $(API_TYPES)
 frontend/dist/index.html: $(API_TYPES)
+
+# docs/api.md's tables of the actions (approval classes, stream kinds and payloads) are made
+# from the action registry too (backend/actions/registry/docs.py); tests/test_docs_match_code.py
+# fails when the committed tables differ from the registry's.
+.PHONY: action-docs
+action-docs: | .venv/.synced
+	@.venv/bin/python -m backend.actions.registry.docs docs/api.md
+
+frontend-types: action-docs

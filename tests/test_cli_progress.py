@@ -5,46 +5,64 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from backend.actions import builtin_registry
 from backend.cli.main import Progress, _progress_line, final_line
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
+from tests.support.deltas import delta
+
+REGISTRY = builtin_registry()
 
 
 def test_the_cause_of_an_error_is_never_cut() -> None:
     cause = "Traceback (most recent call last):\n" + "  frame\n" * 40 + "KeyError: 'colunm'"
     line = _progress_line(
-        Message.build("terminal_run", f"Exit code: 1\nstderr:\n{cause}", status="failure")
+        REGISTRY, Message.build("terminal_run", f"Exit code: 1\nstderr:\n{cause}", status="failure")
     )
     assert line.startswith("[terminal_run FAIL] Exit code: 1")
     assert line.endswith("KeyError: 'colunm'")
     assert len(line) > 400
-    err = _progress_line(Message.build("error", "x" * 1000, status="failure"))
+    err = _progress_line(REGISTRY, Message.build("error", "x" * 1000, status="failure"))
     assert err == "[error FAIL] " + "x" * 1000
 
 
 def test_routine_lines_stay_short() -> None:
-    line = _progress_line(Message.build("write_code", "y" * 500))
+    line = _progress_line(REGISTRY, Message.build("write_code", "y" * 500))
     assert line == "[write_code ok] " + "y" * 160 + "…"
 
 
 def test_live_output_is_printed_by_line_and_the_final_message_points_to_it() -> None:
     out: list[str] = []
-    p = Progress(out.append)
+    p = Progress(REGISTRY, out.append)
     running = Message.build("terminal_run", "make", status="running")
     p.message(running)
     p.delta(
-        {
-            "uuid": running.uuid,
-            "action_type": "terminal_run",
-            "stream": "stdout",
-            "text": "step 1\nstep",
-        }
+        DeltaEvent.model_validate(
+            {
+                "uuid": running.uuid,
+                "action_type": "terminal_run",
+                "stream": "stdout",
+                "text": "step 1\nstep",
+            }
+        )
     )
     assert out[-1] == "  | step 1"
     p.delta(
-        {"uuid": running.uuid, "action_type": "terminal_run", "stream": "stderr", "text": "warn\n"}
+        DeltaEvent.model_validate(
+            {
+                "uuid": running.uuid,
+                "action_type": "terminal_run",
+                "stream": "stderr",
+                "text": "warn\n",
+            }
+        )
     )
-    p.delta({"uuid": running.uuid, "action_type": "terminal_run", "stream": "stdout", "text": " 2"})
-    p.delta({"uuid": "other", "action_type": "auto_reply", "text": "ignored"})
+    p.delta(
+        DeltaEvent.model_validate(
+            {"uuid": running.uuid, "action_type": "terminal_run", "stream": "stdout", "text": " 2"}
+        )
+    )
+    p.delta(delta(uuid="other", action_type="auto_reply", text="ignored"))
     assert out[1:] == ["  | step 1", "  ! warn"]
     final = Message.build(
         "terminal_run", "Exit code: 0\nstdout:\nstep 1\nstep 2\n", uuid=running.uuid
@@ -55,10 +73,14 @@ def test_live_output_is_printed_by_line_and_the_final_message_points_to_it() -> 
 
 def test_a_failed_command_is_printed_whole_even_after_its_live_output() -> None:
     out: list[str] = []
-    p = Progress(out.append)
+    p = Progress(REGISTRY, out.append)
     running = Message.build("terminal_run", "make", status="running")
     p.message(running)
-    p.delta({"uuid": running.uuid, "stream": "stderr", "text": "KeyError: 'x'\n"})
+    p.delta(
+        DeltaEvent(
+            uuid=running.uuid, action_type="terminal_run", stream="stderr", text="KeyError: 'x'\n"
+        )
+    )
     p.message(
         Message.build(
             "terminal_run",
@@ -82,14 +104,14 @@ def test_a_command_is_printed_with_its_exit_code_and_its_streams() -> None:
         }
     ]
     line = _progress_line(
-        Message.build("terminal_run", "Exit code: 2\n…", status="failure", json=data)
+        REGISTRY, Message.build("terminal_run", "Exit code: 2\n…", status="failure", json=data)
     )
     assert line == "[terminal_run FAIL] $ make  [exit 2]\n    | cc -c a.c\n    ! a.c:1: error"
 
 
 def test_a_command_cut_short_by_a_stop_is_printed_as_its_words() -> None:
     text = "Stopped before it finished.\nOutput before that:\nstdout:\nhi\nstderr: (empty)"
-    line = _progress_line(Message.build("terminal_run", text, status="failure"))
+    line = _progress_line(REGISTRY, Message.build("terminal_run", text, status="failure"))
     assert line == "[terminal_run FAIL] " + text.replace("\n", "\n    ")
 
 
@@ -128,12 +150,15 @@ def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> N
     from backend.agent.unusable import unusable_message
 
     refusal = "I can't help with that. " * 20
-    assert _progress_line(Message.build("auto_reply", refusal)) == "[auto_reply] " + refusal.strip()
-    said = _progress_line(narration_message("I won't.\nNot this.", "t1", "u1"))
+    assert (
+        _progress_line(REGISTRY, Message.build("auto_reply", refusal))
+        == "[auto_reply] " + refusal.strip()
+    )
+    said = _progress_line(REGISTRY, narration_message("I won't.\nNot this.", "t1", "u1"))
     assert said == "[thinking] I won't.\n    Not this."
     broken = "<terminal_run><cwd>.</cwd></terminal_run>"
     line = _progress_line(
-        unusable_message("`terminal_run` was missing command", broken, stage="action")
+        REGISTRY, unusable_message("`terminal_run` was missing command", broken, stage="action")
     )
     assert line.startswith(
         "[unusable reply] The model's reply could not be used as an action: "
@@ -147,9 +172,9 @@ def test_the_summary_names_its_files_and_passes_over_a_running_preview() -> None
         {"filepath": "app.py", "filename": "app.py", "url": "/api/files/c/app.py", "filesize": 3},
         {"preview": {"name": "app", "port": 8080, "path": "/", "url": "http://x/p/t/"}},
     ]
-    line = _progress_line(Message.build("finish_summery", "Done.", json=files))
+    line = _progress_line(REGISTRY, Message.build("finish_summery", "Done.", json=files))
     assert line == "[summary] Done.\n[files] app.py"
     plan = [
         {"id": "1", "title": "Write", "description": "", "requirement": "", "status": "pending"}
     ]
-    assert _progress_line(Message.build("plan", "", json=plan)) == "[plan] Write"
+    assert _progress_line(REGISTRY, Message.build("plan", "", json=plan)) == "[plan] Write"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from backend.actions import builtin_registry
 from backend.cli.waits import (
     REASON_MAX,
     Answer,
@@ -22,6 +23,8 @@ from backend.cli.waits import (
 from backend.messages.message import Message
 from backend.messages.payloads import ApprovalRequest, ApprovalShown, plain_items
 from backend.waits.digest import action_digest
+
+REGISTRY = builtin_registry()
 
 
 @pytest.fixture
@@ -118,12 +121,12 @@ def test_what_a_person_reads_before_answering() -> None:
     edit = Message.build("approval", "--- a/app.py\n+++ b/app.py\n@@\n-x\n+y", status="running")
     edit.meta.json_ = request("edit_file", "edits", {})
     edit.meta.filepath = "app.py"
-    assert show_wait(edit) == (
+    assert show_wait(edit, REGISTRY) == (
         "The agent wants to run edit_file (app.py) [edits]:\n"
         "    --- a/app.py\n    +++ b/app.py\n    @@\n    -x\n    +y"
     )
     question = Message.build("ask_user", "Which port?", status="running")
-    assert show_wait(question) == "The agent asks:\n    Which port?"
+    assert show_wait(question, REGISTRY) == "The agent asks:\n    Which port?"
 
 
 def test_only_never_runs_without_a_terminal(tty: tuple[int, int]) -> None:
@@ -145,7 +148,7 @@ def test_a_command_is_shown_whole_with_its_size_before_it_is_approved() -> None:
     msg = Message.build(
         "approval", padded, status="running", json=request("terminal_run", "terminal", params)
     )
-    assert show_wait(msg).split("\n") == [
+    assert show_wait(msg, REGISTRY).split("\n") == [
         "The agent wants to run terminal_run [terminal], 81 lines, 517 characters:",
         "       1  $ echo safe[400 spaces]; touch HIDDEN1",
         "    2-80    [79 empty lines]",
@@ -168,7 +171,7 @@ def cut_approval() -> Message:
 
 def test_what_an_approval_left_out_is_said_and_s_prints_it_whole(tty: tuple[int, int]) -> None:
     msg = cut_approval()
-    assert show_wait(msg).endswith(
+    assert show_wait(msg, REGISTRY).endswith(
         "\nNot all shown: Cut after line 4 of the diff: 4 more lines (28 characters) are not "
         "shown here. Type s to print the whole of it."
     )

@@ -1,12 +1,15 @@
 """The docs list what the code has, no more and no less: the actions of docs/api.md's tables
-are the action registry's (with their approval classes and stream kinds), and the settings
-named in the docs and shown in .env.example are backend/config.py's Settings."""
+are the action registry's (with their approval classes and stream kinds; its tables of them
+are made from the registry), and the settings named in the docs and shown in .env.example
+are backend/config.py's Settings."""
 
 from __future__ import annotations
 
+import pytest
 from pydantic import Field
 
-from backend.actions import registry
+from backend.actions import builtin_registry
+from backend.actions.registry.docs import MissingTable, approval_table, rewrite
 from backend.config import Settings
 from tests.docs_check import (
     API_DOC,
@@ -20,35 +23,52 @@ from tests.docs_check import (
     setting_problems,
 )
 
-ROW = "| `read_file`, `finish`, `ask_user` | none | runs | runs | runs |"
+REGISTRY = builtin_registry()
+BACKEND = API_DOC.parents[1] / "backend"
+# the approval table's row of the actions that never ask, as the registry makes it
+ROW = next(line for line in approval_table(REGISTRY).splitlines() if "| none |" in line)
+NEVER_ASKS = [d.name for d in REGISTRY.defs() if d.approval is None]
+
+
+def test_docs_api_tables_of_the_actions_are_made_from_the_registry() -> None:
+    text = API_DOC.read_text(encoding="utf-8")
+    assert rewrite(text) == text, "docs/api.md's action tables are old: make frontend-types"
+    assert ROW in text
+
+
+def test_docs_without_a_tables_markers_are_refused_by_name() -> None:
+    text = API_DOC.read_text(encoding="utf-8").replace("<!-- end: approval classes -->", "")
+    with pytest.raises(MissingTable, match="approval classes"):
+        rewrite(text)
 
 
 def test_docs_api_tables_list_exactly_the_registered_actions() -> None:
-    assert action_problems(API_DOC.read_text(encoding="utf-8"), registry.defs()) == []
+    assert action_problems(API_DOC.read_text(encoding="utf-8"), REGISTRY.defs()) == []
 
 
 def test_an_action_the_docs_miss_or_invent_or_misclass_is_named() -> None:
     text = API_DOC.read_text(encoding="utf-8")
-    assert ROW in text
-    missing = text.replace(ROW, "| `read_file`, `ask_user` | none | runs | runs | runs |")
-    assert action_problems(missing, registry.defs()) == [
-        "finish is an action the approval table of docs/api.md does not list"
+    last = NEVER_ASKS[-1]
+    fewer = ", ".join(f"`{n}`" for n in NEVER_ASKS[:-1])
+    missing = text.replace(ROW, f"| {fewer} | none | runs | runs | runs |")
+    assert action_problems(missing, REGISTRY.defs()) == [
+        f"{last} is an action the approval table of docs/api.md does not list"
     ]
     invented = text.replace(ROW, ROW + "\n| `teleport` | none | runs | runs | runs |")
-    assert action_problems(invented, registry.defs()) == [
+    assert action_problems(invented, REGISTRY.defs()) == [
         "docs/api.md lists an action 'teleport' the code does not have"
     ]
     misclassed = text.replace(
-        ROW, ROW.replace("`finish`, ", "") + "\n| `finish` | `web` | runs | asks | asks |"
+        ROW, f"| {fewer} | none | runs | runs | runs |\n| `{last}` | `web` | runs | asks | asks |"
     )
-    assert action_problems(misclassed, registry.defs()) == [
-        "finish: the docs say class `web`, its ActionDef None",
-        "finish: the docs say ['runs', 'asks', 'asks'] for never/risky/always",
+    assert action_problems(misclassed, REGISTRY.defs()) == [
+        f"{last}: the docs say class `web`, its ActionDef None",
+        f"{last}: the docs say ['runs', 'asks', 'asks'] for never/risky/always",
     ]
     rekinded = text.replace(
         "| `web_search` (`query`) | `search` |", "| `web_search` (`query`) | `find` |"
     )
-    assert action_problems(rekinded, registry.defs()) == [
+    assert action_problems(rekinded, REGISTRY.defs()) == [
         "web_search: the docs say kind `find`, it is search"
     ]
 
@@ -89,3 +109,13 @@ def test_a_setting_the_docs_miss_or_a_variable_nothing_reads_is_named() -> None:
         ".env.example sets WEB_TIMEOUTS, which nothing reads",
         "the docs' tables list SANDBOX_GPU, which nothing reads",
     ]
+
+
+def test_the_code_cites_only_documents_the_repository_has() -> None:
+    # "DESIGN" was cited and is not in the repository: the docs are docs/*.md and README.md
+    cited = [
+        path.relative_to(BACKEND.parent)
+        for path in sorted(BACKEND.rglob("*.py"))
+        if 'DESIGN "' in path.read_text(encoding="utf-8")
+    ]
+    assert cited == []

@@ -1,17 +1,17 @@
 """Turning model replies into actions, and the registry that defines them."""
 
-from backend.actions.model import ACTIONS, Action, ActionSpec, FormatError, TruncatedReplyError
+from backend.actions.model import Action, ActionSpec, FormatError, TruncatedReplyError
 from backend.actions.parse import extract_thinking, parse_actions
-from backend.actions.registry import ActionDef, register  # fills the tables the parser reads
+from backend.actions.registry import ActionDef, Registry, builtin_registry
 
 __all__ = [
-    "ACTIONS",
     "Action",
     "ActionDef",
     "ActionSpec",
     "FormatError",
+    "Registry",
     "TruncatedReplyError",
+    "builtin_registry",
     "extract_thinking",
     "parse_actions",
-    "register",
 ]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from backend.actions.model import ACTIONS, ActionSpec
+from typing import TYPE_CHECKING
+
+from backend.actions.model import ActionSpec
+
+if TYPE_CHECKING:
+    from backend.actions.vocabulary import Vocabulary
 
 
 def signature(spec: ActionSpec) -> str:
@@ -10,19 +15,20 @@ def signature(spec: ActionSpec) -> str:
     return f"{spec.name}({', '.join(params)})"
 
 
-def allowed_actions() -> str:
-    return ", ".join(signature(spec) for spec in ACTIONS.values())
+def allowed_actions(vocab: Vocabulary) -> str:
+    return ", ".join(signature(spec) for spec in vocab.offered.values())
 
 
-def format_help() -> str:
+def format_help(vocab: Vocabulary) -> str:
+    """The format lesson: every action each task is offered, its signature and example."""
     lines = [
         "Write each action as XML tags, with the raw text inside (no escaping, no CDATA "
         "needed), outside any code fence and after your reasoning:",
     ]
-    for spec in ACTIONS.values():
+    for spec in vocab.offered.values():
         lines.append(f"- {signature(spec)}: {spec.description}")
         lines.append(f"  {spec.example}")
-    lines.append("Allowed actions: " + ", ".join(ACTIONS) + ".")
+    lines.append("Allowed actions: " + ", ".join(vocab.offered) + ".")
     return "\n".join(lines)
 
 
@@ -35,7 +41,7 @@ def action_help(spec: ActionSpec) -> str:
     )
 
 
-def no_action(found_mentions: list[str]) -> str:
+def no_action(vocab: Vocabulary, found_mentions: list[str]) -> str:
     head = "Your reply contains no action, so nothing was done."
     if found_mentions:
         head += (
@@ -43,38 +49,40 @@ def no_action(found_mentions: list[str]) -> str:
             + ", ".join(f"<{name}>" for name in found_mentions)
             + " without any parameters.)"
         )
-    return f"{head}\n{format_help()}"
+    return f"{head}\n{format_help(vocab)}"
 
 
-def repeated_note() -> str:
+def repeated_note(vocab: Vocabulary) -> str:
     return (
         "Your reply repeated the format note's examples, which are not actions, so nothing "
         "was run. Write the action(s) this task needs next, with your own paths, commands "
-        "and text.\n" + format_help()
+        "and text.\n" + format_help(vocab)
     )
 
 
-def call_in_reasoning(names: list[str]) -> str:
+def call_in_reasoning(vocab: Vocabulary, names: list[str]) -> str:
     calls = ", ".join(f"`{name}`" for name in names)
     return (
         f"Your reply called {calls} from the analysis channel, which is reasoning, so nothing "
         "was run. Send a call in the commentary channel "
         "(`<|channel|>commentary to=functions.NAME`), or write the action(s) after your "
-        "reasoning.\n" + format_help()
+        "reasoning.\n" + format_help(vocab)
     )
 
 
-def analysis_not_ended() -> str:
+def analysis_not_ended(vocab: Vocabulary) -> str:
     return (
         "Your analysis-channel message held the header of another message before its "
         "<|end|>, so all of it was read as reasoning and nothing was run. End the analysis "
         "message with <|end|> before the next message, or write the action(s) after your "
-        "reasoning.\n" + format_help()
+        "reasoning.\n" + format_help(vocab)
     )
 
 
-def unknown_action(name: str) -> str:
-    return f"Unknown action `{name}`. Allowed actions: {allowed_actions()}.\n{format_help()}"
+def unknown_action(vocab: Vocabulary, name: str) -> str:
+    return (
+        f"Unknown action `{name}`. Allowed actions: {allowed_actions(vocab)}.\n{format_help(vocab)}"
+    )
 
 
 def missing_params(spec: ActionSpec, missing: list[str]) -> str:
@@ -95,20 +103,20 @@ def duplicate_param(spec: ActionSpec, param: str) -> str:
     )
 
 
-def bad_arguments(name: str, detail: str) -> str:
+def bad_arguments(vocab: Vocabulary, name: str, detail: str) -> str:
     return (
         f"The arguments of tool call `{name}` could not be read ({detail}). Give the "
-        f"arguments as a JSON object of strings, or use the XML format.\n{format_help()}"
+        f"arguments as a JSON object of strings, or use the XML format.\n{format_help(vocab)}"
     )
 
 
-def unclosed_reasoning(marker: tuple[str, str], cut: bool) -> str:
+def unclosed_reasoning(vocab: Vocabulary, marker: tuple[str, str], cut: bool) -> str:
     """`marker`: the block's opener and closer as the model writes them."""
     opener, closer = marker
     why = "was cut off inside" if cut else "never closed"
     return (
         f"Your reply {why} its {opener} reasoning block, so it holds no action. Keep the "
-        f"reasoning short, close it with {closer}, then write the action(s).\n" + format_help()
+        f"reasoning short, close it with {closer}, then write the action(s).\n" + format_help(vocab)
     )
 
 
@@ -137,12 +145,12 @@ def cut_after_actions(names: list[str]) -> str:
     )
 
 
-def cut_before_action() -> str:
+def cut_before_action(vocab: Vocabulary) -> str:
     return (
         "Your reply was cut off (it hit the output length limit) before any complete "
         "action, so nothing was done. Keep the text before the action short; if a file is "
         "large, write it in smaller parts: split it into several smaller files, or write a "
-        "first part and add the rest in later replies.\n" + format_help()
+        "first part and add the rest in later replies.\n" + format_help(vocab)
     )
 
 
@@ -163,10 +171,10 @@ def invalid_characters(action: str, param: str) -> str:
     )
 
 
-def unreadable(detail: str) -> str:
+def unreadable(vocab: Vocabulary, detail: str) -> str:
     return (
         f"Your reply could not be read ({detail}), so nothing from it was run. Write plain "
-        "actions as shown below.\n" + format_help()
+        "actions as shown below.\n" + format_help(vocab)
     )
 
 

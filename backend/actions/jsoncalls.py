@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend.actions import corrections
-from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS
+
+if TYPE_CHECKING:
+    from backend.actions.vocabulary import Vocabulary
 
 NAME_KEYS = ("name", "tool", "tool_name", "action")
 ARG_KEYS = ("arguments", "parameters", "args", "input", "params", "action_input")
@@ -34,19 +36,6 @@ class RawAction:
     end: int = -1
 
 
-def canonical_action(name: str, *, loose: bool = True) -> str | None:
-    key = name.strip()
-    if key in KNOWN_ACTIONS:
-        return key
-    low = key.lower()
-    if low in KNOWN_ACTIONS:
-        return low
-    alias = ACTION_ALIASES.get(low)
-    if alias and (loose or "_" in low):
-        return alias
-    return None
-
-
 def _to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -55,8 +44,8 @@ def _to_text(value: Any) -> str:
     return json.dumps(value)
 
 
-def from_mapping(name: str, args: Any) -> RawAction:
-    canon = canonical_action(name)
+def from_mapping(vocab: Vocabulary, name: str, args: Any) -> RawAction:
+    canon = vocab.canonical(name)
     action = RawAction(name=canon or name, known=canon is not None, closed=True)
     if isinstance(args, str):
         if not args.strip():
@@ -65,12 +54,12 @@ def from_mapping(name: str, args: Any) -> RawAction:
             try:
                 args = _DECODER.decode(args)
             except json.JSONDecodeError as exc:
-                action.error = corrections.bad_arguments(name, f"invalid JSON: {exc.msg}")
+                action.error = corrections.bad_arguments(vocab, name, f"invalid JSON: {exc.msg}")
                 return action
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        action.error = corrections.bad_arguments(name, "not a JSON object")
+        action.error = corrections.bad_arguments(vocab, name, "not a JSON object")
         return action
     for key, value in args.items():
         if value is None:  # `"cwd": null` means: not given
@@ -79,7 +68,7 @@ def from_mapping(name: str, args: Any) -> RawAction:
     return action
 
 
-def calls_in(obj: Any, depth: int = 0) -> list[RawAction] | None:
+def calls_in(vocab: Vocabulary, obj: Any, depth: int = 0) -> list[RawAction] | None:
     """The tool calls in a decoded JSON value, or None when it is not a tool call.
     Nesting is bounded (a list of calls, a `tool_calls` key, a `function` object)."""
     if depth > 4:
@@ -89,7 +78,7 @@ def calls_in(obj: Any, depth: int = 0) -> list[RawAction] | None:
             return None
         found: list[RawAction] = []
         for item in obj:
-            calls = calls_in(item, depth + 1)
+            calls = calls_in(vocab, item, depth + 1)
             if calls is None:
                 return None
             found.extend(calls)
@@ -97,20 +86,20 @@ def calls_in(obj: Any, depth: int = 0) -> list[RawAction] | None:
     if not isinstance(obj, dict):
         return None
     if isinstance(obj.get("tool_calls"), list):
-        return calls_in(obj["tool_calls"], depth + 1)
+        return calls_in(vocab, obj["tool_calls"], depth + 1)
     if isinstance(obj.get("function"), dict) and "name" in obj["function"]:
-        return calls_in(obj["function"], depth + 1)
+        return calls_in(vocab, obj["function"], depth + 1)
     name = next((obj[k] for k in NAME_KEYS if isinstance(obj.get(k), str)), None)
     if name is None:
         return None
     arg_key = next((k for k in ARG_KEYS if k in obj), None)
     if arg_key is not None:
-        return [from_mapping(name, obj[arg_key])]
+        return [from_mapping(vocab, name, obj[arg_key])]
     # flat form {"action": "write_code", "path": …}: only for our own action names
-    if canonical_action(name) is None:
+    if vocab.canonical(name) is None:
         return None
     name_key = next(k for k in NAME_KEYS if obj.get(k) == name)
-    return [from_mapping(name, {k: v for k, v in obj.items() if k != name_key})]
+    return [from_mapping(vocab, name, {k: v for k, v in obj.items() if k != name_key})]
 
 
 def decode_at(text: str, pos: int) -> tuple[Any, int] | None:
@@ -120,7 +109,7 @@ def decode_at(text: str, pos: int) -> tuple[Any, int] | None:
         return None
 
 
-def native_calls(tool_calls: list[dict[str, Any]]) -> list[RawAction]:
+def native_calls(vocab: Vocabulary, tool_calls: list[dict[str, Any]]) -> list[RawAction]:
     actions: list[RawAction] = []
     for call in tool_calls:
         fn = call.get("function") if isinstance(call, dict) else None
@@ -129,8 +118,10 @@ def native_calls(tool_calls: list[dict[str, Any]]) -> list[RawAction]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             action = RawAction(name="?", known=True)
-            action.error = corrections.bad_arguments("?", "the tool call has no function name")
+            action.error = corrections.bad_arguments(
+                vocab, "?", "the tool call has no function name"
+            )
             actions.append(action)
             continue
-        actions.append(from_mapping(name, fn.get("arguments")))
+        actions.append(from_mapping(vocab, name, fn.get("arguments")))
     return actions

@@ -1,4 +1,7 @@
-"""The action vocabulary: specs, aliases and the tables the registry fills."""
+"""Actions as the parser gives them: their specs, the parameter aliases, the format errors.
+
+Which actions exist is a registry's (:class:`backend.actions.registry.Registry`); the names a
+parser reads are its :class:`~backend.actions.vocabulary.Vocabulary`."""
 
 from __future__ import annotations
 
@@ -14,22 +17,13 @@ class ActionSpec:
     # raw-text params whose bodies are kept byte-exact (file contents, commands)
     raw: tuple[str, ...] = ()
     example: str = ""
-    # other names models use for it (e.g. `bash` for terminal_run)
+    # other names models use for it (e.g. `bash` for terminal_run): read wherever its name
+    # is (an XML tag, `<function=…>`, `<invoke name=…>`, a JSON tool call)
     aliases: tuple[str, ...] = ()
     # the raw param that holds a whole file's text (beside ``path``): a Markdown fence the
     # model put around all of it is removed, with a warning
     whole_file: str = ""
 
-
-# The tables below are filled by the action registry (backend/actions/registry), where each
-# action is defined in a module of its own; the parser reads them, the prompts list the
-# offered ones.
-# always offered (the sandbox actions and `finish`)
-ACTIONS: dict[str, ActionSpec] = {}
-# offered only where the server configures them (the tools, docs/tools.md)
-TOOL_ACTIONS: dict[str, ActionSpec] = {}
-# every action the parser reads
-KNOWN_ACTIONS: dict[str, ActionSpec] = {}
 
 # Parameter names models use for ours.
 PARAM_ALIASES: dict[str, str] = {
@@ -52,10 +46,6 @@ class Action:
     type: str
     params: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False)
-
-    @property
-    def spec(self) -> ActionSpec:
-        return KNOWN_ACTIONS[self.type]
 
 
 # A reply longer than this is refused with a FormatError before it is scanned.
@@ -114,9 +104,3 @@ PARAM_ALIASES.update(
         "prompt": "question",
     }
 )
-
-# Action names models use for ours (alias -> action), filled by the registry from each
-# action's ``ActionSpec.aliases``. Names with an underscore are also accepted as XML tags;
-# the short ones (`bash`, `shell`) only where the name is explicit (`<function=…>`,
-# `<invoke name=…>`, JSON tool calls), since `<bash>` in prose is too common to trust.
-ACTION_ALIASES: dict[str, str] = {}

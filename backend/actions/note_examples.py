@@ -15,7 +15,8 @@ import re
 from functools import lru_cache
 
 from backend.actions.corrections import signature
-from backend.actions.model import KNOWN_ACTIONS, ActionSpec
+from backend.actions.model import ActionSpec
+from backend.actions.vocabulary import Vocabulary
 
 
 @lru_cache(maxsize=256)
@@ -24,10 +25,11 @@ def _pattern(spec: ActionSpec) -> re.Pattern[str]:
     return re.compile(rf"(?:{head}|example:[ \t]*)({re.escape(spec.example)})", re.M)
 
 
-def without_note_examples(text: str) -> tuple[str, int]:
-    """The reply with the note's examples blanked out, and how many there were."""
+def without_note_examples(text: str, vocab: Vocabulary) -> tuple[str, int]:
+    """The reply with the note's examples (of ``vocab``'s actions) blanked out, and how many
+    there were."""
     found = 0
-    for spec in list(KNOWN_ACTIONS.values()):
+    for spec in list(vocab.known.values()):
         if not spec.example or spec.example not in text:
             continue
         text, n = _pattern(spec).subn(lambda m: m.group(0)[: m.start(1) - m.start(0)], text)

@@ -9,12 +9,11 @@ balancing close tags, so file content stays byte-exact.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend.actions import corrections
 from backend.actions.jsoncalls import RawAction, native_calls
 from backend.actions.model import (
-    KNOWN_ACTIONS,
     MAX_REPLY_CHARS,
     Action,
     FormatError,
@@ -30,6 +29,9 @@ from backend.actions.values import (
     trim_path,
 )
 
+if TYPE_CHECKING:
+    from backend.actions.vocabulary import Vocabulary
+
 log = logging.getLogger(__name__)
 
 # params whose value may not be empty (after trimming)
@@ -37,14 +39,20 @@ _NON_EMPTY = ("path", "command", "old_str")
 _PATHS = ("path", "cwd")
 
 
-def extract_thinking(text: str) -> list[str]:
+def _builtin() -> Vocabulary:
+    from backend.actions.registry import builtin_registry
+
+    return builtin_registry().vocabulary
+
+
+def extract_thinking(text: str, vocab: Vocabulary | None = None) -> list[str]:
     """The reasoning blocks' text, in order (`<think>` and the other reasoning markers of
     docs/dialects.md, harmony `analysis` messages, a reply's text before a `</think>` that
     has no opener, and an unclosed block's text)."""
     if len(text) > MAX_REPLY_CHARS:
         return []
     try:
-        return Scanner(text).run().thinking
+        return Scanner(text, vocab or _builtin()).run().thinking
     except RecursionError:
         return []
 
@@ -54,9 +62,12 @@ def parse_actions(
     *,
     finish_reason: str | None = None,
     tool_calls: list[dict[str, Any]] | None = None,
+    vocab: Vocabulary | None = None,
 ) -> list[Action]:
     """The actions in a model reply, in order.
 
+    ``vocab``: the actions it may hold (a registry's :attr:`vocabulary`; None: the builtin
+    registry's).
     `finish_reason` is the provider's (pass it: "length" marks a reply the output limit
     cut, which is truncated: nothing in it runs, complete actions included);
     `tool_calls` the OpenAI-style native list, which, when not empty, is used instead of
@@ -64,6 +75,7 @@ def parse_actions(
     the model; never anything else, whatever the input (linear time, no recursion limit,
     a size cap of MAX_REPLY_CHARS).
     """
+    vocab = vocab or _builtin()
     size = len(text) + sum(len(str(c)) for c in tool_calls or ())
     if size > MAX_REPLY_CHARS:
         raise FormatError(
@@ -71,26 +83,27 @@ def parse_actions(
             user=f"a reply was too large ({size:,} characters; the limit is {MAX_REPLY_CHARS:,})",
         )
     try:
-        return _parse(text, finish_reason, tool_calls)
+        return _parse(vocab, text, finish_reason, tool_calls)
     except FormatError:
         raise
     except RecursionError:
         raise FormatError(
-            corrections.unreadable("it is nested too deeply"), user="a reply was nested too deeply"
+            corrections.unreadable(vocab, "it is nested too deeply"),
+            user="a reply was nested too deeply",
         ) from None
     except Exception as exc:  # a bug of ours: still a format error, never a crashed run
         log.exception("parse_actions failed on a %d-character reply", len(text))
         raise FormatError(
-            corrections.unreadable(type(exc).__name__), user="a reply could not be read"
+            corrections.unreadable(vocab, type(exc).__name__), user="a reply could not be read"
         ) from exc
 
 
 def _parse(
-    text: str, finish_reason: str | None, tool_calls: list[dict[str, Any]] | None
+    vocab: Vocabulary, text: str, finish_reason: str | None, tool_calls: list[dict[str, Any]] | None
 ) -> list[Action]:
     cut = finish_reason in ("length", "max_tokens")
     if tool_calls:
-        calls = native_calls(tool_calls)
+        calls = native_calls(vocab, tool_calls)
         if cut and calls and calls[-1].error is not None:
             # the arguments were cut off mid-JSON
             raise TruncatedReplyError(
@@ -98,70 +111,72 @@ def _parse(
             )
         if cut and calls:  # a reply the limit cut is truncated: none of it runs
             raise TruncatedReplyError(corrections.cut_after_actions([c.name for c in calls]))
-        return [_validate(raw, cut=False, last=False) for raw in calls]
+        return [_validate(vocab, raw, cut=False, last=False) for raw in calls]
 
-    text, examples = without_note_examples(text)
-    scan = Scanner(text).run()
+    text, examples = without_note_examples(text, vocab)
+    scan = Scanner(text, vocab).run()
     found = scan.actions
     chosen = [a for a in found if not a.fenced] or found
     for raw in chosen:
         if raw.truncated is not None:
             raise TruncatedReplyError(
-                corrections.truncated(raw.name, raw.truncated, _path_of(raw), cut=cut)
+                corrections.truncated(raw.name, raw.truncated, _path_of(vocab, raw), cut=cut)
             )
     if not chosen:
         if scan.unclosed_reasoning:
             marker = scan.unclosed_marker
             if cut:
-                raise TruncatedReplyError(corrections.unclosed_reasoning(marker, cut=True))
+                raise TruncatedReplyError(corrections.unclosed_reasoning(vocab, marker, cut=True))
             raise FormatError(
-                corrections.unclosed_reasoning(marker, cut=False),
+                corrections.unclosed_reasoning(vocab, marker, cut=False),
                 user="a reply never closed its reasoning block",
             )
         if cut:
-            raise TruncatedReplyError(corrections.cut_before_action())
+            raise TruncatedReplyError(corrections.cut_before_action(vocab))
         if examples:
             raise FormatError(
-                corrections.repeated_note(),
+                corrections.repeated_note(vocab),
                 user="a reply repeated the service's format note (nothing from it was run)",
             )
         if scan.reasoning_calls:
             raise FormatError(
-                corrections.call_in_reasoning(list(dict.fromkeys(scan.reasoning_calls))),
+                corrections.call_in_reasoning(vocab, list(dict.fromkeys(scan.reasoning_calls))),
                 user="a reply called a tool from its reasoning (nothing was run)",
             )
         if scan.header_in_analysis:
             raise FormatError(
-                corrections.analysis_not_ended(),
+                corrections.analysis_not_ended(vocab),
                 user="a reply's reasoning ran into its next message (nothing was run)",
             )
         raise FormatError(
-            corrections.no_action(list(dict.fromkeys(scan.mentions))),
+            corrections.no_action(vocab, list(dict.fromkeys(scan.mentions))),
             user="a reply held no action",
             words=not scan.mentions and not any(m in text for m in ("{", "```", "</", "/>")),
         )
-    actions = [_validate(raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)]
+    actions = [
+        _validate(vocab, raw, cut=cut, last=i == len(chosen) - 1) for i, raw in enumerate(chosen)
+    ]
     if cut:  # complete actions in a reply the limit cut: the reply is truncated, none runs
         raise TruncatedReplyError(corrections.cut_after_actions([a.type for a in actions]))
     return actions
 
 
-def _path_of(raw: RawAction) -> str:
+def _path_of(vocab: Vocabulary, raw: RawAction) -> str:
     for name, value, _ in raw.params:
-        if canonical_param(KNOWN_ACTIONS.get(raw.name), name) == "path":
+        if canonical_param(vocab.known.get(raw.name), name) == "path":
             return value.strip()
     return ""
 
 
-def _validate(raw: RawAction, *, cut: bool, last: bool) -> Action:
+def _validate(vocab: Vocabulary, raw: RawAction, *, cut: bool, last: bool) -> Action:
     if raw.error is not None:
         raise FormatError(raw.error, user=f"the arguments of a `{raw.name}` call were unreadable")
     if not raw.known:
         raise FormatError(
-            corrections.unknown_action(raw.name),
+            corrections.unknown_action(vocab, raw.name),
             user=f"a reply asked for an unknown action `{raw.name}`",
         )
-    spec = KNOWN_ACTIONS[raw.name]
+    spec = vocab.known[raw.name]
     allowed = (*spec.required, *spec.optional)
     params: dict[str, str] = {}
     warnings = list(raw.warnings)

@@ -1,23 +1,16 @@
-"""The scanner's tables: the action names it knows (rebuilt when the registry changes) and the
-patterns of every dialect's openers and closers."""
+"""The scanner's patterns of every dialect's openers and closers (the ones that name actions
+are a :class:`~backend.actions.vocabulary.Vocabulary`'s, made from its registry)."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-from backend.actions.model import ACTION_ALIASES, KNOWN_ACTIONS, PARAM_ALIASES, ActionSpec
-from backend.actions.registry.core import on_change
+from backend.actions.model import PARAM_ALIASES, ActionSpec
 from backend.actions.scan_reasoning import MARKER_STARTS, REASONING_CLOSE, REASONING_OPEN
 
-# ---------------------------------------------------------------------------- names
-
-# action names accepted as XML tags: ours and the underscored aliases
-# (rebuilt with the name patterns below by _refresh_names when the registry changes)
-TAG_ACTIONS: dict[str, str] = {}
-_ALL_ACTION_NAMES: list[str] = []
 # `parameters`: Anthropic's legacy `<invoke><tool_name>…</tool_name><parameters>…` wrapper
-_WRAPPERS = (
+WRAPPERS = (
     "function",
     "invoke",
     "tool_call",
@@ -26,29 +19,6 @@ _WRAPPERS = (
     "function_calls",
     "parameters",
 )
-
-
-@lru_cache(maxsize=32)
-def _param_names(spec: ActionSpec | None) -> tuple[str, ...]:
-    """Tag names that open a param of this action (ours and aliases)."""
-    if spec is None:
-        own = {p for s in KNOWN_ACTIONS.values() for p in (*s.required, *s.optional)}
-    else:
-        own = {*spec.required, *spec.optional}
-    names = own | {alias for alias, target in PARAM_ALIASES.items() if target in own}
-    return tuple(sorted(names, key=len, reverse=True))
-
-
-@lru_cache(maxsize=32)
-def _param_names_lower(spec: ActionSpec | None) -> frozenset[str]:
-    return frozenset(p.lower() for p in _param_names(spec))
-
-
-@lru_cache(maxsize=32)
-def _body_follow(spec: ActionSpec | None) -> re.Pattern[str]:
-    """What can follow the real end of a parameter body of this action."""
-    params = "|".join(re.escape(p) for p in _param_names(spec))
-    return re.compile(_FOLLOW_ANY[:-1] + r"|<(?:" + params + r")(?=[\s/>]))", re.I)
 
 
 @lru_cache(maxsize=64)
@@ -111,8 +81,6 @@ _CDATA = "<![CDATA["
 _MAX_JSON_FAILURES = 64  # each failed attempt costs O(position) in the json module
 _FENCE_INFO = re.compile(r"[\w+#.-]*[ \t]*\r?\n")
 _ACTION_CLOSE_OK = re.compile(r"""[^"'`\\)\]},;+]|\Z""")
-# what may follow the real end of a parameter body (after whitespace)
-_FOLLOW_ANY = ""  # set by _refresh_names
 # GLM-4.5: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>…</tool_call>`
 _GLM_OPEN = re.compile(
     r"<((?:[\w.-]+:)?tool_call)>[ \t]*([A-Za-z_][\w.-]*)[ \t]*\r?\n?\s*(?=<arg_key>)"
@@ -146,39 +114,6 @@ _MISTRAL_CALL = re.compile(
     r"\[TOOL_CALLS\][ \t]*([A-Za-z_][\w.-]*)[ \t]*(?:\[CALL_ID\][ \t]*[\w-]*[ \t]*)?\[ARGS\]"
 )
 _JSON_FENCE = re.compile(r"\s*(?:```|~~~)[\w-]*[ \t]*\r?\n")
-
-_NEW_ACTION = re.compile("")  # set by _refresh_names
-
-
-def _refresh_names() -> None:
-    """(Re)build the tables and patterns that name every known action."""
-    global _ALL_ACTION_NAMES, _FOLLOW_ANY, _NEW_ACTION
-    TAG_ACTIONS.clear()
-    TAG_ACTIONS.update({name: name for name in KNOWN_ACTIONS})
-    TAG_ACTIONS.update({a: c for a, c in ACTION_ALIASES.items() if "_" in a})
-    _ALL_ACTION_NAMES = sorted({*KNOWN_ACTIONS, *ACTION_ALIASES}, key=len, reverse=True)
-    names = "|".join(re.escape(n) for n in _ALL_ACTION_NAMES)
-    _FOLLOW_ANY = (
-        r"\s*(?:\Z|```|~~~|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:"
-        + names
-        + "|"
-        + "|".join(_WRAPPERS)
-        + r")(?=[\s=/>])"
-        r"|</?(?:[\w.-]+:|\uff5cDSML\uff5c)?(?:parameter|param|argument|arg)(?=[\s=/>])|<arg_key>)"
-    )
-    _NEW_ACTION = re.compile(
-        r"<(?:(?:"
-        + names
-        + r")(?=[\s/>])|function(?=[\s=])|(?:[\w.-]+:|\uff5cDSML\uff5c)?invoke\s)",
-        re.I,
-    )
-    _param_names.cache_clear()
-    _param_names_lower.cache_clear()
-    _body_follow.cache_clear()
-
-
-_refresh_names()
-on_change(_refresh_names)
 
 
 @lru_cache(maxsize=256)

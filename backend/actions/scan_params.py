@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from backend.actions import scan_names
 from backend.actions.jsoncalls import (
     RawAction,
 )
@@ -16,9 +16,7 @@ from backend.actions.scan_names import (
     _PARAM_STYLE_OPEN,
     _PARAM_TAG_OPEN,
     _THINK_OPEN,
-    _body_follow,
     _compiled,
-    _param_names_lower,
     canonical_param,
 )
 from backend.actions.scan_text import (
@@ -29,12 +27,16 @@ from backend.actions.scan_text import (
 )
 from backend.actions.values import parse_cdata_run
 
+if TYPE_CHECKING:
+    from backend.actions.vocabulary import Vocabulary
+
 
 class ParamReader:
     """The reply's text, its token caches, and the reading of an action's parameters."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, vocab: Vocabulary) -> None:
         self.text = text
+        self.vocab = vocab  # the actions it reads
         self.n = len(text)
         self._cache: dict[tuple[str, str], _Tokens] = {}
         self._cdata: list[tuple[int, int]] | None = None
@@ -64,7 +66,7 @@ class ParamReader:
         tm = _PARAM_TAG_OPEN.match(text, pos)
         if tm is None:
             return False
-        return tm.group(1).lower() in _param_names_lower(spec)
+        return tm.group(1).lower() in self.vocab.param_names_lower(spec)
 
     def _params(
         self,
@@ -76,12 +78,12 @@ class ParamReader:
     ) -> int:
         """Reads params until the region ends; returns where reading stopped."""
         text = self.text
-        follow = _body_follow(spec)
+        follow = self.vocab.body_follow(spec)
         while pos < region_end:
             j = text.find("<", pos, region_end)
             if j < 0:
                 return region_end
-            if scan_names._NEW_ACTION.match(text, j) or _THINK_OPEN.match(text, j):
+            if self.vocab.new_action.match(text, j) or _THINK_OPEN.match(text, j):
                 return j  # the close tag is missing; a new action starts here
             am = _ARG_KEY.match(text, j)
             pm = None if am else _PARAM_STYLE_OPEN.match(text, j)

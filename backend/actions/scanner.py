@@ -14,11 +14,10 @@ from backend.actions import corrections
 from backend.actions.jsoncalls import (
     RawAction,
     calls_in,
-    canonical_action,
     decode_at,
     from_mapping,
 )
-from backend.actions.model import KNOWN_ACTIONS, ActionSpec
+from backend.actions.model import ActionSpec
 from backend.actions.scan_names import (
     _ACTION_CLOSE_OK,
     _ATTR,
@@ -38,7 +37,6 @@ from backend.actions.scan_names import (
     _TAG,
     _THINK_CLOSE,
     _TOP,
-    TAG_ACTIONS,
     _tag_open,
     canonical_param,
 )
@@ -55,13 +53,16 @@ from backend.actions.scan_text import (
     _at_line_start,
     _Dialect,
 )
+from backend.actions.vocabulary import Vocabulary
 
 __all__ = ["Scanner", "canonical_param"]
 
 
 class Scanner(ParamReader):
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
+    """One reply's scan for the actions of ``vocab`` (a registry's)."""
+
+    def __init__(self, text: str, vocab: Vocabulary) -> None:
+        super().__init__(text, vocab)
         self.actions: list[RawAction] = []
         self.thinking: list[str] = []
         self.mentions: list[str] = []
@@ -178,17 +179,17 @@ class Scanner(ParamReader):
             if fm:
                 fname = fm.group(1) or fm.group(2) or ""
                 d = _Dialect("function", r"<(/?)function(?=[\s=>])")
-                return self._action(fname, i, fm.end(), d, fenced, {}, loose=True)
+                return self._action(fname, i, fm.end(), d, fenced, {})
         elif local == "tool_call":
             gm = _GLM_OPEN.match(text, i)
             if gm:
                 d = _Dialect("glm", r"<(/?)(?:[\w.-]+:|\uff5cDSML\uff5c)?tool_call(?=[\s>])")
-                return self._action(gm.group(2), i, gm.end(), d, fenced, {}, loose=True)
+                return self._action(gm.group(2), i, gm.end(), d, fenced, {})
         elif local == "invoke":
             im = _INVOKE_OPEN.match(text, i) or _LEGACY_INVOKE_OPEN.match(text, i)
             if im:
-                return self._action(im.group(1), i, im.end(), _INVOKE, fenced, {}, loose=True)
-        elif low in TAG_ACTIONS:
+                return self._action(im.group(1), i, im.end(), _INVOKE, fenced, {})
+        elif low in self.vocab.tags:
             om = _tag_open(name).match(text, i)
             if om and not om.group(1) and not om.group(2) and self._no_close_after(name, i):
                 # fast path (floods of openers stay cheap): no close tag anywhere after it
@@ -197,7 +198,7 @@ class Scanner(ParamReader):
                 while pos < self.n and text[pos] in " \t\r\n":
                     pos += 1
                 if pos >= self.n or not self._param_opener_at(
-                    pos, KNOWN_ACTIONS.get(TAG_ACTIONS[low])
+                    pos, self.vocab.known.get(self.vocab.tags[low])
                 ):
                     self.mentions.append(name)
                     return om.end()
@@ -209,8 +210,10 @@ class Scanner(ParamReader):
                 esc = re.escape(name)
                 d = _Dialect("tag:" + name, rf"<(/?){esc}(?=[\s/>])")
                 if om.group(2):  # self-closing: attributes only
-                    return self._finish_selfclosing(TAG_ACTIONS[low], attrs, fenced, i, om.end())
-                return self._action(name, i, om.end(), d, fenced, attrs, loose=False)
+                    return self._finish_selfclosing(
+                        self.vocab.tags[low], attrs, fenced, i, om.end()
+                    )
+                return self._action(name, i, om.end(), d, fenced, attrs)
         return i + 1
 
     def _reasoning(self, i: int) -> int:
@@ -232,7 +235,7 @@ class Scanner(ParamReader):
         if cm is None:
             self.unclosed_marker = om.names
             rest = text[om.end :]
-            final, cut = ([], 0) if self.nested else _final_actions(rest)
+            final, cut = ([], 0) if self.nested else _final_actions(rest, self.vocab)
             if final:
                 # Qwen 3.5 habit: the block is never closed, yet the reply ends with a
                 # complete action at the start of a line: that action is the answer
@@ -289,7 +292,7 @@ class Scanner(ParamReader):
             # in the regexes is that prefix or a namespace like `minimax:`)
             im = _INVOKE_OPEN.match(text, i)
             if im is not None:
-                return self._action(im.group(1), i, im.end(), _INVOKE, fenced, {}, loose=True)
+                return self._action(im.group(1), i, im.end(), _INVOKE, fenced, {})
             return i + 1
         m = _DEEPSEEK_CALL.match(text, i)
         if m is not None:
@@ -319,11 +322,11 @@ class Scanner(ParamReader):
             if pos >= self.n or self._last_brace < pos:
                 action.truncated = "arguments"
             else:
-                action.error = corrections.bad_arguments(name, "not a JSON object")
+                action.error = corrections.bad_arguments(self.vocab, name, "not a JSON object")
             self.actions.append(action)
             return pos
         obj, end = decoded
-        action = from_mapping(name, obj if isinstance(obj, dict) else [obj])
+        action = from_mapping(self.vocab, name, obj if isinstance(obj, dict) else [obj])
         action.fenced, action.start, action.end = fenced, start, end
         self.actions.append(action)
         return end
@@ -347,7 +350,7 @@ class Scanner(ParamReader):
             self._json_failures += 1
             return i + 1
         obj, end = decoded
-        calls = calls_in(obj)
+        calls = calls_in(self.vocab, obj)
         if not calls:
             return end
         for call in calls:
@@ -374,12 +377,10 @@ class Scanner(ParamReader):
         dialect: _Dialect,
         fenced: bool,
         attrs: dict[str, str],
-        *,
-        loose: bool,
     ) -> int:
         text, n = self.text, self.n
-        canon = canonical_action(written, loose=loose)
-        spec = KNOWN_ACTIONS.get(canon) if canon else None
+        canon = self.vocab.canonical(written)
+        spec = self.vocab.known.get(canon) if canon else None
         action = RawAction(
             name=canon or written, known=spec is not None, fenced=fenced, start=start
         )
@@ -451,10 +452,10 @@ _WRAPPER_OPEN_AT_END = re.compile(
 )
 
 
-def _final_actions(rest: str) -> tuple[list[RawAction], int]:
+def _final_actions(rest: str, vocab: Vocabulary) -> tuple[list[RawAction], int]:
     """The complete actions that end `rest` (the text after an unclosed `<think>`), each
     starting a line and with nothing but whitespace or tool-call wrappers around them."""
-    sub = Scanner(rest)
+    sub = Scanner(rest, vocab)
     sub.nested = True
     sub.run()
     chosen: list[RawAction] = []

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import anyio
 
-from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.agent.stored import ParkedWait
@@ -27,6 +26,7 @@ from backend.waits.classes import APPROVAL, ASK_USER
 from backend.waits.digest import action_digest
 
 if TYPE_CHECKING:
+    from backend.actions.registry import ActionDef
     from backend.agent.context import RunContext
 
 DIFF_READ_CAP = 2_000_000  # bytes of the file on disk read for a diff
@@ -54,7 +54,7 @@ async def park(ctx: RunContext, msg: Message, kind: str, index: int) -> NoReturn
 async def ask_approval(
     ctx: RunContext, task_id: str, action: Action, action_class: str, index: int
 ) -> NoReturn:
-    shown = await approval_content(ctx.state.workspace, action)
+    shown = await approval_content(ctx.state.workspace, action, ctx.deps.actions.get(action.type))
     content = scrub(shown.content)
     about = shown.about
     if content != shown.content:  # a NUL or broken Unicode: stored as U+FFFD
@@ -134,12 +134,11 @@ class Shown(NamedTuple):
     about: ApprovalShown
 
 
-async def approval_content(workspace: Path, action: Action) -> Shown:
+async def approval_content(workspace: Path, action: Action, defn: ActionDef | None) -> Shown:
     """What a person approves: the whole command, or for a file edit a unified diff against
     the file on disk (a new file: all added), cut at a line past CONTENT_CAP characters with
     a note saying what was left out (the whole new content is in the approval's params)."""
     p = action.params
-    defn = registry.get(action.type)
     view = defn.approval_view if defn is not None else ""
     whole = defn.spec.whole_file if defn is not None else ""  # a whole new file (write_code)
     if view == "command":

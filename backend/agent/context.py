@@ -18,6 +18,7 @@ from backend.agent.stored import StoredReply
 from backend.agent.transcript import Transcript, Turn, pending_turn, stored_turn, turn_from
 from backend.llm.base import Completion, DeltaCallback, LLMError
 from backend.llm.caching import keyed
+from backend.messages.deltas import DeltaEvent
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.messages.paths import relative_paths, relative_paths_in
@@ -84,17 +85,17 @@ class RunContext:
     def check_stop(self) -> None:
         self.control.check_stop()
 
-    async def publish_delta(self, payload: dict[str, Any]) -> None:
+    async def publish_delta(self, delta: DeltaEvent) -> None:
         """A live, unstored delta (see docs/api.md "The stream") to every reader of the run."""
         if not self.control.lost:
-            await self.deps.notifier.publish_delta(self.run_id, payload)
+            await self.deps.notifier.publish_delta(self.run_id, delta)
 
-    def publish_delta_now(self, payload: dict[str, Any]) -> bool:
+    def publish_delta_now(self, delta: DeltaEvent) -> bool:
         """The same at once when the notifier can (no other process to tell): True; else
         False and nothing done (it goes through :meth:`publish_delta`)."""
         if self.control.lost:
             return True
-        return self.deps.notifier.publish_delta_now(self.run_id, payload)
+        return self.deps.notifier.publish_delta_now(self.run_id, delta)
 
     def _wants_deltas(self) -> bool:
         if self.delta_listener is not None:

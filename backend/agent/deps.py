@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from backend.actions.registry import Registry
     from backend.config import Settings
     from backend.llm.base import LLM
     from backend.messages.bus import Bus
+    from backend.messages.deltas import DeltaEvent
     from backend.runtime.base import Runtime
     from backend.store.repo import Store
     from backend.tools.kit import Tools
@@ -24,9 +26,9 @@ class RunNotifier(Protocol):
     @property
     def cross_process(self) -> bool: ...
 
-    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None: ...
+    async def publish_delta(self, run_id: str, delta: DeltaEvent) -> None: ...
 
-    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool: ...
+    def publish_delta_now(self, run_id: str, delta: DeltaEvent) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -36,4 +38,5 @@ class RunDeps:
     notifier: RunNotifier
     llm: LLM
     runtime: Runtime  # the run's view of it: every action first checks the stop flag
+    actions: Registry  # the actions this process offers (backend/actions/registry)
     tools: Tools | None = None  # web search, web pages, MCP servers (None: none offered)

@@ -18,17 +18,17 @@ import codecs
 import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import cast
 
 from backend.actions.values import scrub
 from backend.agent.narration import ACTION_LINE_STARTS, ProseCut
-from backend.messages.deltas import Coalescer
+from backend.messages.deltas import Coalescer, DeltaEvent, Stream
 from backend.messages.message import Message
 
 OUTPUT_KEEP = 16_000  # characters of live output kept per stream for a stopped command
 
-DeltaSink = Callable[[dict[str, Any]], None]
-DeltaPublisher = Callable[[dict[str, Any]], Awaitable[None]]
+DeltaSink = Callable[[DeltaEvent], None]
+DeltaPublisher = Callable[[DeltaEvent], Awaitable[None]]
 
 
 class _Kept:
@@ -78,12 +78,12 @@ class Live:
         sink: DeltaSink | None = None,
         wanted: Callable[[], bool] | None = None,
         publish: DeltaPublisher | None = None,
-        publish_now: Callable[[dict[str, Any]], bool] | None = None,
+        publish_now: Callable[[DeltaEvent], bool] | None = None,
     ) -> None:
         self._sink = sink
         self._publish = publish
         self._publish_now = publish_now
-        self._outbox: deque[dict[str, Any]] = deque()
+        self._outbox: deque[DeltaEvent] = deque()
         self._drainer: asyncio.Task[None] | None = None
         self._sending = 0  # deltas taken from the outbox and still being published
         on = sink is not None or publish is not None
@@ -92,17 +92,19 @@ class Live:
         self._kinds: dict[str, str] = {}  # a running action's stream kind, by its uuid
         self._decoders: dict[tuple[str, str], codecs.IncrementalDecoder] = {}
 
-    def _emit(self, payload: dict[str, Any]) -> None:
+    def _emit(self, delta: DeltaEvent) -> None:
         # model text may hold lone surrogates or NUL (JSON escapes): never on the wire
-        payload["text"] = scrub(payload["text"])
+        text = scrub(delta.text)
+        if text != delta.text:
+            delta = delta.model_copy(update={"text": text})
         if self._sink is not None:
-            self._sink(payload)
+            self._sink(delta)
         if self._publish is None:
             return
         idle = not self._outbox and not self._sending
-        if idle and self._publish_now is not None and self._publish_now(payload):
+        if idle and self._publish_now is not None and self._publish_now(delta):
             return  # nothing queued or on its way before it: the order is kept
-        self._outbox.append(payload)
+        self._outbox.append(delta)
         if self._drainer is None or self._drainer.done():
             with contextlib.suppress(RuntimeError):  # no loop: the next drain() sends it
                 self._drainer = asyncio.get_running_loop().create_task(self.drain())
@@ -211,10 +213,10 @@ class Live:
             self.deltas.add(uuid, kind, text, stream, offset)
 
     # -- catch-up for a reader who attaches mid-command -------------------------------------
-    def catch_up(self) -> list[dict[str, Any]]:
+    def catch_up(self) -> list[DeltaEvent]:
         """The output of every running command so far, as deltas with offsets: the kept
         head at offset 0 and, when the middle was cut, the kept tail at its own offset."""
-        out: list[dict[str, Any]] = []
+        out: list[DeltaEvent] = []
         for uuid, streams in list(self._output.items()):
             for stream, kept in streams.items():
                 pieces = [(0, kept.head)]
@@ -222,15 +224,14 @@ class Live:
                     pieces.append((len(kept.head) + kept.dropped, kept.tail))
                 for offset, text in pieces:
                     if text:
-                        out.append(
-                            {
-                                "uuid": uuid,
-                                "action_type": self._kinds[uuid],
-                                "stream": stream,
-                                "text": scrub(text),
-                                "offset": offset,
-                            }
+                        delta = DeltaEvent(
+                            uuid=uuid,
+                            action_type=self._kinds[uuid],
+                            stream=cast("Stream", stream),
+                            text=scrub(text),
+                            offset=offset,
                         )
+                        out.append(delta)
         return out
 
     def send_catch_up(self) -> None:
@@ -240,10 +241,10 @@ class Live:
             return
         if self.deltas is not None:  # pending text first: offsets stay in order on the wire
             self.deltas.flush()
-        payloads = self.catch_up()
-        if not payloads:
+        deltas = self.catch_up()
+        if not deltas:
             return
-        self._outbox.extend(payloads)
+        self._outbox.extend(deltas)
         if self._drainer is None or self._drainer.done():
             with contextlib.suppress(RuntimeError):
                 self._drainer = asyncio.get_running_loop().create_task(self.drain())

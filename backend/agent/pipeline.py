@@ -14,6 +14,7 @@ from backend.agent.context import RunContext
 from backend.agent.control import RunStopped
 from backend.agent.ending import close_run
 from backend.agent.errors import RunError, TaskFailed
+from backend.agent.outcomes import Outcome, Stage
 from backend.agent.planning import first_answer, plan
 from backend.agent.prompts import render
 from backend.agent.resume import prepare_resume
@@ -46,40 +47,40 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
     set before the message that ends the stage: the checkpoint is stored with it)."""
     state = ctx.state
     if ctx.resumed and await _summary_stored(ctx):  # it had ended but for its status
-        return state.outcome or "completed"
-    if state.stage == "ending":  # it was ending (a stop, an error): it ends so
+        return state.outcome or Outcome.COMPLETED
+    if state.stage == Stage.ENDING:  # it was ending (a stop, an error): it ends so
         ctx.resumed = False
-        return await _end_early(ctx, stopped=state.outcome == "stopped", reason=state.reason)
+        return await _end_early(ctx, stopped=state.outcome == Outcome.STOPPED, reason=state.reason)
     try:
         resumed_note = await prepare_resume(ctx) if ctx.resumed else None
-        if state.stage == "start":
-            state.stage = "route"
+        if state.stage == Stage.START:
+            state.stage = Stage.ROUTE
             budget = BudgetNote(budget=limits(ctx.deps.settings))
             await ctx.publish(
                 Message.build(MessageKind.QUESTION, state.goal, role="user", json=[budget])
             )
-        if state.stage == "route":
+        if state.stage == Stage.ROUTE:
             state.snapshot = await scan_off_loop(state.workspace)
             ctx.store_with_next_checkpoint(start_files=state.snapshot_json())
             state.specialist = specialist = await route(ctx, specialists)
             ctx.store_with_next_checkpoint(task_type=specialist.task_type)
             if not specialist.needs_tools:
                 await answer_directly(ctx)
-                return "completed"
+                return Outcome.COMPLETED
             reply = uuid.uuid4().hex  # the planner's prose streams live as this auto_reply
             prose, tasks, reply = await plan(ctx, reply)
             state.tasks = _scrubbed(tasks)  # model text: no lone surrogates into the store
-            state.stage = "planned"
+            state.stage = Stage.PLANNED
             await ctx.publish(
                 Message.build(
                     MessageKind.AUTO_REPLY, scrub(first_answer(prose, state.tasks)), uuid=reply
                 )
             )
-        if state.stage == "answered":
-            return "completed"
-        if state.stage == "planned":
+        if state.stage == Stage.ANSWERED:
+            return Outcome.COMPLETED
+        if state.stage == Stage.PLANNED:
             await ctx.deps.store.save_tasks(state.run_id, state.conversation_id, state.tasks)
-            state.stage = "tasks"
+            state.stage = Stage.TASKS
             await ctx.publish(
                 Message.build(
                     MessageKind.PLAN,
@@ -87,11 +88,11 @@ async def _run_pipeline(ctx: RunContext, specialists: tuple[Specialist, ...]) ->
                     json=[PlanTask.model_validate(t) for t in state.tasks],
                 )
             )
-        if state.stage == "tasks":
+        if state.stage == Stage.TASKS:
             await _run_tasks(ctx, resumed_note)
-            state.stage = "summary"
+            state.stage = Stage.SUMMARY
         await summarize(ctx, state.tasks, state.notes, "completed")
-        return "completed"
+        return Outcome.COMPLETED
     except Parked:
         return PARKED
     except (asyncio.CancelledError, RunStopped):
@@ -159,7 +160,7 @@ async def answer_directly(ctx: RunContext) -> None:
         specialist=True,
         on_delta=ctx.live.model_text(reply, MessageKind.AUTO_REPLY),
     )
-    ctx.state.stage = "answered"
+    ctx.state.stage = Stage.ANSWERED
     await ctx.publish(
         Message.build(MessageKind.AUTO_REPLY, scrub(completion.text.strip()), uuid=reply)
     )
@@ -168,12 +169,12 @@ async def answer_directly(ctx: RunContext) -> None:
 async def _end_early(ctx: RunContext, *, stopped: bool = False, reason: str = "") -> str:
     ctx.control.ending = True
     if ctx.control.lost:  # another process already ended this run and closed its messages
-        return "failed"
+        return Outcome.FAILED
     if ctx.control.shutting_down:
         reason = "The server shut down while this run was active."
     state = ctx.state
-    outcome = "stopped" if stopped else "failed"
-    state.stage, state.outcome, state.reason = "ending", outcome, reason
+    outcome = Outcome.STOPPED if stopped else Outcome.FAILED
+    state.stage, state.outcome, state.reason = Stage.ENDING, outcome, reason
 
     async def fail_task(task: PlanTask, result: str) -> None:
         await _set_task(ctx, task, "failed", result)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.agent.asking import read_answer
@@ -24,6 +23,7 @@ from backend.messages.message import Message
 from backend.runtime.base import cap_text
 
 if TYPE_CHECKING:
+    from backend.actions.registry import Registry
     from backend.agent.context import RunContext
 
 OBSERVATION_CAP = 12_000  # as a task step's (backend/agent/steps.py)
@@ -71,8 +71,9 @@ async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     stored = await ctx.deps.store.messages(
         state.conversation_id, run_id=state.run_id, after=pending.after_seq, limit=100_000
     )
-    kinds = {registry.kind_of(a.type) for a in turn.actions}
-    closing = {d.kind for d in registry.defs() if d.ends_task}  # a task's closing note
+    actions = ctx.deps.actions
+    kinds = {actions.kind_of(a.type) for a in turn.actions}
+    closing = {d.kind for d in actions.defs() if d.ends_task}  # a task's closing note
     finals = [
         m
         for m in stored
@@ -91,11 +92,15 @@ async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     finals = [m for m in finals if m.meta.action_type not in closing]
     turn.outcomes, failed, done = [], False, 0
     for action in turn.actions:
-        defn = registry.get(action.type)
+        defn = actions.get(action.type)
         if defn is not None and defn.ends_task:
             break  # not reached: an earlier action failed
         rejected = done < len(finals) and finals[done].meta.action_type == MessageKind.APPROVAL
-        label = _label_of(finals[done]) if done < len(finals) and not rejected else _label(action)
+        label = (
+            _label_of(finals[done])
+            if done < len(finals) and not rejected
+            else _label(actions, action)
+        )
         turn.outcomes.extend(Outcome(label, "warning", w) for w in action.warnings)
         if done < len(finals):
             msg = finals[done]
@@ -115,7 +120,7 @@ async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
             continue
         await ctx.publish(
             Message.build(
-                registry.kind_of(action.type),
+                actions.kind_of(action.type),
                 NOT_RUN,
                 status="failure",
                 task_id=task_id,
@@ -135,7 +140,7 @@ def _label_of(msg: Message) -> str:
     return msg.meta.content or msg.meta.action_type
 
 
-def _label(action: Action) -> str:
+def _label(actions: Registry, action: Action) -> str:
     """As the task loop labels it (the action's own ``label``)."""
-    defn = registry.get(action.type)
+    defn = actions.get(action.type)
     return scrub(defn.label(action)) if defn is not None else action.type

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from backend.agent.outcomes import Outcome
 from backend.waits.classes import APPROVAL, ASK_USER
 
 if TYPE_CHECKING:
@@ -15,9 +16,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("planact.runs")
 REASON_CHARS = 300  # of a failed run's error in its end line
-# what `run_pipeline` returns that is not a run status (backend/agent/pipeline.py)
-HANDED_OVER = "handed_over"  # this process shuts down; the run goes on in another one
-PARKED = "parked"  # the run waits for a person, in the store only: an answer resumes it
+# what `run_pipeline` returns that is not a run status (backend/agent/outcomes.py)
+HANDED_OVER = Outcome.HANDED_OVER
+PARKED = Outcome.PARKED
 # what a run waits for, in people's words, by the kind of wait
 _WAITS_FOR = {APPROVAL: "approval", ASK_USER: "an answer to its question"}
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from backend.agent.budget import Budget
+from backend.agent.outcomes import Stage
 from backend.agent.specialists import Specialist
 from backend.agent.stored import ParkedWait, PendingTurn, StoredReply, StoredTurn
 from backend.messages.message import Message
@@ -54,7 +55,7 @@ class RunState(BaseModel):
     budget: Budget = Field(default_factory=Budget)  # what the run spent (RUN_MAX_*)
     tool_problems: list[str] = Field(default_factory=list)  # named in the stream already
     # -- where it is: a run resumed by another process goes on from here ---------------------
-    stage: str = "start"  # start | route | answered | planned | tasks | summary | ending
+    stage: Stage = Stage.START
     last_seq: int = 0  # the seq of the run's last stored message
     task_head: list[dict[str, Any]] | None = None  # the current task's transcript head
     # the prompt the next task goes on from (the last task's, with its finishing reply), so

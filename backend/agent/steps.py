@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from backend.actions import registry
 from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.agent.asking import (
@@ -83,7 +82,7 @@ class Step:
     def __init__(self, steps: Steps, index: int, action: Action, answer: WaitAnswer | None) -> None:
         self.steps, self.index, self.action, self.answer = steps, index, action, answer
         self.task_id = steps.task_id
-        self.defn = defn = registry.get(action.type)
+        self.defn = defn = steps.ctx.deps.actions.get(action.type)
         self.label = scrub(defn.label(action)) if defn else action.type
         self.kind: str = defn.kind if defn else action.type
 

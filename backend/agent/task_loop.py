@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from backend.actions import FormatError, extract_thinking, parse_actions, registry
+from backend.actions import FormatError, extract_thinking, parse_actions
 from backend.actions.model import Action, ActionSpec
 from backend.actions.registry import ActionContext, Done
 from backend.actions.values import scrub, scrub_data
@@ -35,6 +35,7 @@ from backend.runtime.base import OutputCallback
 from backend.workspace import scan_off_loop
 
 if TYPE_CHECKING:
+    from backend.actions.vocabulary import Vocabulary
     from backend.agent.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ async def run_task(ctx: RunContext, task: PlanTask, tasks: list[PlanTask], notes
         format_errors = 0
         reply = scrub(completion.text)
         if not reply.strip():  # native tool calls: say what was called
-            reply = "(tool calls) " + "; ".join(describe(a) for a in parsed)
+            reply = "(tool calls) " + "; ".join(describe(ctx.deps.actions, a) for a in parsed)
         turn = Turn(reply=reply, actions=parsed)
         ctx.begin_turn(turn)  # checkpointed with the action messages
         note = await run_actions(ctx, task, parsed, turn)
@@ -109,7 +110,9 @@ async def _task_transcript(
     # a later task goes on from the last one's prompt: its progress is appended
     before = ctx.state.carried or [{"role": "system", "content": f"{system}\n\n{fixed}"}]
     window = await anyio.to_thread.run_sync(input_window, ctx.thinking_model())
-    return Transcript([*before, this_task], condense_at=condense_at(window))
+    return Transcript(
+        [*before, this_task], condense_at=condense_at(window), actions=ctx.deps.actions
+    )
 
 
 async def _next_reply(
@@ -124,7 +127,7 @@ async def _next_reply(
         specialist=True,
         on_delta=ctx.live.prose(narration, MessageKind.THINKING),
     )
-    thoughts, parsed = await read_reply(completion)
+    thoughts, parsed = await read_reply(completion, ctx.deps.actions.vocabulary)
     for thought in thoughts:
         await ctx.publish(Message.build(MessageKind.THINKING, scrub(thought), task_id=task.id))
     if isinstance(parsed, FormatError) and not parsed.words:
@@ -178,18 +181,21 @@ def _add_turn(transcript: Transcript, turn: Turn, task: PlanTask) -> None:
         )
 
 
-async def read_reply(completion: Completion) -> tuple[list[str], list[Action] | FormatError]:
-    """The reasoning to publish and the actions (or the FormatError for the model).
-    Never raises; a big reply is read on a worker thread."""
+async def read_reply(
+    completion: Completion, vocab: Vocabulary
+) -> tuple[list[str], list[Action] | FormatError]:
+    """The reasoning to publish and the actions of ``vocab`` (or the FormatError for the
+    model). Never raises; a big reply is read on a worker thread."""
 
     def read() -> tuple[list[str], list[Action] | FormatError]:
         thoughts = [completion.reasoning.strip()] if completion.reasoning.strip() else []
-        thoughts += extract_thinking(completion.text)
+        thoughts += extract_thinking(completion.text, vocab)
         try:
             actions: list[Action] | FormatError = parse_actions(
                 completion.text,
                 finish_reason=completion.finish_reason,
                 tool_calls=completion.tool_calls,
+                vocab=vocab,
             )
         except FormatError as exc:
             actions = exc
@@ -223,9 +229,9 @@ async def run_actions(
 
 
 async def _finish(ctx: RunContext, step: Step) -> str:
-    """The action that ends the task: its note."""
-    assert step.defn is not None
-    done = await step.defn.handler(action_context(ctx), step.action)
+    """The action that ends the task: its note (through the registry as every action: the
+    stop check, a crash as its failure, its metrics)."""
+    done = await _execute(ctx, step.action, None)
     note = scrub(done.content.strip()) or "Done."
     await ctx.publish(Message.build(step.kind, note, task_id=step.task_id))
     return note
@@ -289,7 +295,7 @@ async def _execute(ctx: RunContext, action: Action, on_output: OutputCallback | 
     if ctx.checkpoints is not None:  # the previous action's checkpoint is complete
         await ctx.checkpoints.settle()
     try:
-        return await registry.execute(action_context(ctx, on_output), action)
+        return await ctx.deps.actions.execute(action_context(ctx, on_output), action)
     except Exception as exc:
         log.exception("action %s crashed", action.type)
         return Done("failure", f"The action could not run (internal error: {type(exc).__name__}).")
@@ -302,7 +308,7 @@ async def offered_actions(ctx: RunContext, task_id: str) -> tuple[list[ActionSpe
     for what the model did (the Tools panel is where the person sees the server's state)."""
     specs: list[ActionSpec] = []
     notes: list[str] = []
-    for defn, offer in await registry.offered(action_context(ctx)):
+    for defn, offer in await ctx.deps.actions.offered(action_context(ctx)):
         for about, problem in offer.problems.items():
             if about in ctx.state.tool_problems:
                 continue

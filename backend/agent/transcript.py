@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from backend.actions import registry
 from backend.actions.model import Action
+from backend.actions.registry import Registry, builtin_registry
 from backend.actions.registry import brief as _brief
 from backend.agent.service_note import own_reply, service_note
 from backend.agent.stored import PendingTurn, StoredAction, StoredTurn
@@ -78,14 +78,18 @@ class Turn:
         results = tuple((o.verdict, _NUMBERS.sub("#", o.content)) for o in self.outcomes)
         return (acts, results)
 
-    def condensed_reply(self) -> str:
-        return "(earlier reply, condensed) " + "; ".join(describe(a) for a in self.actions)
+    def condensed_reply(self, actions: Registry) -> str:
+        if self.format_error:
+            return "(earlier reply, condensed: it had no usable action)"
+        return "(earlier reply, condensed) " + "; ".join(describe(actions, a) for a in self.actions)
 
-    def condensed_observation(self, keep_error: bool) -> str:
+    def condensed_observation(self, actions: Registry, keep_error: bool) -> str:
+        if self.format_error:
+            return f"(condensed) Format error: {self.brief_error}"
         lines = []
         for o in self.outcomes:
             limit = ERROR_CHARS if keep_error and o.verdict == "FAILED" else BRIEF_CHARS
-            if _rereadable(o.label) and o.verdict == "ok" and not keep_error:
+            if _rereadable(actions, o.label) and o.verdict == "ok" and not keep_error:
                 body = f"({len(o.content):,} characters read; read the file again to see them)"
             else:
                 body = _brief(o.content, limit)
@@ -94,15 +98,18 @@ class Turn:
 
 
 class Transcript:
-    """A task's conversation with the model."""
+    """A task's conversation with the model (``actions``: the run's registry, which says
+    how an older turn's actions are condensed; None: the builtin one)."""
 
     def __init__(
         self,
         head: list[dict[str, Any]],
         keep_whole: int | None = None,
         condense_at: int | None = None,
+        actions: Registry | None = None,
     ) -> None:
         self.head = head
+        self.actions = actions or builtin_registry()
         self.turns: list[Turn] = []
         self.keep_whole = KEEP_WHOLE if keep_whole is None else keep_whole
         self.condense_at = CONDENSE_AT if condense_at is None else condense_at
@@ -114,8 +121,8 @@ class Transcript:
         out = list(self.head)
         # what earlier tasks left in the head counts against the threshold as sent whole
         earlier = _size(self.head[2:])
-        upto = condensed_upto(self.turns, self.keep_whole, self.condense_at, earlier)
-        for pair in _condensed(self.turns[:upto]):
+        upto = condensed_upto(self.turns, self.keep_whole, self.condense_at, earlier, self.actions)
+        for pair in _condensed(self.turns[:upto], self.actions):
             out.extend(pair)
         for turn in self.turns[upto:]:
             out.extend(_whole(turn))
@@ -144,15 +151,15 @@ def _whole(turn: Turn) -> list[dict[str, Any]]:
     ]
 
 
-def _condensed(turns: list[Turn]) -> list[list[dict[str, Any]]]:
+def _condensed(turns: list[Turn], actions: Registry) -> list[list[dict[str, Any]]]:
     """The condensed turns; the last failed one keeps its error (up to ERROR_CHARS). An
     unusable reply and the service's note on it are left out once condensed (what the model
     was told to fix mattered while it was fresh)."""
     last_failed = max((i for i, t in enumerate(turns) if t.failed), default=-1)
     return [
         [
-            {"role": "assistant", "content": turn.condensed_reply()},
-            {"role": "user", "content": turn.condensed_observation(i == last_failed)},
+            {"role": "assistant", "content": turn.condensed_reply(actions)},
+            {"role": "user", "content": turn.condensed_observation(actions, i == last_failed)},
         ]
         for i, turn in enumerate(turns)
         if not turn.format_error
@@ -163,7 +170,9 @@ def _size(messages: list[dict[str, Any]]) -> int:
     return sum(len(m["content"]) for m in messages)
 
 
-def condensed_upto(turns: list[Turn], keep_whole: int, condense_at: int, earlier: int = 0) -> int:
+def condensed_upto(
+    turns: list[Turn], keep_whole: int, condense_at: int, earlier: int, actions: Registry
+) -> int:
     """How many of ``turns`` are sent condensed: replays the turns as they were added and
     condenses, in one go, all but the last ``keep_whole`` whenever what the turns add up
     to (after ``earlier`` characters carried from earlier tasks) passes ``condense_at``."""
@@ -175,7 +184,7 @@ def condensed_upto(turns: list[Turn], keep_whole: int, condense_at: int, earlier
         cut = i + 1 - keep_whole
         if condensed + whole > condense_at and cut > upto:
             upto = cut
-            condensed = earlier + sum(_size(pair) for pair in _condensed(turns[:upto]))
+            condensed = earlier + sum(_size(pair) for pair in _condensed(turns[:upto], actions))
             whole = sum(_size(_whole(t)) for t in turns[upto : i + 1])
     return upto
 
@@ -196,16 +205,16 @@ def carried(transcript: Transcript, finishing_reply: str) -> list[dict[str, Any]
     return out if _size(out[2:]) <= transcript.condense_at // 2 else None
 
 
-def describe(action: Action) -> str:
+def describe(actions: Registry, action: Action) -> str:
     """One line saying what an action did (its registry definition says how)."""
-    defn = registry.get(action.type)
+    defn = actions.get(action.type)
     return defn.describe(action) if defn else action.type
 
 
-def _rereadable(label: str) -> bool:
+def _rereadable(actions: Registry, label: str) -> bool:
     """Whether the action an outcome's label names gives a result that is condensed to
     its size once old (read_file: the model reads the file again)."""
-    defn = registry.get(label.split(" ", 1)[0].rstrip(":"))
+    defn = actions.get(label.split(" ", 1)[0].rstrip(":"))
     return defn is not None and defn.rereadable
 
 

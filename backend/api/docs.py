@@ -70,6 +70,7 @@ def openapi_document(request: Request) -> dict[str, Any]:
     """Built once per app, from the app's own routes."""
     cached: dict[str, Any] | None = getattr(request.app.state, "openapi", None)
     if cached is None:
+        actions = request.app.state.manager.actions  # the process's: ACTION_MODULES' too
         info = ApiInfo(
             title="planact",
             version=_version(),
@@ -79,7 +80,7 @@ def openapi_document(request: Request) -> dict[str, Any]:
             path_params={name: ID for name in ("cid", "run_id", "uuid")},
             # the message's schema is the web UI's (backend/messages/schema.py): meta.json
             # items are the payload models (MetaItem), which kind carries which MetaPayloads
-            schemas={"Message": wire_schema},
+            schemas={"Message": lambda: wire_schema(actions)},
         )
         cached = build_document(request.app.routes, info, strict=False)
         request.app.state.openapi = cached

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from backend.store.shapes import (
     ConversationDetail,
@@ -202,16 +203,6 @@ class McpServerState(BaseModel):
 
 
 # -- the stream's events --------------------------------------------------------------------
-
-
-class DeltaEvent(BaseModel):
-    """Live text appended to a message being produced; never stored or replayed."""
-
-    uuid: str
-    action_type: str
-    text: str
-    stream: Literal["stdout", "stderr"] | None = None
-    offset: int | None = None
 
 
 class EndEvent(BaseModel):

@@ -21,12 +21,12 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import orjson
 from starlette.responses import Response
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
-from backend.runs.feed import Delta, End, FeedEvent
+from backend.messages.deltas import DeltaEvent
+from backend.runs.feed import End, FeedEvent
 
 PING_SECONDS = 15.0
 WATCH_TICKS = 4  # the send watchdog looks this many times per send timeout
@@ -55,23 +55,13 @@ class ServerSentEvent:
         return f"{head}{body}\r\n".encode()
 
 
-# a delta's JSON: compact, UTF-8 as is (what orjson writes; this encoder for what it refuses)
-_delta_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _DELTA_HEAD = b"event: delta\r\ndata: "
-
-
-def delta_json(payload: dict[str, Any]) -> bytes:
-    """A delta's payload as compact UTF-8 JSON (one line: JSON escapes every line break)."""
-    try:
-        return orjson.dumps(payload)
-    except TypeError:  # orjson.JSONEncodeError: e.g. an integer past 64 bits
-        return _delta_json(payload).encode()
 
 
 def sse_event(event: FeedEvent) -> ServerSentEvent:
     """One event of a run's feed as an SSE event."""
-    if isinstance(event, Delta):
-        return ServerSentEvent(data=delta_json(event.payload).decode(), event="delta")
+    if isinstance(event, DeltaEvent):
+        return ServerSentEvent(data=event.json_bytes().decode(), event="delta")
     if isinstance(event, End):
         end = {
             "conversation_id": event.conversation_id,
@@ -84,8 +74,8 @@ def sse_event(event: FeedEvent) -> ServerSentEvent:
 
 def feed_event_bytes(event: FeedEvent) -> bytes:
     """:func:`sse_event` encoded; a delta (~200 a run) written straight to its bytes."""
-    if isinstance(event, Delta):
-        return b"%s%s\r\n\r\n" % (_DELTA_HEAD, delta_json(event.payload))
+    if isinstance(event, DeltaEvent):
+        return b"%s%s\r\n\r\n" % (_DELTA_HEAD, event.json_bytes())
     return sse_event(event).encode()
 
 

@@ -25,7 +25,6 @@ from backend.api.models import (
     ConversationSummary,
     Decision,
     Deleted,
-    DeltaEvent,
     EndEvent,
     ErrorBody,
     FileEntry,
@@ -37,6 +36,7 @@ from backend.api.models import (
     ServerSettings,
 )
 from backend.api.previews import PreviewOut
+from backend.messages.deltas import DeltaEvent
 from backend.messages.schema import _name_enums_drop_titles, dumps
 from backend.messages.tasks import PlanTask
 from backend.tools.mcp.parts import McpCall

@@ -16,7 +16,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from backend.actions import registry as actions
+from backend.actions.registry import Registry
 from backend.agent.narration import NARRATION
 from backend.agent.tool_notices import NOTICE
 from backend.agent.unusable import UNUSABLE
@@ -25,6 +25,7 @@ from backend.cli.waits import Follower, Terminal, Waits, follow, needs_terminal,
 from backend.cli.words import person_line
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
+from backend.messages.deltas import DeltaEvent
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import PlanTask, SummaryFile, read_items
@@ -321,7 +322,7 @@ async def run_cmd(
     if settings.preview_listen is not False and manager.tools.previews is not None:
         manager.tools.previews.on_start = previews.start
 
-    progress = Progress()
+    progress = Progress(manager.actions)
     follower = Follower(store, progress.message)
     waits = None
     if terminal is not None:
@@ -439,7 +440,7 @@ def spent_words(spent: UsageFigures) -> str:
 BRIEF = 160  # characters of a progress line for routine messages (never for failures)
 
 
-def _progress_line(msg: Message, output_shown: bool = False) -> str:
+def _progress_line(actions: Registry, msg: Message, output_shown: bool = False) -> str:
     """One progress entry. Failures, errors and stops are printed whole (the cause of an
     error is never cut); routine messages on one line. ``output_shown``: the command's
     output was already printed live, so a successful one shows only its first line."""
@@ -485,24 +486,24 @@ class Progress:
     """`planact run` output: stored messages as progress lines, and the output of running
     commands line by line as it is printed (live deltas)."""
 
-    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+    def __init__(self, actions: Registry, write: Callable[[str], None] | None = None) -> None:
+        self.actions = actions  # the run's (how its results print)
         self._write = write or (lambda line: print(line, flush=True))
         self._partial: dict[tuple[str, str], str] = {}
         self._shown: set[str] = set()
 
-    def delta(self, payload: dict[str, Any]) -> None:
-        stream = payload.get("stream")
+    def delta(self, delta: DeltaEvent) -> None:
+        stream = delta.stream
         if not stream:
             return  # model text: its stored message follows
-        uuid = str(payload.get("uuid", ""))
-        key = (uuid, str(stream))
-        text = self._partial.pop(key, "") + str(payload.get("text", ""))
+        uuid = delta.uuid
+        key = (uuid, stream)
+        text = self._partial.pop(key, "") + delta.text
         *lines, rest = text.split("\n")
         if rest:
             self._partial[key] = rest
-        kind = payload.get("action_type")
-        defn = actions.by_kind(str(kind)) if kind is not None else None
-        progress = kind is not None and not (defn is not None and defn.output_is_result)
+        defn = self.actions.by_kind(delta.action_type)
+        progress = not (defn is not None and defn.output_is_result)
         for line in lines:
             self._line(uuid, str(stream), line, progress=progress)
 
@@ -514,7 +515,7 @@ class Progress:
         if msg.status != "running" and msg.uuid in self._shown:
             self._shown.discard(msg.uuid)
             shown = True
-        self._write(_progress_line(msg, output_shown=shown))
+        self._write(_progress_line(self.actions, msg, output_shown=shown))
 
     def _line(self, uuid: str, stream: str, line: str, *, progress: bool = False) -> None:
         if not progress:  # a command's output (a tool's progress is not its result)

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from backend.actions import registry
 from backend.cli.words import show_command, size_line
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
@@ -29,6 +28,7 @@ from backend.waits import WaitError, answer_approval, answer_question
 from backend.waits.digest import approval_of, digest_of
 
 if TYPE_CHECKING:
+    from backend.actions.registry import Registry
     from backend.runs.manager import RunManager
     from backend.store.repo import Store
 
@@ -160,7 +160,7 @@ def whole_text(msg: Message) -> str:
     return json.dumps(params, indent=2, ensure_ascii=False)
 
 
-def show_wait(msg: Message) -> str:
+def show_wait(msg: Message, actions: Registry) -> str:
     """What a person reads before answering: the command whole (its whitespace and lines
     made visible), the diff (and what it left out), or the question."""
     body = msg.content.rstrip("\n")
@@ -172,7 +172,7 @@ def show_wait(msg: Message) -> str:
     request = _request(msg)
     params = request.params if request else {}
     command = params.get("command")
-    defn = registry.get(action) if action else None
+    defn = actions.get(action) if action else None
     if defn is not None and defn.approval_view == "command" and isinstance(command, str):
         cwd = params.get("cwd")
         shown = _indented(show_command(command)) + (f"\n    (in {cwd})" if cwd else "")
@@ -282,7 +282,7 @@ class Waits:
         """Ask about ``msg`` and answer it; False when the person ended input (stop the
         run). A wait closed meanwhile drops its prompt."""
         self.term.discard_typeahead()
-        self.say(show_wait(msg))
+        self.say(show_wait(msg, self.manager.actions))
         if msg.meta.action_type == MessageKind.ASK_USER:
             asking = ask_question(self.term, self.say)
         else:

@@ -179,7 +179,9 @@ async def message_list(request: Request) -> Response:
     await conversation_or_404(request, cid)
     svc = services(request)
     msgs = await svc.messages(cid)
-    return ok(translate_all(msgs, path_mapper(svc.workspace(user(request), cid))))
+    return ok(
+        translate_all(msgs, path_mapper(svc.workspace(user(request), cid)), svc.manager.actions)
+    )
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -231,7 +233,7 @@ async def _run(request: Request) -> Response:
         raise LemonError(
             409, "A run is already active in this conversation: stop it or wait for it to end."
         ) from exc
-    stream = LemonStream(mode, path_mapper(svc.workspace(uid, cid)))
+    stream = LemonStream(mode, path_mapper(svc.workspace(uid, cid)), svc.manager.actions)
     return EventSourceResponse(
         _tokens(svc, stream, cid, rid),
         ping=PING_SECONDS,

@@ -10,10 +10,12 @@ from typing import Any
 
 from sse_starlette import ServerSentEvent
 
+from backend.actions.registry import Registry
 from backend.lemonai.translate import MODE_MARKER, PathMapper, Translator, chat_end_token
+from backend.messages.deltas import DeltaEvent
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
-from backend.runs.feed import Delta, End, FeedEvent
+from backend.runs.feed import End, FeedEvent
 
 HELD_IN_AUTO = (MessageKind.QUESTION, MessageKind.AUTO_REPLY)
 
@@ -50,18 +52,18 @@ class LemonStream:
     anything else) makes it an agent run, an end right after the answer a chat answer.
     """
 
-    def __init__(self, mode: str, to_abs: PathMapper) -> None:
+    def __init__(self, mode: str, to_abs: PathMapper, actions: Registry) -> None:
         self.decided: str | None = mode if mode in ("chat", "agent") else None
         self.started = False
         self.held: list[Message] = []
-        self.translator = Translator(to_abs)
+        self.translator = Translator(to_abs, actions)
         self.question_seq = 0
         self.answer_seq = 0
         self.sent_text = ""
 
     def event(self, event: FeedEvent) -> list[str]:
-        if isinstance(event, Delta):
-            return self.delta(event.payload)
+        if isinstance(event, DeltaEvent):
+            return self.delta(event)
         if isinstance(event, End):
             return self.end()
         return self.message(event)
@@ -76,11 +78,11 @@ class LemonStream:
             return self._open() + [t for m in [*held, msg] for t in self._agent(m)]
         return self._open() + (self._chat(msg) if self.decided == "chat" else self._agent(msg))
 
-    def delta(self, delta: dict[str, Any]) -> list[str]:
+    def delta(self, delta: DeltaEvent) -> list[str]:
         """Live model text: a chat answer streams as it is written."""
-        if self.decided != "chat" or delta.get("action_type") != MessageKind.AUTO_REPLY:
+        if self.decided != "chat" or delta.action_type != MessageKind.AUTO_REPLY:
             return []
-        text = str(delta.get("text", ""))
+        text = delta.text
         self.sent_text += text
         return self._open() + ([text] if text else [])
 

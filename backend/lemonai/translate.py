@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from backend.actions import registry as actions
+from backend.actions.registry import Registry
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.store.shapes import ConversationDetail, ConversationSummary
@@ -89,8 +89,11 @@ class Translator:
       message (the client's chat bubble, not "planning in progress").
     """
 
-    def __init__(self, to_abs: PathMapper, chat_runs: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, to_abs: PathMapper, actions: Registry, chat_runs: frozenset[str] = frozenset()
+    ) -> None:
         self.to_abs = to_abs
+        self.actions = actions  # the process's: each action's LemonAI type
         self.chat_runs = chat_runs
         self._running: set[str] = set()
         self._held: dict[str, Any] | None = None
@@ -149,7 +152,7 @@ class Translator:
         meta = data["meta"]
         kind = meta["action_type"]
         # the action's LemonAI type (its registry definition says: search, browser, mcp_tool…)
-        meta["action_type"] = actions.lemonai_type(kind)
+        meta["action_type"] = self.actions.lemonai_type(kind)
         if msg.status == "running":
             self._running.add(msg.uuid)
             if msg.meta.filepath:
@@ -189,9 +192,11 @@ def chat_run_ids(messages: list[Message]) -> frozenset[str]:
     return frozenset(replied - planned)
 
 
-def translate_all(messages: list[Message], to_abs: PathMapper) -> list[dict[str, Any]]:
+def translate_all(
+    messages: list[Message], to_abs: PathMapper, actions: Registry
+) -> list[dict[str, Any]]:
     """A whole conversation for ``/api/message/list``."""
-    tr = Translator(to_abs, chat_run_ids(messages))
+    tr = Translator(to_abs, actions, chat_run_ids(messages))
     out: list[dict[str, Any]] = []
     for m in messages:
         out.extend(tr.feed(m))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
-from typing import Any, Protocol
+from typing import Protocol
 
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 
 DELTA_BACKLOG = 1000  # deltas a slow reader may fall behind before old ones are dropped
@@ -21,7 +22,7 @@ DELTA_BACKLOG = 1000  # deltas a slow reader may fall behind before old ones are
 class CatchUpSource(Protocol):
     """What a live run of this process has in flight (``backend/agent/live.py``)."""
 
-    def catch_up(self) -> list[dict[str, Any]]:
+    def catch_up(self) -> list[DeltaEvent]:
         """The output of its running commands so far, as deltas with offsets."""
         ...
 
@@ -40,12 +41,12 @@ class Subscription(asyncio.Event):
 
     def __init__(self) -> None:
         super().__init__()
-        self.deltas: deque[dict[str, Any]] = deque(maxlen=DELTA_BACKLOG)
+        self.deltas: deque[DeltaEvent] = deque(maxlen=DELTA_BACKLOG)
         self._deadline: float | None = None  # loop time the wait under way ends
         self._timer: asyncio.TimerHandle | None = None
         self._timed_out = False
 
-    def take_deltas(self) -> list[dict[str, Any]]:
+    def take_deltas(self) -> list[DeltaEvent]:
         out = list(self.deltas)
         self.deltas.clear()
         return out
@@ -157,9 +158,9 @@ class Bus:
         """Someone in this process follows ``key`` (live deltas for it are worth making)."""
         return bool(self._waiters.get(key))
 
-    def deliver_delta(self, key: str, payload: dict[str, Any]) -> None:
+    def deliver_delta(self, key: str, delta: DeltaEvent) -> None:
         for sub in self._waiters.get(key, ()):
-            sub.deltas.append(payload)
+            sub.deltas.append(delta)
             sub.set()
 
     # -- wake-ups -------------------------------------------------------------------------

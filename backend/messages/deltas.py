@@ -10,25 +10,56 @@ When nobody follows the run live (``wanted()`` is false) ``add`` returns at once
 that ignore deltas, and runs nobody watches, pay nothing. ``wanted()`` is asked when a batch
 starts, not for every piece added to one that waits for its slot.
 
-Payload shape: ``{"uuid", "action_type", "text"}`` plus ``"stream"`` for command output,
-and ``"offset"`` when the producer gives one: where ``text`` starts in that stream of that
-message (characters). A batch that had to drop its middle (more than ``cap`` pending)
-moves the offset on instead of marking the cut in the text.
+A delta is one :class:`DeltaEvent`, from the coalescer to the browser (the feed, the
+notifier, the SSE stream; the web UI's type is generated from it): ``uuid``,
+``action_type``, ``text``, plus ``stream`` for command output and ``offset`` when the
+producer gives one: where ``text`` starts in that stream of that message (characters). A
+batch that had to drop its middle (more than ``cap`` pending) moves the offset on instead
+of marking the cut in the text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict
+from pydantic_core import PydanticSerializationError
 
 INTERVAL = 0.05  # seconds between two batches of one message: about 20 a second
 PENDING_CAP = 64 * 1024  # characters kept per message between two batches (the tail)
 MAX_SEGMENTS = 16  # stream switches kept in order between two batches
 
-DeltaSink = Callable[[dict[str, Any]], None]
+
+Stream = Literal["stdout", "stderr"]  # a command's output streams
+
+
+class DeltaEvent(BaseModel):
+    """Live text appended to a message being produced; never stored or replayed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uuid: str
+    action_type: str
+    text: str
+    stream: Stream | None = None
+    offset: int | None = None
+
+    def json_bytes(self) -> bytes:
+        """Compact UTF-8 JSON, without the fields it does not have (a line break in the
+        text is escaped: one line)."""
+        try:
+            return _SERIALIZER.to_json(self, exclude_none=True)
+        except PydanticSerializationError:  # a lone surrogate: escaped
+            return json.dumps(self.model_dump(exclude_none=True)).encode()
+
+
+_SERIALIZER = DeltaEvent.__pydantic_serializer__
+DeltaSink = Callable[[DeltaEvent], None]
 
 
 @dataclass
@@ -136,13 +167,15 @@ class Coalescer:
         for i, (stream, text, offset) in enumerate(segments):
             if i == 0 and skipped and offset is None:
                 text = f"[… {skipped} characters skipped …]\n{text}"
-            payload: dict[str, Any] = {"uuid": uuid, "action_type": p.action_type, "text": text}
-            if stream is not None:
-                payload["stream"] = stream
-            if offset is not None:
-                payload["offset"] = offset
+            delta = DeltaEvent(
+                uuid=uuid,
+                action_type=p.action_type,
+                text=text,
+                stream=cast("Stream | None", stream),  # (validated: stdout or stderr)
+                offset=offset,
+            )
             self.sent += 1
-            self._sink(payload)
+            self._sink(delta)
 
 
 def _merge_by_stream(p: _Pending) -> None:

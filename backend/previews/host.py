@@ -1,4 +1,4 @@
-"""The previews a process hosts (DESIGN "A service is not a command").
+"""The previews a process hosts (a service is not a command: it outlives the action and the run).
 
 :class:`PreviewHost` starts a preview's service in a conversation's sandbox (the runtime's
 ``start_service``), waits until its port accepts connections, and keeps it in the store

@@ -19,6 +19,7 @@ from backend.store.repo import Store
 from backend.store.rows import RunToExecute
 
 if TYPE_CHECKING:
+    from backend.actions.registry import Registry
     from backend.config import Settings
     from backend.llm.base import LLM
     from backend.tools.kit import Tools
@@ -33,6 +34,7 @@ async def build_context(
     llm: LLM,
     runtime: Runtime,
     workspace: Path,
+    actions: Registry,
     tools: Tools | None = None,
     shutting_down: bool = False,
     listener: Listener | None = None,
@@ -69,6 +71,7 @@ async def build_context(
         notifier=notifier,
         llm=llm,
         runtime=StopCheckedRuntime(runtime, control),
+        actions=actions,
         tools=tools,
     )
     publisher = Publisher(store, notifier.bus, cid, run_id, listener, owner)

@@ -18,20 +18,20 @@ Deltas without an offset (model text) pass as they are.
 
 from __future__ import annotations
 
-from typing import Any
+from backend.messages.deltas import DeltaEvent
 
 
 class OutputCursor:
     def __init__(self) -> None:
         self._ends: dict[tuple[str, str], int] = {}
 
-    def admit(self, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """``payload`` as this reader should get it, or None when it has all of it."""
-        offset = payload.get("offset")
-        if not isinstance(offset, int):
-            return payload
-        key = (str(payload.get("uuid")), str(payload.get("stream")))
-        text = str(payload.get("text", ""))
+    def admit(self, delta: DeltaEvent) -> DeltaEvent | None:
+        """``delta`` as this reader should get it, or None when it has all of it."""
+        offset = delta.offset
+        if offset is None:
+            return delta
+        key = (delta.uuid, str(delta.stream))
+        text = delta.text
         end = self._ends.get(key)
         if end is None:
             if offset > 0:
@@ -41,8 +41,8 @@ class OutputCursor:
             return None
         self._ends[key] = offset + len(text)
         if offset >= end:
-            return payload
-        return {**payload, "text": text[end - offset :], "offset": end}
+            return delta
+        return delta.model_copy(update={"text": text[end - offset :], "offset": end})
 
     def done(self, uuid: str) -> None:
         """The command's final message passed: its output is in it."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from backend.actions import registry
+from backend.actions.registry import Registry
 from backend.agent.ending import STOPPED, close_run
 from backend.agent.publisher import Publisher
 from backend.messages.bus import Bus
@@ -34,6 +34,7 @@ async def close_unexecuted(
     run_id: str,
     status: str,
     reason: str,
+    actions: Registry,
     end_checkpoint: EndCheckpoint | None = None,
 ) -> bool:
     """Close the run's open messages and tasks, publish `error` or `stop` and
@@ -55,7 +56,7 @@ async def close_unexecuted(
         )
 
     async def summary() -> None:
-        files = await _files_of(store, run, workspace_of(run.user_id, cid))
+        files = await _files_of(store, run, workspace_of(run.user_id, cid), actions)
         head = STOPPED if stopped else f"The run failed. {reason}"
         entries = [SummaryFile.model_validate(f) for f in files]
         await publisher.publish(Message.build(MessageKind.FINISH_SUMMERY, head, json=entries))
@@ -77,11 +78,13 @@ async def close_unexecuted(
     return ended
 
 
-async def _files_of(store: Store, run: RunToExecute, workspace: Path) -> list[dict[str, object]]:
+async def _files_of(
+    store: Store, run: RunToExecute, workspace: Path, actions: Registry
+) -> list[dict[str, object]]:
     """Files the run recorded, or wrote with a successful action, that still exist."""
     rid, cid = run.run_id, run.conversation_id
     paths = {p for p, _ in await store.run_files(rid)}
-    writers = tuple(d.kind for d in registry.defs() if d.writes_files)  # write_code, edit_file
+    writers = tuple(d.kind for d in actions.defs() if d.writes_files)  # write_code, edit_file
     for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=writers):
         if msg.status == "success" and msg.meta.filepath:
             paths.add(msg.meta.filepath)

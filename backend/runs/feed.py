@@ -1,7 +1,7 @@
 """A run's feed: every event of one run after a cursor, in order, from one place.
 
 The events are the run's stored messages (``Message``, with its ``seq``, the cursor), live
-``Delta`` payloads (model text as it is written, command output: never stored, never
+``DeltaEvent`` deltas (model text as it is written, command output: never stored, never
 replayed) and one ``End`` with the run's final status. A reader who reaches the tip while a
 command runs asks for the output so far (``Notifier.request_catch_up``); an
 ``OutputCursor`` (backend/runs/catchup.py) makes catch-up and live deltas one gapless,
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from backend.observe import metrics
 from backend.runs.catchup import OutputCursor
@@ -33,13 +33,6 @@ BATCH = 500
 
 
 @dataclass(frozen=True)
-class Delta:
-    """A live, unstored delta (docs/api.md "The stream"): its JSON payload as published."""
-
-    payload: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class End:
     """The run ended (the last event of a feed): its final status."""
 
@@ -48,7 +41,8 @@ class End:
     status: str
 
 
-FeedEvent = Message | Delta | End
+# a live, unstored delta (docs/api.md "The stream") is the DeltaEvent as it was published
+FeedEvent = Message | DeltaEvent | End
 
 
 async def run_feed(
@@ -127,10 +121,10 @@ async def run_feed(
         bus.unsubscribe(run_id, event)
 
 
-def _admitted(payloads: list[dict[str, Any]], cursor: OutputCursor) -> list[Delta]:
+def _admitted(deltas: list[DeltaEvent], cursor: OutputCursor) -> list[DeltaEvent]:
     out = []
-    for payload in payloads:
-        admitted = cursor.admit(payload)
+    for delta in deltas:
+        admitted = cursor.admit(delta)
         if admitted is not None:
-            out.append(Delta(admitted))
+            out.append(admitted)
     return out

@@ -15,12 +15,14 @@ import shutil
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anyio
 
+from backend.actions.registry import Registry, for_settings
 from backend.agent.context import RunContext
 from backend.agent.live import DeltaSink
+from backend.agent.outcomes import Outcome
 from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
@@ -55,6 +57,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class RunValues(TypedDict):
+    """A new run's values, as stored and as its row is executed here."""
+
+    goal: str
+    mode: str
+    runtime: str
+    owner: str | None
+    model: str
+    mcp_servers: list[str] | None
+    approval: str
+    can_ask: bool
+    new_conversation: bool
+
+
 class ShuttingDown(Exception):
     """This process takes no new runs (SIGTERM received)."""
 
@@ -73,8 +89,12 @@ class RunManager:
         instance_id: str | None = None,
         executor: Executor | None = None,
         tools: Tools | None = None,
+        actions: Registry | None = None,
     ) -> None:
         self.settings = settings
+        # the actions its runs are offered: the builtin ones and ACTION_MODULES', unless the
+        # process (a test) gives its own
+        self.actions = actions if actions is not None else for_settings(settings)
         # the tool actions' dependencies (search, web pages, MCP servers); made here (and
         # closed at shutdown) unless the process gives its own
         self._own_tools = tools is None
@@ -261,25 +281,21 @@ class RunManager:
             raise ShuttingDown()
         if not self._opened:
             await self.open()
-        runtime_name = runtime or self.settings.runtime
-        if can_ask is None:
-            can_ask = self.kind != "cli"
         cid = conversation_id or new_id()  # a new conversation: made with the run
         owner = self.instance_id if self.executor.runs_here else None
-        rid = await self.store.start_run(
-            user_id,
-            cid,
-            goal,
-            mode,
-            runtime_name,
-            owner,
-            model=model or "",
-            mcp_servers=mcp_servers,
-            approval=approval or self.settings.approval_mode,
-            can_ask=can_ask,
-            title=goal_title(goal),
-            new_conversation=conversation_id is None,
-        )
+        # the run's values, worked out once: stored, and (executed here) its row as is
+        values: RunValues = {
+            "goal": goal,
+            "mode": mode,
+            "runtime": runtime or self.settings.runtime,
+            "owner": owner,
+            "model": model or "",
+            "mcp_servers": mcp_servers,
+            "approval": approval or self.settings.approval_mode,
+            "can_ask": self.kind != "cli" if can_ask is None else can_ask,
+            "new_conversation": conversation_id is None,
+        }
+        rid = await self.store.start_run(user_id, cid, **values, title=goal_title(goal))
         if conversation_id is not None:  # what a rewind took away is dropped for good now
             await self.checkpoints.run_began(self.checkpoint_repo(user_id, cid), cid)
         if listener is not None or delta_listener is not None:  # (the CLI: its own run)
@@ -291,17 +307,9 @@ class RunManager:
                 run_id=rid,
                 conversation_id=cid,
                 user_id=user_id,
-                goal=goal,
-                mode=mode,
-                runtime=runtime_name,
                 status="running",
-                owner=owner,
                 stop_requested=False,
-                model=model or "",
-                new_conversation=conversation_id is None,
-                mcp_servers=mcp_servers,
-                approval=approval or self.settings.approval_mode,
-                can_ask=can_ask,
+                **values,
             )
         try:
             await self.executor.submit(rid)
@@ -363,15 +371,15 @@ class RunManager:
         run_id, row, record.row = record.run_id, record.row, None
         run = row or await self.store.run_for_execution(run_id)
         if run is None or run.status != "running":
-            return run.status if run else "missing"
+            return run.status if run else Outcome.MISSING
         if run.owner is None:
             if not await self.store.claim_run(run_id, self.instance_id, None):
-                return "taken"
+                return Outcome.TAKEN
             run = await self.store.run_for_execution(run_id)
             if run is None:
-                return "missing"
+                return Outcome.MISSING
         elif run.owner != self.instance_id:
-            return "taken"
+            return Outcome.TAKEN
         user_id, cid = run.user_id, run.conversation_id
         followers = self.runs.followers(run_id)  # (kept while the run waits: parked)
         ctx = await build_context(
@@ -382,6 +390,7 @@ class RunManager:
             llm=self.llm,
             runtime=self.runtime(run.runtime),
             tools=self.tools,
+            actions=self.actions,
             workspace=self.workspace(user_id, cid),
             shutting_down=self.runs.shutting_down,
             listener=followers.listener,
@@ -425,6 +434,7 @@ class RunManager:
             run_id,
             status,
             reason,
+            self.actions,
             end_checkpoint=self.end_of_run_checkpoint,
         )
 

@@ -6,7 +6,7 @@
   hears of it exactly when it is committed. One listening connection per process, reconnected
   when lost; after a reconnect every reader is woken to re-read the store (nothing missed).
 
-Both carry unstored live ``delta`` events: ``publish_delta(run_id, payload)`` delivers to the
+Both carry unstored live ``delta`` events: ``publish_delta(run_id, delta)`` delivers to the
 readers of this process at once and, on PostgreSQL, to the other processes by a NOTIFY sent
 outside any transaction (split so that each NOTIFY stays under PostgreSQL's 8000 bytes).
 ``request_catch_up(run_id, reader)`` gets a reader who attached mid-command the output so far:
@@ -23,9 +23,11 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from backend.messages.bus import Bus, Subscription
+from backend.messages.deltas import DeltaEvent
 from backend.store.repo import CONTROL_CHANNEL, MESSAGE_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -54,10 +56,10 @@ class Notifier(Protocol):
         """Deliver a control request recorded in the store to this process's handlers
         (other processes hear of it through the store's NOTIFY, when there is one)."""
 
-    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
+    async def publish_delta(self, run_id: str, delta: DeltaEvent) -> None:
         """A live, unstored delta of ``run_id`` for every reader on every process."""
 
-    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool:
+    def publish_delta_now(self, run_id: str, delta: DeltaEvent) -> bool:
         """The same, delivered at once when no other process needs to hear of it; False
         (nothing done) when it must go through ``publish_delta``."""
 
@@ -85,11 +87,11 @@ class LocalNotifier:
         for handler in list(self._handlers):
             handler(kind, run_id)
 
-    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
-        self.bus.deliver_delta(run_id, payload)
+    async def publish_delta(self, run_id: str, delta: DeltaEvent) -> None:
+        self.bus.deliver_delta(run_id, delta)
 
-    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool:
-        self.bus.deliver_delta(run_id, payload)
+    def publish_delta_now(self, run_id: str, delta: DeltaEvent) -> bool:
+        self.bus.deliver_delta(run_id, delta)
         return True
 
     async def request_catch_up(self, run_id: str, reader: Subscription) -> None:
@@ -99,9 +101,9 @@ class LocalNotifier:
         source = self.bus.in_flight(run_id)
         if source is None:
             return False
-        payloads = source.catch_up()
-        if payloads:
-            reader.deltas.extend(payloads)
+        deltas = source.catch_up()
+        if deltas:
+            reader.deltas.extend(deltas)
             reader.set()
         return True
 
@@ -133,14 +135,15 @@ class PgNotifier(LocalNotifier):
             with contextlib.suppress(Exception):
                 await self._sender.close()
 
-    def publish_delta_now(self, run_id: str, payload: dict[str, Any]) -> bool:
+    def publish_delta_now(self, run_id: str, delta: DeltaEvent) -> bool:
         return False  # other processes' readers hear of it by a NOTIFY: publish_delta
 
-    async def publish_delta(self, run_id: str, payload: dict[str, Any]) -> None:
-        self.bus.deliver_delta(run_id, payload)
-        for part in _split(payload):
+    async def publish_delta(self, run_id: str, delta: DeltaEvent) -> None:
+        self.bus.deliver_delta(run_id, delta)
+        for part in _split(delta):
             body = json.dumps(
-                {"i": self.instance_id, "r": run_id, "p": part}, separators=(",", ":")
+                {"i": self.instance_id, "r": run_id, "p": part.model_dump(exclude_none=True)},
+                separators=(",", ":"),
             )
             try:
                 await self._send(body)
@@ -217,22 +220,31 @@ class PgNotifier(LocalNotifier):
                 if source is not None:
                     source.send_catch_up()
                 return
-            self.bus.deliver_delta(str(data.get("r")), data.get("p") or {})
+            try:
+                delta = DeltaEvent.model_validate(data.get("p"))
+            except ValidationError:  # not a delta (a newer writer's?): readers pass over it
+                log.warning("a delta notification that is not a DeltaEvent was ignored")
+                return
+            self.bus.deliver_delta(str(data.get("r")), delta)
 
 
-def _split(payload: dict[str, Any]) -> list[dict[str, Any]]:
+def _split(delta: DeltaEvent) -> list[DeltaEvent]:
     """Cut a delta whose text is too long for one NOTIFY into several (same uuid)."""
-    size = len(json.dumps(payload).encode())
+    plain = delta.model_dump(exclude_none=True)
+    size = len(json.dumps(plain).encode())
     if size <= NOTIFY_LIMIT - 200:
-        return [payload]
-    text = str(payload.get("text", ""))
-    rest = {k: v for k, v in payload.items() if k != "text"}
+        return [delta]
+    text = delta.text
+    rest = {k: v for k, v in plain.items() if k != "text"}
     room = max(200, (NOTIFY_LIMIT - 400 - len(json.dumps(rest).encode())) // 6)  # \uXXXX
-    parts = [{**rest, "text": text[i : i + room]} for i in range(0, len(text), room)] or [rest]
-    if isinstance(rest.get("offset"), int):  # each part starts where the one before ended
-        for i, part in enumerate(parts):
-            part["offset"] = rest["offset"] + i * room
-    return parts
+    starts = range(0, len(text), room)
+    offset = delta.offset  # each part starts where the one before ended
+    return [
+        delta.model_copy(
+            update={"text": text[i : i + room], "offset": None if offset is None else offset + i}
+        )
+        for i in starts
+    ] or [delta]
 
 
 def psycopg_conninfo(database_url: str) -> str:

@@ -1,10 +1,12 @@
 // The message model's TypeScript types, generated from the JSON Schema that the Python
 // model gives (backend/messages/schema.py): `npm run gen:types` (make frontend runs it).
 //
-//   node scripts/gen-types.mjs [schema.json] [out.ts] [python module] [npm script]
+//   node scripts/gen-types.mjs [schema.json] [out.ts] [python module] [npm script] [shared]
 //
 // The API's answers take the same road (backend/api/wire_types.py -> api.schema.json ->
-// api.gen.ts: `npm run gen:api-types`).
+// api.gen.ts: `npm run gen:api-types`). ``shared`` (``other.schema.json=./other.gen``): the
+// definitions this schema has just as that one does are that module's, imported (and
+// re-exported) instead of declared again, so each interface is generated once.
 //
 // json-schema-to-typescript writes the interfaces and the union types; each enumeration
 // with member names (x-enum-varnames) also gets a constant object of the same name, so
@@ -34,11 +36,46 @@ export async function generate(schema, bannerComment) {
   return types + constants.join('')
 }
 
+/** The names of ``schema``'s definitions that ``other`` has the same; ``schema`` changed so
+ *  that its references to them name the type (json-schema-to-typescript's ``tsType``) and
+ *  they are no longer its own. */
+export function shareDefinitions(schema, other) {
+  const defs = schema.$defs ?? {}
+  const theirs = other.$defs ?? {}
+  const shared = Object.keys(defs).filter(
+    (name) => name in theirs && JSON.stringify(defs[name]) === JSON.stringify(theirs[name]),
+  )
+  const named = new Set(shared)
+  const walk = (node) => {
+    if (Array.isArray(node)) return node.map(walk)
+    if (node === null || typeof node !== 'object') return node
+    const ref = typeof node.$ref === 'string' ? node.$ref.replace('#/$defs/', '') : null
+    if (ref !== null && named.has(ref)) {
+      const { $ref, ...rest } = node
+      return { ...rest, tsType: ref }
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, walk(v)]))
+  }
+  for (const name of shared) delete defs[name]
+  Object.assign(schema, walk(schema))
+  return shared.sort()
+}
+
 const [
   schemaPath = 'src/lib/message.schema.json',
   outPath = 'src/lib/message.gen.ts',
   source = 'backend/messages/schema.py',
   script = 'gen:types',
+  sharedWith = '',
 ] = process.argv.slice(2)
 const schema = JSON.parse(readFileSync(schemaPath, 'utf8'))
-writeFileSync(outPath, await generate(schema, banner(basename(schemaPath), source, script)))
+let head = banner(basename(schemaPath), source, script)
+if (sharedWith) {
+  const [otherPath, module] = sharedWith.split('=')
+  const names = shareDefinitions(schema, JSON.parse(readFileSync(otherPath, 'utf8')))
+  if (names.length) {
+    const list = names.join(', ')
+    head += `\n\nimport type { ${list} } from '${module}'\nexport type { ${list} } from '${module}'`
+  }
+}
+writeFileSync(outPath, await generate(schema, head))

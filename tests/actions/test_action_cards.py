@@ -6,19 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend.actions.model import Action
-from backend.actions.registry import ActionContext, execute
-from backend.actions.registry import show as shown
+from backend.actions.registry import ActionContext, builtin_registry
 from backend.actions.values import scrub_data
 from backend.messages.payloads import plain_items
 from backend.runtime.diffs import DIFF_CAP, edit_diff
 from backend.runtime.local import LocalRuntime
 
+REGISTRY = builtin_registry()
+
 PROGRAM = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(10))
+
+shown = REGISTRY.show
 
 
 async def act(tmp_path: Path, name: str, **params: str):  # type: ignore[no-untyped-def]
     ctx = ActionContext(LocalRuntime(terminal_timeout=5), tmp_path)
-    return await execute(ctx, Action(name, params))
+    return await REGISTRY.execute(ctx, Action(name, params))
 
 
 async def test_a_command_carries_its_exit_code_and_each_stream(tmp_path: Path) -> None:
@@ -43,7 +46,9 @@ async def test_a_command_carries_its_exit_code_and_each_stream(tmp_path: Path) -
 
 async def test_a_command_that_times_out_says_so_without_an_exit_code(tmp_path: Path) -> None:
     ctx = ActionContext(LocalRuntime(terminal_timeout=0.5), tmp_path)
-    done = await execute(ctx, Action("terminal_run", {"command": "echo started; sleep 30"}))
+    done = await REGISTRY.execute(
+        ctx, Action("terminal_run", {"command": "echo started; sleep 30"})
+    )
     (d,) = plain_items(done.data)
     assert d["timed_out"] is True and d["exit_code"] is None
     assert d["stdout"] == "started\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backend.actions import FormatError, extract_thinking, parse_actions
+from backend.actions import FormatError, builtin_registry, extract_thinking, parse_actions
 
 PIECES = [
     "<write_code>",
@@ -119,7 +119,7 @@ def test_never_crashes(text: str, finish_reason: str | None) -> None:
         assert actions
         for action in actions:
             assert all(isinstance(v, str) for v in action.params.values())
-            spec = action.spec
+            spec = builtin_registry().vocabulary.known[action.type]
             assert set(spec.required) <= set(action.params)
     assert all(isinstance(t, str) for t in extract_thinking(text))
 

@@ -7,13 +7,16 @@ from typing import Any
 import pytest
 
 from backend.actions import (
-    ACTIONS,
+    Action,
     FormatError,
     TruncatedReplyError,
+    builtin_registry,
     extract_thinking,
     parse_actions,
 )
 from backend.actions.values import clean_plain, clean_raw, decode_entities, unwrap_cdata
+
+ACTIONS = builtin_registry().vocabulary.offered  # every task's (the format lesson lists them)
 
 
 @pytest.mark.parametrize(
@@ -221,3 +224,13 @@ def test_complete_native_calls_in_a_cut_reply_do_not_run() -> None:
     assert parse_actions("", finish_reason="stop", tool_calls=calls)[0].type == "read_file"
     with pytest.raises(TruncatedReplyError, match="after `read_file`, so nothing"):
         parse_actions("", finish_reason="length", tool_calls=calls)
+
+
+def test_an_alias_without_an_underscore_is_read_as_a_tag_too() -> None:
+    want = [Action("terminal_run", {"command": "ls -la"})]
+    assert parse_actions("<bash><command>ls -la</command></bash>") == want
+    assert parse_actions("<bash>ls -la</bash>") == want
+    assert parse_actions("<shell><command>ls -la</command></shell>") == want
+    # a mention in prose (no parameters, no closer) is still not an action
+    with pytest.raises(FormatError):
+        parse_actions("I would use <bash> for that.")

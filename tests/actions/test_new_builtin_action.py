@@ -1,8 +1,10 @@
 """A new builtin action is one module in backend/actions/registry/builtin/ and nothing else:
 written here into a temporary folder that joins the builtin package, the module alone makes
-the action parsed, offered in the prompt, run, a member of the wire's enumerations (the
-committed TypeScript types then differ: they are regenerated, not edited) and a row the
-docs check asks docs/api.md for."""
+the registry built from that package parse the action, offer it in the prompt, run it, make
+it a member of the wire's enumerations and a row of docs/api.md's tables (the committed
+TypeScript types and tables then differ: they are regenerated, not edited). The registry
+every other test uses never has it (tests/test_the_recipe.py follows the whole recipe of
+docs/tools.md in a copy of the tree)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from backend.actions import parse_actions, registry
-from backend.actions.model import ACTION_ALIASES, Action
-from backend.actions.registry import ActionContext, ActionDef, builtin, run_action
+from backend.actions import parse_actions
+from backend.actions.model import Action
+from backend.actions.registry import (
+    ActionContext,
+    ActionDef,
+    Registry,
+    builtin,
+    builtin_registry,
+    definitions,
+    run_action,
+)
+from backend.actions.registry.docs import rewrite
 from backend.actions.registry.wire import action_types, message_kinds, wire_schema
 from backend.agent.prompts import render
 from backend.messages.schema import dumps
@@ -60,31 +71,35 @@ ACTION = ActionDef(
 
 
 @pytest.fixture
-def list_dir_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ActionDef]:
-    """The module, as a newcomer adds it: a file in the builtin package (a folder of it)."""
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Registry]:
+    """The module, as a newcomer adds it: a file in the builtin package (a folder of it),
+    and the registry made from that package now (the process's, made before, is not)."""
     folder = tmp_path / "builtin_more"
     folder.mkdir()
     (folder / "list_dir.py").write_text(MODULE, encoding="utf-8")
     monkeypatch.setattr(builtin, "__path__", [*builtin.__path__, str(folder)])
-    registry.load_builtin()
-    defn = registry.get("list_dir")
-    assert defn is not None
-    yield defn
-    registry.unregister("list_dir")
+    yield Registry(definitions(builtin.__name__))
     sys.modules.pop(f"{builtin.__name__}.list_dir", None)
 
 
+@pytest.fixture
+def list_dir_module(registry: Registry) -> ActionDef:
+    defn = registry.get("list_dir")
+    assert defn is not None
+    return defn
+
+
 async def test_a_module_in_the_builtin_package_is_a_whole_new_action(
-    list_dir_module: ActionDef, tmp_path: Path
+    registry: Registry, list_dir_module: ActionDef, tmp_path: Path
 ) -> None:
-    assert registry.get("list_dir") is list_dir_module
     # parsed, in the tag dialect and as a tool call
+    vocab = registry.vocabulary
     tag = "<list_dir><path>src</path></list_dir>"
-    assert parse_actions(tag) == [Action("list_dir", {"path": "src"})]
+    assert parse_actions(tag, vocab=vocab) == [Action("list_dir", {"path": "src"})]
     call = '{"name": "list_dir", "arguments": {"path": "src"}}'
-    assert parse_actions(call) == [Action("list_dir", {"path": "src"})]
+    assert parse_actions(call, vocab=vocab) == [Action("list_dir", {"path": "src"})]
     aliased = "<list_files><path>src</path></list_files>"  # the name its module also gives
-    assert parse_actions(aliased) == [Action("list_dir", {"path": "src"})]
+    assert parse_actions(aliased, vocab=vocab) == [Action("list_dir", {"path": "src"})]
     # offered: the task loop's prompt lists it, in its place (after terminal_run's 30)
     workspace = tmp_path / "ws"
     (workspace / "src").mkdir(parents=True)
@@ -95,16 +110,17 @@ async def test_a_module_in_the_builtin_package_is_a_whole_new_action(
     assert "<list_dir> — List the files and folders of a workspace folder." in prompt
     assert prompt.index("<list_dir>") > prompt.index("<terminal_run>")
     # run through the registry like any action
-    done = await run_action(BaseRuntime(), Action("list_dir", {"path": "src"}), workspace)
+    listing = Action("list_dir", {"path": "src"})
+    done = await run_action(BaseRuntime(), listing, workspace, registry=registry)
     assert (done.status, done.content, done.data) == ("success", "app.py", [{"names": ["app.py"]}])
 
 
 def test_a_new_action_joins_the_wire_enumerations_and_the_generated_types_drift(
-    list_dir_module: ActionDef,
+    registry: Registry,
 ) -> None:
-    assert ("LISTING", "listing") in message_kinds().members
-    assert ("LIST_DIR", "list_dir") in action_types().members
-    schema = wire_schema()
+    assert ("LISTING", "listing") in message_kinds(registry).members
+    assert ("LIST_DIR", "list_dir") in action_types(registry).members
+    schema = wire_schema(registry)
     assert "listing" in schema["$defs"]["MessageKind"]["enum"]
     # what its messages carry in meta.json is its module's model, in the schema
     listing = schema["$defs"]["MetaPayloads"]["properties"]["listing"]
@@ -114,17 +130,19 @@ def test_a_new_action_joins_the_wire_enumerations_and_the_generated_types_drift(
     assert SCHEMA.read_text(encoding="utf-8") != dumps(schema)
 
 
-def test_the_docs_check_asks_for_the_new_actions_row(list_dir_module: ActionDef) -> None:
+def test_the_docs_tables_are_made_anew_with_the_new_actions_rows(registry: Registry) -> None:
     text = API_DOC.read_text(encoding="utf-8")
     assert action_problems(text, registry.defs()) == [
         "list_dir is an action the approval table of docs/api.md does not list"
     ]
-    row = "| `read_file`, `finish`, `ask_user` | none | runs | runs | runs |"
-    documented = text.replace(row, row + "\n| `list_dir` | none | runs | runs | runs |")
-    assert action_problems(documented, registry.defs()) == []
+    made = rewrite(text, registry)  # what `make frontend-types` writes
+    assert "| `read_file`, `list_dir`, `ask_user`, `finish` | none | runs | runs | runs |" in made
+    assert "| `listing` | `list_dir` | `path` | Listing |" in made
+    assert action_problems(made, registry.defs()) == []
 
 
 def test_without_the_module_there_is_no_such_action() -> None:
-    assert registry.get("list_dir") is None
-    assert "list_files" not in ACTION_ALIASES
+    actions = builtin_registry()
+    assert actions.get("list_dir") is None
+    assert "list_files" not in actions.vocabulary.aliases
     assert "list_dir" not in [name for _, name in action_types().members]

@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 
 from backend.actions import FormatError, parse_actions
-from backend.actions.model import ACTIONS
+from backend.actions.registry import builtin_registry
 from backend.agent.prompts import render
+
+# the actions every task is offered (the format note shows each one's example)
+ACTIONS = builtin_registry().vocabulary.offered
 
 # the note the task loop sends after a reply with no action, as a weak model echoed it
 ECHOED_NOTE = (Path(__file__).parent / "data" / "repeats_the_format_note.txt").read_text()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from backend.actions import registry
+from backend.actions import builtin_registry
 from backend.messages.kinds import MessageKind
 
 BACKEND = Path(__file__).resolve().parents[2] / "backend"
@@ -60,7 +60,8 @@ def switches(tree: ast.AST, actions: set[str]) -> list[int]:
 
 def test_no_module_outside_the_registry_switches_on_an_actions_name() -> None:
     own = {kind.value for kind in MessageKind}
-    actions = {d.name for d in registry.defs()} | {d.kind for d in registry.defs()}
+    defs = builtin_registry().defs()
+    actions = {d.name for d in defs} | {d.kind for d in defs}
     actions -= own  # `finish` and `ask_user` are also the run's own kinds
     found = {}
     for path in sorted(BACKEND.rglob("*.py")):

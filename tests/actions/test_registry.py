@@ -1,19 +1,27 @@
-"""Adding an action is adding one module: defined and registered here, in this test, a new
-action is parsed, offered in the prompt, executed, shown in the stream with its kind,
-printed by `planact run` and translated for LemonAI, with no other file touched."""
+"""Adding an action is adding one module: defined here, in this test (a module with an
+``ACTION``, as ACTION_MODULES names it), a new action is parsed, offered in the prompt,
+executed, shown in the stream with its kind, printed by `planact run` and translated for
+LemonAI, with no other file touched; and the builtin registry never sees it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
-from backend.actions import FormatError, parse_actions, registry
+from backend.actions import FormatError, parse_actions
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry import ActionContext, ActionDef, Done
+from backend.actions.registry import (
+    ActionContext,
+    ActionDef,
+    ActionModuleError,
+    Done,
+    Registry,
+    builtin_registry,
+    load,
+)
 from backend.cli.main import Progress
 from backend.config import Settings
 from backend.lemonai.translate import translate_all
@@ -51,35 +59,62 @@ SHOUT = ActionDef(
     show=lambda content, data: f"loudly: {content} (from {data[0].said!r})",
     payload=(Shouted,),
 )
+ACTION = SHOUT  # what ACTION_MODULES reads of a module
 # -----------------------------------------------------------------------------------------
 
-
-@pytest.fixture
-def shout_action() -> Iterator[ActionDef]:
-    registry.register(SHOUT)
-    yield SHOUT
-    registry.unregister("shout")
+registry = builtin_registry()
 
 
-def test_a_registered_action_parses_in_the_dialects_and_is_gone_when_removed() -> None:
+def test_an_added_action_parses_in_the_dialects_of_its_registry_only() -> None:
+    mine = registry.with_actions(SHOUT)
+    vocab = mine.vocabulary
+    got = parse_actions("<shout><text>hi</text></shout>", vocab=vocab)
+    assert got == [Action("shout", {"text": "hi"})]
+    qwen = "<function=shout><parameter=text>hi there</parameter></function>"
+    assert parse_actions(qwen, vocab=vocab) == [Action("shout", {"text": "hi there"})]
+    call = '{"name": "shout", "arguments": {"text": "json"}}'
+    assert parse_actions(call, vocab=vocab) == [Action("shout", {"text": "json"})]
+    # the builtin registry (every other test's) never had it
+    assert registry.get("shout") is None and builtin_registry().get("shout") is None
     with pytest.raises(FormatError):
         parse_actions("<shout><text>hi</text></shout>")
-    registry.register(SHOUT)
-    try:
-        assert parse_actions("<shout><text>hi</text></shout>") == [Action("shout", {"text": "hi"})]
-        qwen = "<function=shout><parameter=text>hi there</parameter></function>"
-        assert parse_actions(qwen) == [Action("shout", {"text": "hi there"})]
-        call = '{"name": "shout", "arguments": {"text": "json"}}'
-        assert parse_actions(call) == [Action("shout", {"text": "json"})]
-    finally:
-        registry.unregister("shout")
-    with pytest.raises(FormatError):
-        parse_actions("<shout><text>hi</text></shout>")
+
+
+def test_a_registry_without_an_action_leaves_the_builtin_one_whole() -> None:
+    fewer = registry.without("read_file")
+    with pytest.raises(FormatError, match=r"Unknown action|no action"):
+        parse_actions("<read_file><path>a</path></read_file>", vocab=fewer.vocabulary)
+    assert fewer.get("read_file") is None
+    assert builtin_registry().get("read_file") is not None
+    assert parse_actions("<read_file><path>a</path></read_file>") == [
+        Action("read_file", {"path": "a"})
+    ]
+
+
+def test_two_actions_of_one_name_or_alias_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="two actions are named 'shout'"):
+        Registry([SHOUT, SHOUT])
+    rival = ActionDef(
+        spec=ActionSpec(name="yell", description="", required=(), aliases=("bash",)),
+        kind="yell",
+        handler=shout,
+    )
+    with pytest.raises(ValueError, match="yell's alias 'bash' is already terminal_run's"):
+        registry.with_actions(rival)
+
+
+def test_action_modules_that_cannot_be_read_are_named() -> None:
+    with pytest.raises(ActionModuleError, match=r"'no\.such\.module' cannot be imported"):
+        load("no.such.module")
+    with pytest.raises(ActionModuleError, match="'json' defines no action"):
+        load("json")
+    assert load(__name__).get("shout") is SHOUT
 
 
 def test_a_registered_action_is_offered_run_shown_printed_and_translated(
-    settings: Settings, tmp_path: Path, shout_action: ActionDef
+    settings: Settings, tmp_path: Path
 ) -> None:
+    settings.action_modules = __name__  # a deployment's own action: this module's ACTION
     llm = ScriptedLLM(
         [
             ("planning", plan_reply("Shout")),
@@ -89,6 +124,12 @@ def test_a_registered_action_is_offered_run_shown_printed_and_translated(
     )
     with client_for(settings, llm) as client:
         messages, end, _ = post_run(client, {"goal": "shout hello", "mode": "agent"})
+        actions = client.app.state.manager.actions  # type: ignore[attr-defined]
+        document = client.get("/api/openapi.json").json()
+    # the API's own description names it (its name and kind, what it carries)
+    schemas = document["components"]["schemas"]
+    assert "shout" in schemas["ActionType"]["enum"] and "shout" in schemas["MessageKind"]["enum"]
+    assert "Shouted" in schemas
     assert llm.errors == [] and end["status"] == "completed"
     # offered: the prompt lists it with its description and example
     system = next(c for c in llm.calls if c.stage == "thinking").messages[0]["content"]
@@ -104,10 +145,11 @@ def test_a_registered_action_is_offered_run_shown_printed_and_translated(
     assert path.read_text() == "HELLO"
     # printed by `planact run` as its module says
     lines: list[str] = []
-    Progress(lines.append).message(Message.from_dict(shouts[1]))
+    Progress(actions, lines.append).message(Message.from_dict(shouts[1]))
     assert lines == ["[shout ok] loudly: HELLO (from 'hello')"]
     # translated for LemonAI: an action chip of its own type, the file as its path
-    lemon = translate_all([Message.from_dict(m) for m in messages], lambda p: f"/abs/{p}")
+    stored = [Message.from_dict(m) for m in messages]
+    lemon = translate_all(stored, lambda p: f"/abs/{p}", actions)
     chips = [m for m in lemon if m["meta"]["action_type"] == "shout"]
     assert [m["status"] for m in chips] == ["running", "success"]
     assert chips[1]["meta"]["filepath"] == "/abs/shouted.txt"

@@ -5,18 +5,16 @@ passed over, so what is printed is what the action's own items say."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from pydantic import BaseModel
 
-from backend.actions import registry
 from backend.actions.model import ActionSpec
-from backend.actions.registry import ActionDef, Done
-from backend.actions.registry import show as shown
+from backend.actions.registry import ActionDef, Done, Registry, builtin_registry
 from backend.actions.registry.builtin.terminal_run import CommandRun
 from backend.actions.registry.builtin.web_search import SearchHit
 from backend.messages.payloads import plain_items
+
+REGISTRY = builtin_registry()
 
 
 class Tally(BaseModel):
@@ -40,8 +38,10 @@ async def _never(*_: object) -> Done:
 
 
 @pytest.fixture
-def tally() -> Iterator[None]:
-    registry.register(
+def tally() -> Registry:
+    """A registry of its own with the action (the builtin one never has it)."""
+    got.clear()
+    return REGISTRY.with_actions(
         ActionDef(
             spec=ActionSpec(
                 name="tally_up", description="Count.", required=(), example="<tally_up/>"
@@ -52,30 +52,31 @@ def tally() -> Iterator[None]:
             payload=(Tally, Label),
         )
     )
-    got.clear()
-    yield
-    registry.unregister("tally_up")
 
 
-def test_a_show_gets_the_stored_items_as_its_payload_models(tally: None) -> None:
+def test_a_show_gets_the_stored_items_as_its_payload_models(tally: Registry) -> None:
     stored = [{"count": 3}, {"label": "three"}, {"newer": True}]  # JSON as stored
-    assert shown("tally", "done", stored) == "done: Tally, Label"
+    assert tally.show("tally", "done", stored) == "done: Tally, Label"
     assert got == [[Tally(count=3), Label(label="three")]]
 
 
-def test_a_show_gets_nothing_of_items_it_does_not_know(tally: None) -> None:
-    assert shown("tally", "done", [{"count": "many"}, "a string", 7]) == "done: "
+def test_a_show_gets_nothing_of_items_it_does_not_know(tally: Registry) -> None:
+    assert tally.show("tally", "done", [{"count": "many"}, "a string", 7]) == "done: "
     assert got == [[]]
 
 
 def test_a_search_prints_its_hits_and_passes_over_a_newer_item() -> None:
     hits = [SearchHit(title="Planact", url="https://example.org/a", snippet="s")]
-    alone = shown("search", "1 result", plain_items(hits))
+    alone = REGISTRY.show("search", "1 result", plain_items(hits))
     assert alone == "Planact\n  https://example.org/a"
-    assert shown("search", "1 result", [*plain_items(hits), {"ranked_by": "newer"}]) == alone
+    assert (
+        REGISTRY.show("search", "1 result", [*plain_items(hits), {"ranked_by": "newer"}]) == alone
+    )
 
 
 def test_a_command_is_printed_from_its_item_wherever_it_stands() -> None:
     run = CommandRun(command="ls", exit_code=0, stdout="a\n", stderr="", timed_out=False, note="")
-    printed = shown("terminal_run", "Exit code: 0", [{"progress": "newer"}, *plain_items([run])])
+    printed = REGISTRY.show(
+        "terminal_run", "Exit code: 0", [{"progress": "newer"}, *plain_items([run])]
+    )
     assert printed == "$ ls  [exit 0]\n| a"

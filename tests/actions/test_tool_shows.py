@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from backend.actions import builtin_registry
 from backend.cli.main import Progress
 from backend.lemonai.translate import translate_all
 from backend.messages.message import Message
 
+REGISTRY = builtin_registry()
+
 
 def lines_for(msg: Message) -> list[str]:
     out: list[str] = []
-    Progress(out.append).message(msg)
+    Progress(REGISTRY, out.append).message(msg)
     return out
 
 
@@ -49,7 +52,7 @@ def test_lemonai_gets_its_own_action_types_for_the_tools() -> None:
     ]
     for i, m in enumerate(msgs):
         m.seq, m.run_id = i + 1, "r"
-    out = translate_all(msgs, lambda p: p)
+    out = translate_all(msgs, lambda p: p, REGISTRY)
     assert [m["meta"]["action_type"] for m in out] == [
         "search",
         "browser",

@@ -6,12 +6,14 @@ import asyncio
 from typing import Any
 
 from backend.agent.live import Live
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
+from tests.support.deltas import collect
 
 
 async def test_live_output_is_kept_for_the_closing_text_and_flushed_before_the_final() -> None:
     sent: list[dict[str, Any]] = []
-    live = Live(sent.append)
+    live = Live(collect(sent))
     cmd = Message.build(
         "terminal_run", "make", status="running", task_id="t1", meta_content="terminal_run: make"
     )
@@ -37,8 +39,8 @@ async def test_live_output_is_kept_for_the_closing_text_and_flushed_before_the_f
 async def test_publisher_gets_every_delta_in_order_through_the_outbox() -> None:
     got: list[str] = []
 
-    async def publish(payload: dict[str, Any]) -> None:
-        got.append(payload["text"])
+    async def publish(payload: DeltaEvent) -> None:
+        got.append(payload.text)
 
     live = Live(publish=publish)
     live.text("u", "auto_reply", "a")
@@ -51,7 +53,7 @@ async def test_publisher_gets_every_delta_in_order_through_the_outbox() -> None:
 
 async def test_prose_callback_streams_only_the_words() -> None:
     sent: list[dict[str, Any]] = []
-    live = Live(sent.append)
+    live = Live(collect(sent))
     on_delta = live.prose("u1", "thinking")
     for piece in ["I'll", " fix it", ".\n<terminal", "_run><command>ls</command>"]:
         on_delta("text", piece)
@@ -65,7 +67,7 @@ async def test_prose_callback_streams_only_the_words() -> None:
 
 async def test_delta_text_never_carries_lone_surrogates_or_nul() -> None:
     sent: list[dict[str, Any]] = []
-    live = Live(sent.append)
+    live = Live(collect(sent))
     live.text("u", "auto_reply", "caf\udce9 \x00 ok")
     assert sent[0]["text"] == "caf\ufffd \ufffd ok"
     sent[0]["text"].encode("utf-8")
@@ -75,12 +77,12 @@ async def test_deltas_go_at_once_when_the_publisher_can_and_in_order_when_it_can
     got: list[str] = []
     accept = True
 
-    async def publish(payload: dict[str, Any]) -> None:
-        got.append(payload["text"])
+    async def publish(payload: DeltaEvent) -> None:
+        got.append(payload.text)
 
-    def publish_now(payload: dict[str, Any]) -> bool:
+    def publish_now(payload: DeltaEvent) -> bool:
         if accept:
-            got.append(payload["text"])
+            got.append(payload.text)
         return accept
 
     live = Live(publish=publish, publish_now=publish_now)
@@ -104,16 +106,16 @@ async def test_a_delta_waits_behind_one_still_being_published() -> None:
     fast: list[str] = []
     started, release = asyncio.Event(), asyncio.Event()
 
-    async def publish(payload: dict[str, Any]) -> None:
-        got.append(payload["text"])
+    async def publish(payload: DeltaEvent) -> None:
+        got.append(payload.text)
         started.set()
         await release.wait()  # e.g. a NOTIFY under way
 
     take_now = False
 
-    def publish_now(payload: dict[str, Any]) -> bool:
+    def publish_now(payload: DeltaEvent) -> bool:
         if take_now:
-            fast.append(payload["text"])
+            fast.append(payload.text)
         return take_now
 
     live = Live(publish=publish, publish_now=publish_now)

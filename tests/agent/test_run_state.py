@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from backend.actions.model import Action
 from backend.agent.budget import Budget
+from backend.agent.outcomes import Stage
 from backend.agent.specialists import Specialist
 from backend.agent.state import RunState
 from backend.agent.transcript import Outcome, Turn, pending_turn, stored_turn, turn_from
@@ -137,3 +141,16 @@ def test_a_turn_is_stored_in_the_shape_it_always_had(tmp_path: Path) -> None:
     back = RunState.from_json(json.dumps(old), turns=json.dumps([before]))
     assert back.pending == state.pending and back.turns == state.turns
     assert turn_from(back.turns[0]) == turn and turn_from(back.pending).outcomes == turn.outcomes
+
+
+def test_a_checkpoints_stage_is_one_of_the_pipelines_and_nothing_else() -> None:
+    base = RunState(
+        run_id="r", conversation_id="c", user_id="1", goal="g", mode="agent", runtime="local",
+        workspace=Path("/tmp/ws"),
+    )  # fmt: skip
+    assert base.stage is Stage.START
+    saved = base.model_copy(update={"stage": Stage.TASKS}).to_json()
+    assert '"stage":"tasks"' in saved  # the checkpoint's spelling is the string it was
+    assert RunState.from_json(saved).stage is Stage.TASKS
+    with pytest.raises(ValidationError, match="stage"):
+        RunState.from_json(saved.replace('"stage":"tasks"', '"stage":"warp"'))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from backend.api.sse import ServerSentEvent, SseResponse, feed_event_bytes, sse_event
-from backend.runs.feed import Delta
+from backend.messages.deltas import DeltaEvent
 
 
 class Client:
@@ -242,5 +242,6 @@ async def test_a_ping_and_an_event_are_never_sent_at_once() -> None:
 def test_a_delta_is_written_as_its_standard_json_sse_event(payload: dict[str, Any]) -> None:
     standard = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     expected = ServerSentEvent(data=standard, event="delta").encode()
-    assert feed_event_bytes(Delta(payload)) == expected
-    assert sse_event(Delta(payload)).encode() == expected
+    delta = DeltaEvent.model_validate(payload)
+    assert feed_event_bytes(delta) == expected
+    assert sse_event(delta).encode() == expected

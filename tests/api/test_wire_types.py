@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -45,6 +46,8 @@ from tests.sse_client import collect
 FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 SCHEMA = FRONTEND / "src" / "lib" / "api.schema.json"
 TYPES = FRONTEND / "src" / "lib" / "api.gen.ts"
+MESSAGE_SCHEMA = FRONTEND / "src" / "lib" / "message.schema.json"
+MESSAGE_TYPES = FRONTEND / "src" / "lib" / "message.gen.ts"
 GENERATOR = FRONTEND / "scripts" / "gen-types.mjs"
 FIX = "regenerate with `make frontend-types` and commit"
 
@@ -94,12 +97,18 @@ def test_the_committed_api_typescript_is_what_the_generator_makes(tmp_path: Path
         str(out),
         "backend/api/wire_types.py",
         "gen:api-types",
+        f"{MESSAGE_SCHEMA}=./message.gen",
     ]
     subprocess.run(command, cwd=FRONTEND, check=True, timeout=120)
     generated = out.read_text(encoding="utf-8")
     assert TYPES.read_text(encoding="utf-8") == generated, FIX
+    messages = MESSAGE_TYPES.read_text(encoding="utf-8")
     for model in (*ANSWERS, *PAYLOADS):
-        assert f"export interface {model.__name__} {{" in generated
+        # each interface is generated once: here, or in message.gen.ts and imported here
+        declared = f"export interface {model.__name__} {{"
+        assert (declared in generated) != (declared in messages), model.__name__
+        if declared in messages:
+            assert re.search(rf"export type \{{[^}}]*\b{model.__name__}\b", generated)
 
 
 # -- the real answers -----------------------------------------------------------------------

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from backend.actions import builtin_registry
 from backend.lemonai.routes import path_mapper
 from backend.lemonai.stream import LemonStream
 from backend.lemonai.translate import Translator, conversation, lemon_mode
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from backend.store.shapes import ConversationStatus, ConversationSummary
+
+REGISTRY = builtin_registry()
 
 WS = Path("/srv/ws/user_1/Conversation_c1")
 
@@ -29,7 +33,7 @@ def test_paths_become_absolute_server_paths() -> None:
 
 
 def test_actions_thinking_and_aliases() -> None:
-    tr = Translator(path_mapper(WS))
+    tr = Translator(path_mapper(WS), REGISTRY)
     assert tr.feed(msg("thinking", "hmm")) == []
     running = tr.feed(msg("edit_file", "edit_file", status="running", filepath="x.py", uuid="u"))
     assert running[0]["meta"]["action_type"] == "write_code"
@@ -41,7 +45,7 @@ def test_actions_thinking_and_aliases() -> None:
 
 
 def test_a_preview_shows_as_a_page_with_its_url_and_the_summary_lists_files_only() -> None:
-    tr = Translator(path_mapper(WS))
+    tr = Translator(path_mapper(WS), REGISTRY)
     url = "http://127.0.0.1:8001/p/tok/"
     entry = {"name": "app", "port": 8080, "path": "/", "url": url}
     tr.feed(msg("preview", "python3 app.py", status="running", uuid="p"))
@@ -57,20 +61,20 @@ def test_a_preview_shows_as_a_page_with_its_url_and_the_summary_lists_files_only
 
 def test_a_failed_task_waits_for_its_reason_or_says_it_failed() -> None:
     task = {"id": "t1", "title": "T", "description": "long", "status": "failed"}
-    tr = Translator(path_mapper(WS))
+    tr = Translator(path_mapper(WS), REGISTRY)
     assert tr.feed(msg("task", "T", status="failure", task_id="t1", json=[task])) == []
     out = tr.feed(msg("error", "Budget reached.", seq=2, status="failure"))
     assert [m["meta"]["action_type"] for m in out] == ["task", "error"]
     assert out[0]["meta"]["json"]["comments"] == "Budget reached."
     assert out[0]["meta"]["json"]["description"] == "T"
-    alone = Translator(path_mapper(WS))
+    alone = Translator(path_mapper(WS), REGISTRY)
     alone.feed(msg("task", "T", status="failure", task_id="t1", json=[task]))
     flushed = alone.flush()
     assert flushed[0]["meta"]["json"]["comments"] == "The task failed."
 
 
 def test_auto_mode_holds_until_a_plan_then_sends_everything_in_order() -> None:
-    s = LemonStream("auto", path_mapper(WS))
+    s = LemonStream("auto", path_mapper(WS), REGISTRY)
     assert s.message(msg("question", "q", role="user")) == []
     assert s.message(msg("auto_reply", "On it.", seq=2)) == []
     plan = [{"id": "t1", "title": "T", "status": "pending"}]
@@ -85,7 +89,7 @@ def test_auto_mode_holds_until_a_plan_then_sends_everything_in_order() -> None:
 
 
 def test_auto_mode_ending_without_an_answer_is_an_agent_stream() -> None:
-    s = LemonStream("auto", path_mapper(WS))
+    s = LemonStream("auto", path_mapper(WS), REGISTRY)
     s.message(msg("question", "q", role="user"))
     tokens = s.end()
     assert tokens[0] == '__lemon_mode__{"mode": "agent"}'
@@ -93,10 +97,10 @@ def test_auto_mode_ending_without_an_answer_is_an_agent_stream() -> None:
 
 
 def test_chat_deltas_stream_and_the_final_answer_adds_only_the_rest() -> None:
-    s = LemonStream("chat", path_mapper(WS))
+    s = LemonStream("chat", path_mapper(WS), REGISTRY)
     assert s.message(msg("question", "q", role="user")) == ['__lemon_mode__{"mode": "chat"}']
-    assert s.delta({"uuid": "x", "action_type": "thinking", "text": "no"}) == []
-    assert s.delta({"uuid": "x", "action_type": "auto_reply", "text": "\nPar"}) == ["\nPar"]
+    assert s.delta(DeltaEvent(uuid="x", action_type="thinking", text="no")) == []
+    assert s.delta(DeltaEvent(uuid="x", action_type="auto_reply", text="\nPar")) == ["\nPar"]
     assert s.message(msg("auto_reply", "Paris.", seq=2)) == ["is."]
     assert s.end() == ['__lemon_out_end__{"message_id": "2", "pid": "1"}']
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from backend.messages.deltas import Coalescer
+from backend.messages.deltas import Coalescer, DeltaEvent
+from tests.support.deltas import collect, plain
 
 
 class Clock:
@@ -19,7 +20,7 @@ class Clock:
 def test_first_piece_goes_out_at_once_and_later_ones_wait_for_the_slot() -> None:
     sent: list[dict[str, Any]] = []
     clock = Clock()
-    co = Coalescer(sent.append, interval=0.05, clock=clock)
+    co = Coalescer(collect(sent), interval=0.05, clock=clock)
     co.add("u1", "auto_reply", "Hel")  # no running loop: the first piece is sent now
     assert sent == [{"uuid": "u1", "action_type": "auto_reply", "text": "Hel"}]
 
@@ -28,8 +29,8 @@ async def test_pieces_within_one_interval_become_one_delta() -> None:
     sent: list[dict[str, Any]] = []
     got = asyncio.Event()
 
-    def sink(payload: dict[str, Any]) -> None:
-        sent.append(payload)
+    def sink(payload: DeltaEvent) -> None:
+        sent.append(plain(payload))
         if len(sent) == 2:
             got.set()
 
@@ -45,7 +46,7 @@ async def test_pieces_within_one_interval_become_one_delta() -> None:
 
 async def test_rate_is_bounded_per_message_not_per_run() -> None:
     sent: list[dict[str, Any]] = []
-    co = Coalescer(sent.append, interval=10)  # a long interval: only the first goes out
+    co = Coalescer(collect(sent), interval=10)  # a long interval: only the first goes out
     for i in range(100):
         co.add("a", "terminal_run", f"a{i}\n", "stdout")
         co.add("b", "terminal_run", f"b{i}\n", "stdout")
@@ -60,7 +61,7 @@ async def test_rate_is_bounded_per_message_not_per_run() -> None:
 
 async def test_streams_keep_their_order_and_name() -> None:
     sent: list[dict[str, Any]] = []
-    co = Coalescer(sent.append, interval=10)
+    co = Coalescer(collect(sent), interval=10)
     co.add("t", "terminal_run", "start\n", "stdout")
     co.add("t", "terminal_run", "one\n", "stdout")
     co.add("t", "terminal_run", "oops\n", "stderr")
@@ -78,7 +79,7 @@ async def test_streams_keep_their_order_and_name() -> None:
 
 async def test_pending_text_is_capped_to_its_tail_with_a_note() -> None:
     sent: list[dict[str, Any]] = []
-    co = Coalescer(sent.append, interval=10, cap=100)
+    co = Coalescer(collect(sent), interval=10, cap=100)
     co.add("t", "terminal_run", "first\n", "stdout")
     co.add("t", "terminal_run", "x" * 250, "stdout")
     co.add("t", "terminal_run", "END", "stdout")
@@ -91,7 +92,7 @@ async def test_pending_text_is_capped_to_its_tail_with_a_note() -> None:
 async def test_nothing_is_kept_or_sent_when_nobody_listens() -> None:
     sent: list[dict[str, Any]] = []
     listening = False
-    co = Coalescer(sent.append, interval=0.05, wanted=lambda: listening)
+    co = Coalescer(collect(sent), interval=0.05, wanted=lambda: listening)
     co.add("u", "auto_reply", "lost")
     co.flush()
     assert sent == []
@@ -108,7 +109,7 @@ async def test_whether_anyone_listens_is_asked_once_a_batch_not_once_a_piece() -
         asked.append(1)
         return True
 
-    co = Coalescer(sent.append, interval=10, wanted=wanted)
+    co = Coalescer(collect(sent), interval=10, wanted=wanted)
     for piece in ["first"] + [f" p{i}" for i in range(200)]:
         co.add("u", "auto_reply", piece)
     # the first piece went out at once (asked), the next started the waiting batch (asked)
@@ -119,7 +120,7 @@ async def test_whether_anyone_listens_is_asked_once_a_batch_not_once_a_piece() -
 
 async def test_many_stream_switches_are_merged_per_stream() -> None:
     sent: list[dict[str, Any]] = []
-    co = Coalescer(sent.append, interval=10)
+    co = Coalescer(collect(sent), interval=10)
     co.add("t", "terminal_run", "0", "stdout")
     for i in range(40):
         co.add("t", "terminal_run", f"o{i} ", "stdout")

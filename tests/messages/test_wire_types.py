@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from backend.actions import registry
+from backend.actions import builtin_registry
 from backend.actions.registry.wire import wire_schema
 from backend.messages.kinds import MessageKind
 from backend.messages.schema import dumps
+
+REGISTRY = builtin_registry()
 
 FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 SCHEMA = FRONTEND / "src" / "lib" / "message.schema.json"
@@ -39,11 +41,11 @@ def test_the_committed_schema_is_what_the_python_model_gives() -> None:
 def test_the_schema_names_every_kind_and_the_fields_the_wire_always_carries() -> None:
     schema = wire_schema()
     kinds = schema["$defs"]["MessageKind"]
-    assert set(kinds["enum"]) == {k.value for k in MessageKind} | {d.kind for d in registry.defs()}
+    assert set(kinds["enum"]) == {k.value for k in MessageKind} | {d.kind for d in REGISTRY.defs()}
     assert len(kinds["enum"]) == len(set(kinds["enum"]))
     assert kinds["x-enum-varnames"] == [k.upper() for k in kinds["enum"]]
     names = schema["$defs"]["ActionType"]
-    assert names["enum"] == [d.name for d in registry.defs()]
+    assert names["enum"] == [d.name for d in REGISTRY.defs()]
     assert set(schema["required"]) == set(schema["properties"])
     meta = schema["$defs"]["Meta"]
     assert "json" in meta["properties"]  # the wire name, not the Python attribute json_

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from backend.actions.model import Action
-from backend.actions.registry import execute
+from backend.actions.registry import builtin_registry
 from backend.messages.payloads import PreviewEntry
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
@@ -259,13 +259,13 @@ async def test_a_person_runs_at_most_the_per_user_maximum_across_conversations(
             assert started.ok, started.content
         other = await b.conversation()
         params = {"port": "8003", "command": "python3 -m http.server 8003"}
-        done = await execute(other, Action("preview", params))
+        done = await builtin_registry().execute(other, Action("preview", params))
         assert done.status == "failure"
         assert "At most 2 previews run at once for one person" in done.content
         assert "PREVIEW_MAX_PER_USER" in done.content and "app-8001 (port 8001)" in done.content
         # one stopped: a place again, in any conversation
         assert await b.host.stop(b.cid, "app-8001") is not None
-        again = await execute(other, Action("preview", params))
+        again = await builtin_registry().execute(other, Action("preview", params))
         assert again.ok, again.content
     finally:
         await b.host.close()
@@ -276,7 +276,7 @@ async def test_a_preview_can_be_a_new_conversations_first_action(bench: Bench) -
     first = await bench.conversation()
     assert not first.workspace.exists()
     params = {"port": "8080", "command": "python3 -m http.server 8080"}
-    done = await execute(first, Action("preview", params))
+    done = await builtin_registry().execute(first, Action("preview", params))
     assert done.ok, done.content
 
 

@@ -17,9 +17,10 @@ import pytest
 from sqlalchemy import event
 
 from backend.api.sse import sse_event
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from backend.runs import feed as feed_module
-from backend.runs.feed import Delta, End, FeedEvent, run_feed
+from backend.runs.feed import End, FeedEvent, run_feed
 from backend.runs.notify import LocalNotifier, Notifier, PgNotifier
 from backend.store.repo import Store
 from tests.pg import postgres_url, reset
@@ -186,12 +187,12 @@ async def test_a_run_that_ends_while_its_reader_takes_a_delta_loses_no_message(
     bus = pair.writer.bus
     bus.mark_live(rid)
     feed = run_feed(pair.store, pair.writer, cid, rid)
-    payload = {"uuid": "u1", "action_type": "auto_reply", "text": "Hel"}
+    payload = DeltaEvent(uuid="u1", action_type="auto_reply", text="Hel")
     async with asyncio.timeout(20):
         waiting = asyncio.ensure_future(anext(feed))
         await asyncio.sleep(0)  # one loop turn: the reader subscribes
         bus.deliver_delta(rid, payload)
-        assert await waiting == Delta(payload)  # the feed waits in its yield of the delta
+        assert await waiting == payload  # the feed waits in its yield of the delta
         last = await store_message(pair, cid, rid, "Hello")
         assert await pair.store.end_run(rid, "completed")
         bus.mark_done(rid, "completed")
@@ -204,16 +205,16 @@ async def test_a_delta_reaches_a_caught_up_reader_and_is_never_replayed(pair: Pa
     waiting = asyncio.ensure_future(anext(feed))
     await asyncio.sleep(0)  # one loop turn: the reader subscribes (its first statement)
     assert pair.reader.bus.has_readers(rid)
-    payload = {"uuid": "u1", "action_type": "auto_reply", "text": "Hel"}
+    payload = DeltaEvent(uuid="u1", action_type="auto_reply", text="Hel")
     await pair.writer.publish_delta(rid, payload)
     async with asyncio.timeout(20):
-        assert await waiting == Delta(payload)
+        assert await waiting == payload
     await store_message(pair, cid, rid, "Hello")
     await end(pair, rid)
     rest = await drain(feed)
     assert texts(rest) == ["Hello"] and rest[-1] == End(cid, rid, "completed")
     replay = await drain(run_feed(pair.store, pair.reader, cid, rid))
-    assert not any(isinstance(e, Delta) for e in replay)
+    assert not any(isinstance(e, DeltaEvent) for e in replay)
 
 
 async def test_a_reader_still_catching_up_gets_no_delta_before_the_stored_messages(
@@ -227,11 +228,13 @@ async def test_a_reader_still_catching_up_gets_no_delta_before_the_stored_messag
     async with asyncio.timeout(20):
         first = await anext(feed)  # subscribed, one batch read: behind the tip
         assert isinstance(first, Message)
-        await pair.writer.publish_delta(rid, {"uuid": "u", "text": "x"})
+        await pair.writer.publish_delta(
+            rid, DeltaEvent(uuid="u", action_type="auto_reply", text="x")
+        )
         seen: list[FeedEvent] = [first]
         while len(texts(seen)) < 5:
             seen.append(await anext(feed))
-        assert not any(isinstance(e, Delta) for e in seen)
+        assert not any(isinstance(e, DeltaEvent) for e in seen)
         await end(pair, rid)
         await drain(feed)
 
@@ -257,13 +260,13 @@ async def test_the_sse_encoding_numbers_messages_and_not_deltas(tmp_path: Path) 
     msg.seq = 7
 
     async def events() -> AsyncIterator[FeedEvent]:
-        yield Delta({"uuid": "u", "text": "é"})
+        yield DeltaEvent(uuid="u", action_type="auto_reply", text="é")
         yield msg
         yield End(cid, rid, "completed")
 
     sse = [sse_event(e) async for e in events()]
     assert [(e.event, e.id) for e in sse] == [("delta", None), ("message", "7"), ("end", None)]
-    assert sse[0].data == '{"uuid":"u","text":"é"}'
+    assert sse[0].data == '{"uuid":"u","action_type":"auto_reply","text":"é"}'
     assert json.loads(str(sse[1].data))["content"] == "hi"
     assert json.loads(str(sse[2].data)) == {
         "conversation_id": cid,

@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from backend.runs.notify import LocalNotifier, Notifier, PgNotifier, psycopg_conninfo
 from backend.store.repo import Store
@@ -88,17 +89,17 @@ async def test_deltas_reach_the_reader_in_order_and_long_ones_arrive_whole(pair:
     _, rid = await new_run(pair.store)
     sub = pair.reader.bus.subscribe(rid)
     long_text = "é" * 9000  # more than one NOTIFY can carry
-    await pair.writer.publish_delta(rid, {"uuid": "u", "action_type": "auto_reply", "text": "a"})
-    await pair.writer.publish_delta(rid, {"uuid": "u", "action_type": "auto_reply", "text": "b"})
+    await pair.writer.publish_delta(rid, DeltaEvent(uuid="u", action_type="auto_reply", text="a"))
+    await pair.writer.publish_delta(rid, DeltaEvent(uuid="u", action_type="auto_reply", text="b"))
     await pair.writer.publish_delta(
-        rid, {"uuid": "u", "action_type": "auto_reply", "text": long_text}
+        rid, DeltaEvent(uuid="u", action_type="auto_reply", text=long_text)
     )
-    got: list[dict[str, object]] = []
+    got: list[DeltaEvent] = []
     async with asyncio.timeout(5):
-        while "".join(str(d["text"]) for d in got) != "ab" + long_text:
+        while "".join(d.text for d in got) != "ab" + long_text:
             await pair.reader.bus.wait(rid, sub, 1)
             got.extend(sub.take_deltas())
-    assert {d["uuid"] for d in got} == {"u"}
+    assert {d.uuid for d in got} == {"u"}
 
 
 async def test_a_delta_goes_at_once_only_where_no_other_process_must_hear_of_it(
@@ -106,7 +107,7 @@ async def test_a_delta_goes_at_once_only_where_no_other_process_must_hear_of_it(
 ) -> None:
     _, rid = await new_run(pair.store)
     sub = pair.writer.bus.subscribe(rid)
-    delta = {"uuid": "u", "action_type": "auto_reply", "text": "a"}
+    delta = DeltaEvent(uuid="u", action_type="auto_reply", text="a")
     went = pair.writer.publish_delta_now(rid, delta)
     if pair.kind == "local":
         assert went is True

@@ -52,7 +52,8 @@ def load(tmp_path: Path, name: str, text: str) -> ModuleType:
 
 
 def test_the_operations_are_the_protocols() -> None:
-    assert operation_names() == {"write_file", "edit_file", "read_file", "run_command"}
+    # the ones the builtin actions call; a new one is the protocol's too (below)
+    assert {"write_file", "edit_file", "read_file", "run_command"} <= operation_names()
 
 
 async def test_every_operation_checks_the_stop_flag_first(tmp_path: Path) -> None:
@@ -68,7 +69,8 @@ async def test_every_operation_checks_the_stop_flag_first(tmp_path: Path) -> Non
         "read_file": (workspace, "a.txt"),
         "run_command": (workspace, "touch ran"),
     }
-    assert set(calls) == operation_names()
+    missing = operation_names() - set(calls)
+    assert not missing, f"give the arguments of {sorted(missing)} in `calls` here"
     for name, args in calls.items():
         with pytest.raises(RunStopped):
             await getattr(runtime, name)(*args)
@@ -92,10 +94,11 @@ async def test_the_rest_is_the_inner_runtimes_as_it_is(tmp_path: Path) -> None:
 async def test_a_new_operation_is_declared_once_and_checked_with_nothing_else_edited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    before = operation_names()
     added = load(tmp_path, "listing_operation", NEW_OPERATION)
     assert RuntimeOperations in added.Operations.__mro__
     monkeypatch.setattr(base, "RuntimeOperations", added.Operations)  # as if edited there
-    assert operation_names() == {"write_file", "edit_file", "read_file", "run_command", "list_dir"}
+    assert "list_dir" in operation_names() and "list_dir" not in before
     control = RunControl("r1")
     runtime = StopCheckedRuntime(added.ListingRuntime(), control)
     workspace = tmp_path / "ws"

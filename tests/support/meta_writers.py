@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.actions.model import Action
-from backend.actions.registry import ActionContext, execute
+from backend.actions.registry import ActionContext, builtin_registry
 from backend.agent.specialists import BUILTIN
 from backend.llm.base import Completion, DeltaCallback
 from backend.messages.bus import Bus
@@ -224,7 +224,7 @@ async def tool_actions(tmp: Path) -> Stored:
     out: Stored = []
     try:
         for kind, action in calls:
-            done = await execute(ctx, action)
+            done = await builtin_registry().execute(ctx, action)
             text = json_text(
                 Message.build(kind, done.content, json=done.data).to_dict()["meta"]["json"]
             )

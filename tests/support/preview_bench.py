@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.actions.model import Action
-from backend.actions.registry import ActionContext, Done, execute
+from backend.actions.registry import ActionContext, Done, builtin_registry
 from backend.config import Settings
 from backend.previews.host import PreviewHost
 from backend.runtime.local import LocalRuntime
@@ -30,7 +30,7 @@ class Bench:
     cid: str
 
     async def preview(self, **params: str) -> Done:
-        return await execute(self.ctx, Action("preview", params))
+        return await builtin_registry().execute(self.ctx, Action("preview", params))
 
     async def rows(self) -> list[StoredPreview]:
         return await self.host.rows(self.cid)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.actions import registry
+from backend.actions import builtin_registry
 from backend.waits import APPROVAL_MODES, asks
 from tests.docs_check import API_DOC, ASKS, NAME, approval_table
 
@@ -21,7 +21,7 @@ def documented() -> dict[str, tuple[str | None, list[bool | None]]]:
 
 @pytest.mark.parametrize("name", sorted(documented()))
 def test_each_action_asks_as_the_documented_table_says(name: str) -> None:
-    defn = registry.get(name)
+    defn = builtin_registry().get(name)
     assert defn is not None, f"docs/api.md lists {name}, which is no action"
     cls, expected = documented()[name]
     assert defn.approval == cls
@@ -29,7 +29,7 @@ def test_each_action_asks_as_the_documented_table_says(name: str) -> None:
 
 
 def test_every_registered_action_is_in_the_table() -> None:
-    assert {d.name for d in registry.defs()} == set(documented())
+    assert {d.name for d in builtin_registry().defs()} == set(documented())
 
 
 def test_approve_all_of_a_class_stops_only_that_class_from_asking() -> None:

@@ -1,14 +1,18 @@
-"""The action registry: each action is one :class:`ActionDef` in one module.
+"""The action registry: each action is one :class:`ActionDef` in one module, and a
+:class:`Registry` is the actions one process offers.
 
 A definition carries everything the rest of the code needs to know about an action: its
 spec for the parser and the prompt, its handler, its label and running text, its approval
 class (docs/api.md "Runs that wait for a person"), its stream kind and how it shows in the CLI and
-the transcript. The loop dispatches through it; nothing else switches on action names (a test
-scans backend/ for it), and the wire's enumerations of kinds and action names are made from
-the definitions (:mod:`backend.actions.registry.wire`).
+the transcript. The loop dispatches through the run's registry (``RunDeps.actions``); nothing
+else switches on action names (a test scans backend/ for it), and the wire's enumerations of
+kinds and action names are made from the definitions (:mod:`backend.actions.registry.wire`).
 
     ACTION = ActionDef(spec=ActionSpec(...), kind="my_kind", handler=run_it)
-    register(ACTION)          # builtin modules are registered when the package loads
+    registry = Registry([*builtin_registry().defs(), ACTION])   # a registry of its own
+
+A registry never changes once made: a test that adds an action makes its own, and the
+builtin one (and every other test's) keeps its actions.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from backend.actions import model
 from backend.actions.model import Action, ActionSpec
+from backend.actions.vocabulary import Vocabulary
 from backend.messages.payloads import read_payload
 from backend.observe.calls import ActionRun
 
@@ -105,14 +109,23 @@ def _path_label(action: Action) -> str:
 
 @dataclass(frozen=True)
 class ActionDef:
+    """One action. Every action says three things: its ``spec`` (name, parameters, example:
+    what the parser reads and the prompt shows), its stream ``kind`` and its ``handler``.
+    Everything else is optional, in three groups: what its messages carry (``payload``), how
+    it is shown (the model's observation, the `running` message, the transcript, `planact
+    run`, LemonAI, the prompt's order), and how the task loop treats it (when it is offered,
+    whether a person approves it, and its traits)."""
+
+    # --- what every action says
     spec: ActionSpec
     kind: str  # the stream's meta.action_type of its messages
     handler: Handler
-    # docs/api.md "Runs that wait for a person": "edits", "terminal", "web", "mcp", or None (never
-    # asks)
-    approval: str | None = None
-    # None: always offered; else the Offer for a task (None from it: not offered here)
-    offer: OfferFn | None = None
+
+    # --- what its messages carry: the models of meta.json (backend/messages/payloads.py);
+    # () carries nothing. Its handler's Done.data are these.
+    payload: tuple[type[BaseModel], ...] = ()
+
+    # --- how it is shown
     label: Callable[[Action], str] = _path_label  # how the model's observation names it
     running: Callable[[Action], str] = lambda a: a.type  # its `running` message's content
     describe: Callable[[Action], str] = lambda a: a.type  # one line: what it did
@@ -121,6 +134,19 @@ class ActionDef:
     # line is the head (all that is printed when a command's output was already printed live)
     show: Callable[[str, list[Any]], str] | None = None
     shows_failure: bool = False  # ``show`` prints its failures too (a failed command)
+    lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
+    order: int = 100  # where the prompt lists it
+
+    # --- how the task loop treats it
+    # None: always offered; else the Offer for a task (None from it: not offered here)
+    offer: OfferFn | None = None
+    # docs/api.md "Runs that wait for a person": "edits", "terminal", "web", "mcp", or None
+    # (never asks)
+    approval: str | None = None
+    # what a person approving it is shown (backend/agent/asking.py): "command" (its command,
+    # whole), "diff" (the file change: the new ``spec.whole_file`` text, else old_str ->
+    # new_str), or "" (its params, one a line)
+    approval_view: str = ""
     rereadable: bool = False  # an old success is condensed to its size (read it again)
     writes_files: bool = False  # a success changes the file in Done.filepath
     streams_output: bool = False  # gets live output deltas (terminal_run, mcp_tool progress)
@@ -130,128 +156,105 @@ class ActionDef:
     # its result is the person's answer: where someone can answer, the task loop parks the run
     # on the question (backend/agent/asking.py) instead of calling the handler
     asks_person: bool = False
-    # what a person approving it is shown (backend/agent/asking.py): "command" (its command,
-    # whole), "diff" (the file change: the new ``spec.whole_file`` text, else old_str ->
-    # new_str), or "" (its params, one a line)
-    approval_view: str = ""
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
-    order: int = 100  # where the prompt lists it
-    lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
-    # the models of what its messages carry in meta.json (backend/messages/payloads.py);
-    # () carries nothing. Its handler's Done.data are these.
-    payload: tuple[type[BaseModel], ...] = ()
 
     @property
     def name(self) -> str:
         return self.spec.name
 
 
-_DEFS: dict[str, ActionDef] = {}
-_listeners: list[Callable[[], None]] = []
+class Registry:
+    """The actions one process offers, in prompt order (built from modules by
+    :func:`backend.actions.registry.load`). It never changes: :meth:`with_actions` makes
+    another."""
 
+    def __init__(self, defs: Iterable[ActionDef] = ()) -> None:
+        self._defs: dict[str, ActionDef] = {}
+        for defn in sorted(defs, key=lambda d: (d.order, d.name)):
+            if defn.name in self._defs:
+                raise ValueError(f"two actions are named {defn.name!r}")
+            self._defs[defn.name] = defn
+        self.vocabulary = Vocabulary(
+            (d.spec for d in self._defs.values()),
+            (d.spec for d in self._defs.values() if d.offer is None),
+        )
 
-def register(defn: ActionDef) -> ActionDef:
-    """Add (or replace) an action: the parser reads it, prompts may offer it."""
-    _DEFS[defn.name] = defn
-    model.KNOWN_ACTIONS[defn.name] = defn.spec
-    for alias in defn.spec.aliases:
-        model.ACTION_ALIASES[alias] = defn.name
-    if defn.offer is None:
-        model.ACTIONS[defn.name] = defn.spec
-    else:
-        model.TOOL_ACTIONS[defn.name] = defn.spec
-    for refresh in _listeners:
-        refresh()
-    return defn
+    def with_actions(self, *added: ActionDef) -> Registry:
+        """Another registry: these actions added (one of the same name replaced)."""
+        names = {d.name for d in added}
+        return Registry([*(d for d in self._defs.values() if d.name not in names), *added])
 
+    def without(self, *names: str) -> Registry:
+        """Another registry: these actions left out."""
+        return Registry(d for d in self._defs.values() if d.name not in names)
 
-def unregister(name: str) -> None:
-    _DEFS.pop(name, None)
-    for table in (model.KNOWN_ACTIONS, model.ACTIONS, model.TOOL_ACTIONS):
-        table.pop(name, None)
-    for alias in [a for a, n in model.ACTION_ALIASES.items() if n == name]:
-        del model.ACTION_ALIASES[alias]
-    for refresh in _listeners:
-        refresh()
+    def get(self, name: str) -> ActionDef | None:
+        return self._defs.get(name)
 
+    def defs(self) -> list[ActionDef]:
+        return list(self._defs.values())
 
-def on_change(refresh: Callable[[], None]) -> None:
-    """``refresh`` is called after every (un)registration (the scanner's name tables)."""
-    _listeners.append(refresh)
+    def names(self) -> list[str]:
+        return list(self._defs)
 
+    def by_kind(self, kind: str) -> ActionDef | None:
+        """The action whose messages carry stream ``kind`` (the first in prompt order)."""
+        return next((defn for defn in self._defs.values() if defn.kind == kind), None)
 
-def get(name: str) -> ActionDef | None:
-    return _DEFS.get(name)
+    def kinds(self) -> list[str]:
+        """Every action's stream kind, in prompt order, each once (the wire enumeration's
+        action part)."""
+        return list(dict.fromkeys(defn.kind for defn in self._defs.values()))
 
+    def payload_of(self, kind: str) -> tuple[type[BaseModel], ...]:
+        """The models of what messages of the action stream ``kind`` carry in meta.json (the
+        first action with that kind, as :meth:`by_kind`); () for a kind no action has."""
+        defn = self.by_kind(kind)
+        return defn.payload if defn else ()
 
-def defs() -> list[ActionDef]:
-    return sorted(_DEFS.values(), key=lambda d: (d.order, d.name))
+    def kind_of(self, name: str) -> str:
+        defn = self._defs.get(name)
+        return defn.kind if defn else name
 
+    def lemonai_type(self, kind: str) -> str:
+        """LemonAI's action type for messages of stream ``kind``: the one its client draws."""
+        defn = self.by_kind(kind)
+        return (defn.lemonai or defn.kind) if defn else kind
 
-def by_kind(kind: str) -> ActionDef | None:
-    """The action whose messages carry stream ``kind`` (the first in prompt order)."""
-    return next((defn for defn in defs() if defn.kind == kind), None)
+    def show(
+        self, kind: str, content: str, data: Iterable[object], *, failed: bool = False
+    ) -> str | None:
+        """How `planact run` prints a result of the action with stream ``kind`` (None: as any
+        message; a failure only when the action ``shows_failure``). ``data`` (meta.json as
+        stored) reaches its ``show`` read as the action's payload models; an item that is none
+        of them is passed over."""
+        for defn in self._defs.values():
+            if defn.kind == kind and defn.show is not None and (defn.shows_failure or not failed):
+                return defn.show(content, read_payload(data, defn.payload))
+        return None
 
+    async def offered(self, ctx: ActionContext) -> list[tuple[ActionDef, Offer]]:
+        """The actions offered for one task, in prompt order, with their offers."""
+        out: list[tuple[ActionDef, Offer]] = []
+        for defn in self._defs.values():
+            if defn.offer is None:
+                out.append((defn, Offer()))
+                continue
+            got = await defn.offer(ctx)
+            if got is not None:  # (an offer that is not available still names its problems)
+                out.append((defn, got))
+        return out
 
-def kinds() -> list[str]:
-    """Every action's stream kind, in prompt order, each once (the wire enumeration's action
-    part)."""
-    return list(dict.fromkeys(defn.kind for defn in defs()))
-
-
-def payload_of(kind: str) -> tuple[type[BaseModel], ...]:
-    """The models of what messages of the action stream ``kind`` carry in meta.json (the
-    first action with that kind, as :func:`by_kind`); () for a kind no action has."""
-    defn = by_kind(kind)
-    return defn.payload if defn else ()
-
-
-def kind_of(name: str) -> str:
-    defn = _DEFS.get(name)
-    return defn.kind if defn else name
-
-
-def lemonai_type(kind: str) -> str:
-    """LemonAI's action type for messages of stream ``kind``: the one its client draws."""
-    for defn in _DEFS.values():
-        if defn.kind == kind:
-            return defn.lemonai or defn.kind
-    return kind
-
-
-def show(kind: str, content: str, data: Iterable[object], *, failed: bool = False) -> str | None:
-    """How `planact run` prints a result of the action with stream ``kind`` (None: as any
-    message; a failure only when the action ``shows_failure``). ``data`` (meta.json as
-    stored) reaches its ``show`` read as the action's payload models; an item that is none
-    of them is passed over."""
-    for defn in _DEFS.values():
-        if defn.kind == kind and defn.show is not None and (defn.shows_failure or not failed):
-            return defn.show(content, read_payload(data, defn.payload))
-    return None
-
-
-async def offered(ctx: ActionContext) -> list[tuple[ActionDef, Offer]]:
-    """The actions offered for one task, in prompt order, with their offers."""
-    out: list[tuple[ActionDef, Offer]] = []
-    for defn in defs():
-        if defn.offer is None:
-            out.append((defn, Offer()))
-            continue
-        got = await defn.offer(ctx)
-        if got is not None:  # (an offer that is not available still names its problems)
-            out.append((defn, got))
-    return out
-
-
-async def execute(ctx: ActionContext, action: Action) -> Done:
-    defn = _DEFS.get(action.type)
-    if defn is None:
-        return Done("failure", f"Unknown action {action.type!r}.")
-    seen = ActionRun(defn.name)  # its metrics, and its span when traced
-    try:
-        done = await defn.handler(ctx, action)
-    except BaseException as exc:
-        seen.ended("error", exc)
-        raise
-    seen.ended(done.status)
-    return done
+    async def execute(self, ctx: ActionContext, action: Action) -> Done:
+        """``action`` through its handler, with its metrics (and its span when traced)."""
+        defn = self._defs.get(action.type)
+        if defn is None:
+            return Done("failure", f"Unknown action {action.type!r}.")
+        seen = ActionRun(defn.name)
+        try:
+            done = await defn.handler(ctx, action)
+        except BaseException as exc:
+            seen.ended("error", exc)
+            raise
+        seen.ended(done.status)
+        return done

@@ -8,8 +8,6 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from backend.actions.model import ACTIONS
-
 _DIR = Path(__file__).resolve().parent
 
 
@@ -23,7 +21,6 @@ def _env() -> Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.globals["actions"] = list(ACTIONS.values())  # the thinking prompt is given the offered ones
     env.globals["tool_notes"] = []
     return env
 

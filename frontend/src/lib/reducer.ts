@@ -336,7 +336,7 @@ export function applyDelta(view: ConversationView, runId: string, delta: Delta):
   if (delta.stream || delta.action_type === MessageKind.TERMINAL_RUN) {
     if (existing && existing.status !== 'running') return view // the final message is in
     const stream = delta.stream === 'stderr' ? 'stderr' : 'stdout'
-    const text = newOutput(view, delta.uuid, stream, delta.text, delta.offset)
+    const text = newOutput(view, delta.uuid, stream, delta.text, delta.offset ?? undefined)
     if (text) appendOutput(view, delta.uuid, stream, text)
     return view
   }

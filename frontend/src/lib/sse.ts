@@ -1,21 +1,18 @@
 // Server-sent events over fetch: an incremental parser (WHATWG event-stream rules) and a
 // run follower that reconnects after a dropped connection and stops for good after `end`.
 
+import type { DeltaEvent } from './api.gen'
 import type { EndEvent, Message } from './types'
 
-/** A live, unstored piece of a message being produced (docs/api.md "The stream", `event: delta`).
- *  No `id:` line: it never moves Last-Event-ID and is never replayed. */
-export interface Delta {
-  uuid: string
-  action_type: string
-  stream?: 'stdout' | 'stderr'
-  text: string
-  /** command output: where `text` starts in that stream of that command (characters, i.e.
-   *  code points); a reader drops what it already has (a catch-up after a reload overlaps) */
-  offset?: number
-}
+/** A live, unstored piece of a message being produced (docs/api.md "The stream", `event: delta`):
+ *  the server's DeltaEvent (backend/messages/deltas.py, generated). No `id:` line: it never
+ *  moves Last-Event-ID and is never replayed. ``offset`` (command output): where `text`
+ *  starts in that stream of that command (characters, i.e. code points); a reader drops
+ *  what it already has (a catch-up after a reload overlaps). */
+export type Delta = DeltaEvent
 
-/** The delta in an event's data, or null when it is not a well-formed delta. */
+/** The delta in an event's data, or null when it is not a well-formed delta (read at the
+ *  boundary: what passes is a DeltaEvent, without the fields it does not have). */
 export function parseDelta(data: string): Delta | null {
   let raw: unknown
   try {
