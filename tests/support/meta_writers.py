@@ -129,6 +129,7 @@ def _same(text: str, names: dict[str, str], tmp: Path) -> str:
     text = text.replace(str(tmp), "<tmp>")
     text = re.sub(r'"id":"[0-9a-f]{12}"', '"id":"<task>"', text)  # the plan's task ids
     text = re.sub(r"_[0-9a-f]{8}\.png", "_<random>.png", text)  # an MCP image's file
+    text = re.sub(r"\.localhost:\d+", ".localhost:<port>", text)  # a preview's own host
     return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)
 
 
