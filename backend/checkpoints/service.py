@@ -214,6 +214,10 @@ class Checkpoints:
             raise ConflictError(cid)
         await before()
         started = time.perf_counter()
+        # the history first, in the transaction that checks (under the conversation's row
+        # lock, as a run's start takes it) that no run began meanwhile: a run that starts
+        # after it goes on from the rewound history, never from the one a rewind refused
+        await self.store.rewind_history(cid, seq)
 
         def work() -> int:
             repo.workspace.mkdir(parents=True, exist_ok=True)
@@ -221,7 +225,6 @@ class Checkpoints:
             return len(repo.files(cp.commit))
 
         files = await self._off_loop(cid, work)
-        await self.store.rewind_history(cid, seq)
         CHECKPOINT_SECONDS.labels("rewind").observe(time.perf_counter() - started)
         return files
 
