@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from backend.api.common import is_id, manager
@@ -156,14 +156,15 @@ async def shared_file(request: Request) -> Response:
     repo = mgr.checkpoint_repo(share.user_id, share.conversation_id)
     rel = str(request.path_params["path"])
     try:
-        data = await mgr.checkpoints.shared_file(repo, share, rel)
+        size, body = await mgr.checkpoints.shared_file(repo, share, rel)
     except (CheckpointNotFound, GitError) as exc:
         raise ApiError(404, f"No file {rel!r} in this share.") from exc
     filename = rel.rsplit("/", 1)[-1]
-    return Response(
-        data,
+    return StreamingResponse(
+        body,
         media_type=download_media_type(mimetypes.guess_type(filename)[0]),
         headers={
+            "Content-Length": str(size),
             "Content-Disposition": attachment_header(filename),
             **DOWNLOAD_HEADERS,
             "Cache-Control": "no-store",

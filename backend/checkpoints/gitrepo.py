@@ -235,6 +235,13 @@ class GitRepo:
                 total += os.lstat(objects / sha[:2] / sha[2:]).st_size
         return total
 
+    def size(self, sha: str) -> int:
+        return int(self._git("cat-file", "-s", sha).decode().strip())
+
+    def blob_command(self, sha: str) -> tuple[list[str], dict[str, str]]:
+        """The command (and its environment) that prints the blob ``sha``: for streaming."""
+        return ["git", f"--git-dir={self.git_dir}", "cat-file", "blob", sha], dict(_ENV)
+
     def blob(self, sha: str) -> bytes:
         return self._git("cat-file", "blob", sha)
 

@@ -9,6 +9,7 @@ RunManager); every git call runs on a worker thread, one at a time per conversat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import itertools
 import json
@@ -16,7 +17,7 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 END_OF_RUN = "end of run"
 MB = 1024 * 1024
-DIFF_MAX_BYTES = 512 * 1024  # a text file larger than this is listed without its diff
+DIFF_MAX_BYTES = 512 * 1024
+STREAM_CHUNK = 64 * 1024  # a text file larger than this is listed without its diff
 FileKind = Literal["text", "binary", "link"]
 
 
@@ -212,6 +214,10 @@ class Checkpoints:
             raise ConflictError(cid)
         await before()
         started = time.perf_counter()
+        # the history first, in the transaction that checks (under the conversation's row
+        # lock, as a run's start takes it) that no run began meanwhile: a run that starts
+        # after it goes on from the rewound history, never from the one a rewind refused
+        await self.store.rewind_history(cid, seq)
 
         def work() -> int:
             repo.workspace.mkdir(parents=True, exist_ok=True)
@@ -219,7 +225,6 @@ class Checkpoints:
             return len(repo.files(cp.commit))
 
         files = await self._off_loop(cid, work)
-        await self.store.rewind_history(cid, seq)
         CHECKPOINT_SECONDS.labels("rewind").observe(time.perf_counter() - started)
         return files
 
@@ -306,16 +311,36 @@ class Checkpoints:
         entries = await anyio.to_thread.run_sync(repo.files, share.commit)
         return [SharedFile(path, size, mode == "120000") for path, mode, size in entries]
 
-    async def shared_file(self, repo: GitRepo, share: StoredShare, path: str) -> bytes:
-        """A regular file of the share's snapshot (a link is never served)."""
+    async def shared_file(
+        self, repo: GitRepo, share: StoredShare, path: str
+    ) -> tuple[int, AsyncIterator[bytes]]:
+        """A regular file of the share's snapshot (a link is never served): its size and
+        its bytes, streamed from git (never read whole into memory)."""
 
-        def work() -> bytes:
+        def find() -> tuple[str, int]:
             found = repo.entry(share.commit, path)
             if found is None or found[0] not in ("100644", "100755"):
                 raise CheckpointNotFound(f"No file {path!r} in this share.")
-            return repo.blob(found[1])
+            return found[1], repo.size(found[1])
 
-        return await anyio.to_thread.run_sync(work)
+        sha, size = await anyio.to_thread.run_sync(find)
+        cmd, env = repo.blob_command(sha)
+        return size, _stream(cmd, env)
+
+
+async def _stream(cmd: list[str], env: dict[str, str]) -> AsyncIterator[bytes]:
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env
+    )
+    assert proc.stdout is not None
+    try:
+        while chunk := await proc.stdout.read(STREAM_CHUNK):
+            yield chunk
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        await proc.wait()
 
 
 def _file_diff(repo: GitRepo, ch: Change) -> FileDiff:

@@ -62,7 +62,7 @@ class SqlCheckpoints(StoreBase):
 
         await self._quick(fn)
 
-    async def checkpoints_of(self, cid: str, *, dropped: bool = False) -> list[StoredCheckpoint]:
+    async def checkpoints_of(self, cid: str) -> list[StoredCheckpoint]:
         """Oldest first (rewound ones too, so a rewind can redo; never dropped ones)."""
 
         def fn(c: Connection) -> list[StoredCheckpoint]:

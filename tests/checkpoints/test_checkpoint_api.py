@@ -4,6 +4,8 @@ redo), fork, and what the model is sent afterwards."""
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,13 @@ def files_of(root: Path) -> dict[str, Any]:
 
 def workspace(settings: Settings, cid: str) -> Path:
     return workspace_path(settings.workspace_dir.resolve(), "1", cid)
+
+
+def zipped(client: TestClient, cid: str) -> dict[str, bytes]:
+    resp = client.get(f"/api/conversations/{cid}/files.zip")
+    assert resp.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(resp.content)) as z:
+        return {n: z.read(n) for n in z.namelist() if not n.endswith("/")}
 
 
 def checkpoints(client: TestClient, cid: str) -> list[dict[str, Any]]:
@@ -136,6 +145,10 @@ def test_rewind_restores_byte_for_byte_hides_later_messages_and_redoes(
         assert resp.json() == {"seq": second, "files": 2}
         assert files_of(ws) == {"a.txt": b"one\ntwo\n", "gone.txt": b"soon gone\n"}
         assert not (ws / "d").exists()
+        # the downloads and the zip serve what the checkpoint holds
+        assert client.get(f"/api/files/{cid}/a.txt").content == b"one\ntwo\n"
+        assert client.get(f"/api/files/{cid}/bin.dat").status_code == 404
+        assert zipped(client, cid) == {"a.txt": b"one\ntwo\n", "gone.txt": b"soon gone\n"}
         shown = client.get(f"/api/conversations/{cid}/messages").json()
         assert max(m["seq"] for m in shown) == second
         every = client.get(f"/api/conversations/{cid}/messages", params={"all": 1}).json()
@@ -217,8 +230,8 @@ def test_fork_is_a_new_conversation_with_that_checkpoint_and_history(settings: S
         forked = client.get(f"/api/conversations/{new}/messages").json()
         assert [m["seq"] for m in forked] == [m["seq"] for m in messages if m["seq"] <= at]
         assert [c["seq"] for c in checkpoints(client, new)] == [c["seq"] for c in cps[:3]]
-        zipped = client.get(f"/api/conversations/{new}/files.zip")
-        assert zipped.status_code == 200
+        assert zipped(client, new) == {"a.txt": b"one\nTWO\n", "gone.txt": b"soon gone\n"}
+        assert client.get(f"/api/files/{new}/a.txt").content == b"one\nTWO\n"
         # a run in the fork works like any other, and leaves the original alone
         _m, end, _ = post_run(client, {"goal": "go on", "mode": "agent", "conversation_id": new})
         assert end["status"] == "completed", llm.errors

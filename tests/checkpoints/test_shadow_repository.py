@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.checkpoints import Checkpoints
+from backend.checkpoints import CheckpointNotFound, Checkpoints
 from backend.checkpoints.gitrepo import GitRepo
 from backend.observe.metrics import CHECKPOINTS
 from backend.store.repo import Store
@@ -152,3 +152,25 @@ def test_a_path_read_from_a_checkpoint_is_taken_literally(tmp_path: Path) -> Non
     for pattern in ("*.txt", ":(glob)**/secret.txt", "d/*", "../a.txt", "d"):
         found = repo.entry(commit, pattern)
         assert found is None or found[0] == "040000", pattern
+
+
+async def test_a_shared_file_is_streamed_in_chunks_byte_for_byte(
+    tmp_path: Path, store: Store
+) -> None:
+    cid = await store.create_conversation("1", "t")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    data = os.urandom(1_000_000)
+    (ws / "big.bin").write_bytes(data)
+    os.symlink("/etc/passwd", ws / "link")
+    service = Checkpoints(tmp_path / "cps", store, max_mb=10)
+    repo = service.repo("1", cid, ws)
+    share = await service.share(repo, "1", cid, "t")
+    (ws / "big.bin").write_bytes(b"changed later")  # the share is a snapshot
+    size, body = await service.shared_file(repo, share, "big.bin")
+    chunks = [c async for c in body]
+    assert size == len(data) and len(chunks) > 1 and b"".join(chunks) == data
+    listed = {f.path: f.link for f in await service.shared_files(repo, share)}
+    assert listed == {"big.bin": False, "link": True}
+    with pytest.raises(CheckpointNotFound):  # a link is never served
+        await service.shared_file(repo, share, "link")

@@ -11,12 +11,20 @@ from playwright.sync_api import expect
 from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.server import Server, wait_for
 from tests.fakellm import FakeModelServer
-from tests.support.ui import conversation_id, send_goal
+from tests.support.ui import send_goal
 
 
 def files_of(tmp: Path, cid: str) -> dict[str, bytes]:
     (ws,) = (tmp / "workspace").glob(f"*/Conversation_{cid}")
     return {str(p.relative_to(ws)): p.read_bytes() for p in sorted(ws.rglob("*")) if p.is_file()}
+
+
+def opened(page: Any) -> str:
+    """The open conversation's id, read from the page itself (``page.url`` is only brought
+    up to date while Playwright is called)."""
+    href = str(page.evaluate("location.href"))
+    assert "#/c/" in href, href
+    return href.split("#/c/", 1)[1]
 
 
 def script(fake: FakeModelServer) -> None:
@@ -35,9 +43,9 @@ def test_rewind_redo_fork_and_the_diff_view_from_a_step(
     page = new_page()
     page.goto(ui_server.url)
     send_goal(page, "write two files", mode="agent")
-    cid = conversation_id(page)
     bars = page.get_by_test_id("checkpoint")
     expect(bars).to_have_count(3)  # two writes and the run's end
+    cid = opened(page)
     first = bars.nth(0)
     first.get_by_test_id("checkpoint-compare").click()
     view = page.get_by_test_id("diff-view")
@@ -57,8 +65,7 @@ def test_rewind_redo_fork_and_the_diff_view_from_a_step(
 
     page.get_by_test_id("checkpoint").nth(0).get_by_test_id("checkpoint-fork").click()
     expect(page.get_by_test_id("checkpoint")).to_have_count(1)
-    href = page.evaluate("location.href")
-    forked = href.split("#/c/", 1)[1]
+    forked = opened(page)
     assert forked != cid
     expect(page.get_by_test_id("checkpoint")).to_have_count(1)
     expect(page.get_by_test_id("working")).to_have_count(0)  # its run went on elsewhere
