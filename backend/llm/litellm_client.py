@@ -142,7 +142,7 @@ class LiteLLM(ModelClient):
             return
         from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
 
-        await close_litellm_async_clients()
+        await close_litellm_async_clients()  # type: ignore[no-untyped-call]
 
     async def _call(
         self,
