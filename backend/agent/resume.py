@@ -11,13 +11,23 @@ the model reads that it was interrupted in its next call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from backend.actions.model import Action
 from backend.actions.values import scrub
 from backend.agent.asking import read_answer
 from backend.agent.stored import PendingTurn
-from backend.agent.transcript import Outcome, stored_turn, turn_from
+from backend.agent.transcript import (
+    Outcome,
+    Transcript,
+    carried,
+    condense_at,
+    stored_turn,
+    turn_from,
+)
+from backend.llm.prices import input_window
 from backend.messages.kinds import MessageKind
 from backend.messages.message import Message
 from backend.runtime.base import cap_text
@@ -62,6 +72,18 @@ async def prepare_resume(ctx: RunContext) -> str | None:
     return await _finish_turn(ctx, state.pending)
 
 
+async def _carried(ctx: RunContext, reply: str) -> list[dict[str, Any]] | None:
+    """What the next task goes on from, as the task loop would have left it
+    (task_loop.run_task) had the owner not died after the finishing turn."""
+    state = ctx.state
+    if state.task_head is None:
+        return None
+    window = await anyio.to_thread.run_sync(input_window, ctx.thinking_model())
+    transcript = Transcript(list(state.task_head), condense_at=condense_at(window))
+    transcript.turns = [turn_from(t) for t in state.turns]
+    return carried(transcript, reply)
+
+
 async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     """The turn whose actions were running: its outcomes from the stored messages; the
     actions that had not begun are skipped (the model may do them again)."""
@@ -88,6 +110,7 @@ async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     for m in finals:
         if m.meta.action_type in closing:
             state.pending = None
+            state.carried = await _carried(ctx, pending.reply)  # the next task goes on from it
             return m.content
     finals = [m for m in finals if m.meta.action_type not in closing]
     turn.outcomes, failed, done = [], False, 0

@@ -91,6 +91,7 @@ class DispatchLLM(ModelClient):
 
     async def aclose(self) -> None:
         await self.lean.aclose()
+        await self.litellm.aclose()
 
 
 def _outcome(exc: BaseException) -> str:

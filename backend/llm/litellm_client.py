@@ -137,6 +137,15 @@ class LiteLLM(ModelClient):
 
         return await self.retry.run(stage, attempt)
 
+    async def aclose(self) -> None:
+        """Close the connections litellm keeps for its providers (its Anthropic client's
+        among them), on this loop: none outlives the client."""
+        if _LITELLM is None:
+            return
+        from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+        await close_litellm_async_clients()  # type: ignore[no-untyped-call]
+
     async def _call(
         self,
         litellm: Any,

@@ -103,3 +103,59 @@ def test_the_cost_budget_counts_the_cached_price(
     assert end["status"] == "failed"
     error = next(m for m in messages if m["meta"]["action_type"] == "error")
     assert "RUN_MAX_COST_USD" in error["content"]
+
+
+CLAUDE = "anthropic/claude-sonnet-4-5-20250929"
+
+
+def test_a_claude_run_sends_its_breakpoints_and_stores_the_cache_reads_and_writes(
+    tmp_path: Path, fake_model: FakeModelServer
+) -> None:
+    """Over Anthropic's Messages API, streamed (litellm): every request carries the
+    breakpoints (the end of the system prompt, the end of the latest message; never more
+    than 4), and the run's usage is what the model reported."""
+    fake_model.script(
+        {"stage": "planning", "content": plan_reply("Write it")},
+        {
+            "stage": "thinking",
+            "content": write("out.txt", "hi\n"),
+            "prompt_tokens": 200,
+            "cache_write_tokens": 1_500,
+        },
+        {
+            "stage": "thinking",
+            "content": finish("Wrote out.txt."),
+            "prompt_tokens": 100,
+            "cached_tokens": 1_500,
+            "cache_write_tokens": 250,
+        },
+    )
+    settings = make_settings(
+        tmp_path, llm_model=CLAUDE, llm_api_key="sk-test", llm_base_url=fake_model.base_url
+    )
+    with client_for(settings, None) as client:  # type: ignore[arg-type]
+        messages, end, _ = post_run(client, {"goal": "write out.txt", "mode": "agent"})
+        assert end["status"] == "completed", messages[-1]["content"]
+        detail = client.get(f"/api/conversations/{messages[0]['conversation_id']}").json()
+    calls = fake_model.model.calls
+    assert [c["stage"] for c in calls] == ["planning", "thinking", "thinking"]
+    for call in calls:
+        assert call["stream"] and call["path"].endswith("/messages")
+        system_marks = [b for b in call["system"] or [] if b.get("cache_control")]
+        message_marks = [
+            (i, b)
+            for i, m in enumerate(call["messages"])
+            for b in (m["content"] if isinstance(m["content"], list) else [])
+            if b.get("cache_control")
+        ]
+        assert len(system_marks) == 1  # the end of the stable prefix
+        assert message_marks and message_marks[-1][0] == len(call["messages"]) - 1
+        assert len(system_marks) + len(message_marks) <= 4
+    thinking = detail["usage"]["stages"]["thinking"]
+    # Anthropic's input_tokens is the uncached rest: litellm adds reads and writes to it
+    assert thinking["input_tokens"] == 200 + 1_500 + 100 + 1_500 + 250
+    assert (thinking["cached_input_tokens"], thinking["cache_write_tokens"]) == (1_500, 1_750)
+    p = lookup(CLAUDE)
+    assert p is not None
+    expected = 300 * p.prompt + 1_500 * p.cache_read + 1_750 * p.cache_write + 14 * p.completion
+    assert thinking["cost_usd"] == pytest.approx(expected, rel=1e-9)

@@ -158,6 +158,13 @@ async def test_a_run_whose_owner_dies_at_any_point_completes_on_another_process(
         check_messages(got["msgs"], label)
         check_summary_files(got["msgs"], got["on_disk"], label)
         assert got["ran"] <= 1, (label, "the command ran twice")
+        # task Two's prompt goes on from one of task One's, whichever process sent them
+        thinking = [msgs for stage, msgs in got["calls"] if stage == "thinking"]
+        two = thinking[-1]
+        assert any(two[: len(one)] == one for one in thinking[:-1]), (
+            label,
+            [[(m["role"], m["content"][:60]) for m in msgs] for msgs in thinking],
+        )
         assert len(got["calls"]) <= FEWEST_CALLS + 1, (label, [c[0] for c in got["calls"]])
         row = got["row"]
         assert row.resumes <= 1 and row.repeated_calls <= 1, (label, row)

@@ -45,7 +45,7 @@ class ReactiveLLM:
         self.calls.append((stage, [dict(m) for m in messages]))
         if stage == "planning":
             reply = plan_reply("One", "Two")
-        elif stage == "thinking" and "one done" in messages[1]["content"]:
+        elif stage == "thinking" and "Current task: Two" in messages[-1]["content"]:
             reply = finish("two done")
         elif stage == "thinking" and len(messages) == 2:
             reply = "<think>first things first</think>" + run(self.command) + write("a.txt", "a\n")

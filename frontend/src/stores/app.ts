@@ -46,18 +46,21 @@ export interface Usage {
   tokens: number | null
   promptTokens: number | null
   completionTokens: number | null
+  /** of promptTokens: those the provider's prompt cache served */
+  cachedTokens: number | null
   cost: number | null
 }
 
 /** Token totals and cost of GET /api/conversations/{id}: its `usage.total`. */
 export function usageOf(d: ConversationDetail | null): Usage {
-  if (!d) return { tokens: null, promptTokens: null, completionTokens: null, cost: null }
+  if (!d) return { tokens: null, promptTokens: null, completionTokens: null, cachedTokens: null, cost: null }
   const total = d.usage.total
   return {
     tokens: total.total_tokens,
     promptTokens: total.prompt_tokens,
     completionTokens: total.completion_tokens,
-    cost: total.cost,
+    cachedTokens: total.cached_input_tokens,
+    cost: total.cost_usd,
   }
 }
 
