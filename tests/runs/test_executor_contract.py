@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -183,6 +184,25 @@ def test_queue_mode_without_postgresql_is_a_clear_start_up_error(
     assert "EXECUTOR=queue needs PostgreSQL" in done.stderr
 
 
+async def stall(conn: Any, job_id: int) -> None:
+    """Make ``job_id`` a dead worker's: `doing`, held by a worker silent for an hour."""
+    cur = await conn.execute(
+        "INSERT INTO procrastinate_workers (last_heartbeat) "
+        "VALUES (now() - interval '1 hour') RETURNING id"
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    await conn.execute(
+        "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
+        (row[0], job_id),
+    )
+
+
+async def job_status(conn: Any, job_id: int) -> tuple[str] | None:
+    cur = await conn.execute("SELECT status FROM procrastinate_jobs WHERE id = %s", (job_id,))
+    return cast("tuple[str] | None", await cur.fetchone())
+
+
 async def test_a_dead_workers_job_is_marked_failed_not_retried(tmp_path: Path) -> None:
     """procrastinate keeps a killed worker's job `doing`; a starting worker closes it."""
     import psycopg
@@ -202,21 +222,9 @@ async def test_a_dead_workers_job_is_marked_failed_not_retried(tmp_path: Path) -
         async with await psycopg.AsyncConnection.connect(
             psycopg_conninfo(url), autocommit=True
         ) as conn:
-            cur = await conn.execute(
-                "INSERT INTO procrastinate_workers (last_heartbeat) "
-                "VALUES (now() - interval '1 hour') RETURNING id"
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            await conn.execute(
-                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
-                (row[0], job_id),
-            )
+            await stall(conn, job_id)
             await close_stalled_jobs(app)
-            cur = await conn.execute(
-                "SELECT status FROM procrastinate_jobs WHERE id = %s", (job_id,)
-            )
-            assert await cur.fetchone() == ("failed",)
+            assert await job_status(conn, job_id) == ("failed",)
     finally:
         await app.close_async()
 
@@ -245,23 +253,11 @@ async def test_a_job_that_stalls_while_workers_run_is_closed_without_a_restart(
         async with await psycopg.AsyncConnection.connect(
             psycopg_conninfo(url), autocommit=True
         ) as conn:
-            cur = await conn.execute(
-                "INSERT INTO procrastinate_workers (last_heartbeat) "
-                "VALUES (now() - interval '1 hour') RETURNING id"
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            await conn.execute(
-                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
-                (row[0], job_id),
-            )
+            await stall(conn, job_id)
             status = None
             async with asyncio.timeout(30):
                 while status != ("failed",):
-                    cur = await conn.execute(
-                        "SELECT status FROM procrastinate_jobs WHERE id = %s", (job_id,)
-                    )
-                    status = await cur.fetchone()
+                    status = await job_status(conn, job_id)
                     await asyncio.sleep(0.05)  # the closer's pace, not a wait for it
     finally:
         closer.cancel()
