@@ -192,7 +192,11 @@ class Connection:
         headers = own_answer(kind, len(message), close=close)
         reason = HTTPStatus(status).phrase.encode()
         data = server.send(h11.Response(status_code=status, headers=headers, reason=reason))
-        await self.send((data or b"") + (server.send(h11.Data(data=message)) or b""))
+        try:
+            body = server.send(h11.Data(data=message)) or b""
+        except h11.LocalProtocolError:  # the answer to a HEAD: its head alone
+            body = b""
+        await self.send((data or b"") + body)
         await self.send(server.send(h11.EndOfMessage()))
 
     async def answer(

@@ -213,3 +213,12 @@ def test_an_upgrade_to_an_unknown_preview_is_404(origin: Origin) -> None:
             b"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
         )
         assert answer_of(sock).startswith(b"HTTP/1.1 404 ")
+
+
+def test_a_head_request_for_an_unknown_preview_gets_its_404_head(origin: Origin) -> None:
+    with httpx.Client(timeout=20) as client:
+        for _ in range(2):  # and the connection goes on
+            answer = client.head(
+                f"{origin.base.rsplit('/p/', 1)[0]}/p/unknown0123456789abcdefghij/"
+            )
+            assert answer.status_code == 404 and answer.content == b""
