@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, text
-
-from backend.store.tables import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,9 @@ class StoreCollector(Collector):
             with self.engine.connect() as conn:
                 running, parked = conn.execute(RUNS_SQL).one()
                 states = dict.fromkeys(PREVIEW_STATES, 0)
-                for state, alive in conn.execute(PREVIEWS_SQL, {"now": utcnow()}):
+                # naive UTC, as the store writes its times
+                now = datetime.now(UTC).replace(tzinfo=None)
+                for state, alive in conn.execute(PREVIEWS_SQL, {"now": now}):
                     if state in ("starting", "ready") and not alive:
                         state = "stopped"
                     states[state] = states.get(state, 0) + 1

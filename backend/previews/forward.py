@@ -18,47 +18,15 @@ from typing import TYPE_CHECKING
 import h11
 
 from backend.observe import preview_metrics as metrics
-from backend.previews.handoff import readable_now, receive_connection
+from backend.previews.conn import MAX_HEAD, STREAM_READ
 from backend.previews.headers import closes, get, to_app, to_browser
-from backend.previews.splice import Splicer, copy
+from backend.previews.splice import copy
 
 if TYPE_CHECKING:
-    from backend.previews.front import Connection
+    from backend.previews.conn import Connection
     from backend.previews.proxy import Found
 
-STREAM_READ = 1 << 20  # bytes read at once of a body relayed through h11
-MAX_HEAD = 65536  # bytes of an answer's head
 NO_BODY = frozenset({204, 304})
-
-
-class AppConnection:
-    """The connection to a service's app that a client's connection keeps between requests."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.sock: socket.socket | None = None
-        self.path = ""
-        self.splicer = Splicer()
-
-    async def get(self, found: Found) -> socket.socket:
-        """The one kept from the last request when it is the same app's and still open, else
-        a new one from the app's forwarder."""
-        path = str(found.row.socket)
-        if self.sock is not None and (self.path != path or readable_now(self.sock)):
-            self.drop()
-        if self.sock is None:
-            self.sock = await receive_connection(path, self.conn.proxy.trusted(found.row))
-            self.path = path
-        return self.sock
-
-    def drop(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-
-    def close(self) -> None:
-        self.splicer.close()
-        self.drop()
 
 
 async def connect(conn: Connection, found: Found) -> tuple[socket.socket, Found]:

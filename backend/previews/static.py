@@ -18,7 +18,7 @@ from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
 
 if TYPE_CHECKING:
-    from backend.previews.front import Connection
+    from backend.previews.conn import Connection
     from backend.previews.proxy import Found
 
 READ = 1 << 20

@@ -15,10 +15,11 @@ import h11
 
 from backend.observe import preview_metrics as metrics
 from backend.previews import forward
+from backend.previews.conn import MAX_HEAD
 from backend.previews.headers import get, to_app, to_browser
 
 if TYPE_CHECKING:
-    from backend.previews.front import Connection
+    from backend.previews.conn import Connection
     from backend.previews.proxy import Found
 
 READ = 65536
@@ -51,7 +52,7 @@ async def serve(
     try:
         keep = [(b"connection", b"upgrade"), (b"upgrade", get(request.headers, b"upgrade") or b"")]
         headers = to_app(list(request.headers), conn.peer, prefix=found.prefix, keep=keep)
-        upstream = h11.Connection(h11.CLIENT, max_incomplete_event_size=forward.MAX_HEAD)
+        upstream = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
         head = upstream.send(
             h11.Request(method=request.method, target=found.target, headers=headers)
         )

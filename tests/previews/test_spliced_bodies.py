@@ -18,7 +18,7 @@ import h11
 import httpx
 import pytest
 
-from backend.previews import front, splice
+from backend.previews import conn, splice
 from tests.support.preview_origin import (
     BIG,
     TOKEN,
@@ -215,8 +215,8 @@ def test_slow_or_idle_clients_are_closed_in_time(
 ) -> None:
     """A connection that sends no head, one whose head trickles in past the head limit, and
     one idle after an answer past the idle limit: each closed by the listener."""
-    monkeypatch.setattr(front, "HEAD_TIMEOUT", 0.5)
-    monkeypatch.setattr(front, "IDLE", 0.2)
+    monkeypatch.setattr(conn, "HEAD_TIMEOUT", 0.5)
+    monkeypatch.setattr(conn, "IDLE", 0.2)
     with origin.connect() as silent:
         assert silent.recv(100) == b""  # closed unanswered
     with origin.connect() as trickle:
