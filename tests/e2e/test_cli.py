@@ -277,4 +277,6 @@ def test_run_prints_the_work_a_command_an_edit_and_a_written_file(
     )
     assert "[exit 0] (output above)" in out
     assert "stdout:" not in out and "(empty)" not in out
-    assert out.splitlines()[-1].startswith("run ") and " completed; files in " in out
+    last = out.splitlines()[-1]
+    assert last.startswith("run ") and " completed; " in last and " tokens in (" in last
+    assert "; files in " in last

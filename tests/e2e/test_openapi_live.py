@@ -135,6 +135,31 @@ def test_every_operation_answers_as_documented_on_its_happy_and_error_paths(
         assert c.get("/api/conversations/nope/previews").status_code == 404
         assert c.post(f"/api/conversations/{cid}/previews/app/stop").status_code == 404
         assert c.post(f"/api/conversations/{cid}/previews/app/restart").status_code == 404
+        # checkpoints, rewind, fork, share (their whole story: tests/checkpoints)
+        points = c.get(f"/api/conversations/{cid}/checkpoints")
+        assert points.status_code == 200 and points.json(), points.text
+        assert c.get("/api/conversations/nope/checkpoints").status_code == 404
+        first, last = points.json()[0]["seq"], points.json()[-1]["seq"]
+        assert c.get(f"/api/conversations/{cid}/checkpoints/{first}/diff").status_code == 200
+        assert c.get(f"/api/conversations/{cid}/checkpoints/999999/diff").status_code == 404
+        fork = c.post(f"/api/conversations/{cid}/fork", json={"seq": first})
+        assert fork.status_code == 201
+        assert c.post(f"/api/conversations/{cid}/fork", json={"seq": 999999}).status_code == 404
+        assert c.post(f"/api/conversations/{cid}/fork", json={"seq": "x"}).status_code == 400
+        shared = c.post(f"/api/conversations/{cid}/share")
+        assert shared.status_code == 201
+        token = shared.json()["token"]
+        view = anon.get(f"/api/shared/{token}")
+        assert view.status_code == 200
+        for entry in view.json()["files"][:1]:
+            assert anon.get(f"/api/shared/{token}/files/{entry['filepath']}").status_code == 200
+        assert anon.get(f"/api/shared/{token}/files/nope.txt").status_code == 404
+        assert c.delete(f"/api/conversations/{cid}/share").status_code == 200
+        assert anon.get(f"/api/shared/{token}").status_code == 404
+        rewound = c.post(f"/api/conversations/{cid}/rewind", json={"seq": last})
+        assert rewound.status_code == 200
+        assert c.post(f"/api/conversations/{cid}/rewind", json={"seq": 999999}).status_code == 404
+        assert c.get(f"/api/conversations/{cid}/messages?all=1").status_code == 200
         assert c.get("/api/no-such-route").status_code == 404  # the catch-all, undocumented
         anon.close()
     operations = {
