@@ -35,6 +35,7 @@ HEAD_TIMEOUT = 30.0  # seconds a request head may take from its first byte on, a
 MAX_HEAD = 65536  # bytes of a request or answer head
 HEAD_READ = 16384  # bytes read at once while a head is awaited (the body after it is spliced)
 STREAM_READ = 1 << 20  # bytes read at once of a body relayed through h11
+NOT_FOUND = b"Not found."  # the answer to anything that names no live preview
 
 
 class Connection:

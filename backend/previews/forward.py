@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import h11
 
 from backend.observe import preview_metrics as metrics
-from backend.previews.conn import MAX_HEAD, STREAM_READ
+from backend.previews.conn import MAX_HEAD, NOT_FOUND, STREAM_READ
 from backend.previews.headers import closes, get, to_app, to_browser
 from backend.previews.splice import copy
 
@@ -52,7 +52,7 @@ async def serve(
         app, found = await connect(conn, found)
     except LookupError:  # stopped meanwhile
         metrics.request(404)
-        return await conn.answer(server, 404, b"Not found.")
+        return await conn.answer(server, 404, NOT_FOUND)
     except OSError as exc:
         metrics.request(502)
         return await conn.answer(server, 502, f"The preview's app did not answer: {exc}".encode())

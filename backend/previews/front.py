@@ -25,7 +25,7 @@ import h11
 
 from backend.observe import preview_metrics as metrics
 from backend.previews import forward, static, tunnel
-from backend.previews.conn import Connection
+from backend.previews.conn import NOT_FOUND, Connection
 from backend.previews.headers import get
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NOT_FOUND = b"Not found."
 # where another planact process asks whether this listener serves the same store's previews
 # (`planact run` beside `planact serve`): never a preview's own path (no preview is found)
 IDENTITY_PATH = b"/.well-known/planact-previews"

@@ -13,6 +13,7 @@ import anyio
 import h11
 
 from backend.observe import preview_metrics as metrics
+from backend.previews.conn import NOT_FOUND
 from backend.previews.headers import OWN
 from backend.runtime import confined
 from backend.runtime.paths import PathEscapeError
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from backend.previews.proxy import Found
 
 READ = 1 << 20
-NOT_FOUND = b"Not found."
 
 
 async def serve(

@@ -15,7 +15,7 @@ import h11
 
 from backend.observe import preview_metrics as metrics
 from backend.previews import forward
-from backend.previews.conn import MAX_HEAD
+from backend.previews.conn import MAX_HEAD, NOT_FOUND
 from backend.previews.headers import get, to_app, to_browser
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ async def serve(
         conn.upstream.sock = None  # the tunnel's own: never kept for another request
     except LookupError:
         metrics.request(404)
-        await conn.send_answer(server, 404, b"Not found.", close=True)
+        await conn.send_answer(server, 404, NOT_FOUND, close=True)
         return False
     except OSError as exc:
         metrics.request(502)
