@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 
 from backend.runtime.docker import LABEL_OWNER, LABEL_WORKSPACE, DockerRuntime
+from backend.runtime.docker.engine import remove_container
 from tests.support.runtime import (
+    SANDBOX_IMAGE,
     eventually,
     read,
     require_docker,
@@ -311,6 +315,31 @@ async def test_close_removes_a_sandbox_whose_creation_was_in_flight(
     after = await run(rt, workspace, "true")
     assert after.status == "failure"
     assert "shutting down" in after.content
+
+
+def test_two_removals_of_one_container_both_return_once_it_is_gone(docker_client: Any) -> None:
+    """A second removal while the first is under way (the engine answers 409) waits for the
+    first: a sandbox made again under the same name right after must not fail."""
+    failures: list[BaseException] = []
+    for _ in range(5):
+        container = docker_client.containers.run(
+            SANDBOX_IMAGE, ["sleep", "infinity"], detach=True, init=True
+        )
+
+        def remove(container_id: str = str(container.id)) -> None:
+            try:
+                remove_container(docker_client, container_id)
+            except Exception as exc:  # collected and asserted below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=remove) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with pytest.raises(docker.errors.NotFound):
+            docker_client.api.inspect_container(container.id)
+    assert failures == []
 
 
 async def test_a_full_tmp_is_refused_and_does_not_break_the_sandbox(

@@ -83,8 +83,20 @@ def is_gone(exc: Exception) -> bool:
     return exc.status_code == 409 or "is not running" in str(exc.explanation or exc)
 
 
+REMOVAL_WAIT = 60  # seconds a removal waits for one already under way
+
+
 def remove_container(client: DockerClient, container_id: str) -> None:
-    client.api.remove_container(container_id, force=True, v=True)
+    """Remove the container, and return once it is gone: when another removal of it is
+    already under way (the engine answers 409), wait for that one rather than fail; a name
+    is free again only once its container is gone."""
+    try:
+        client.api.remove_container(container_id, force=True, v=True)
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409 or "already in progress" not in str(exc.explanation):
+            raise
+        with contextlib.suppress(docker.errors.NotFound):
+            client.api.wait(container_id, timeout=REMOVAL_WAIT, condition="removed")
 
 
 def close_stream(stream: Any) -> None:
