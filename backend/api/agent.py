@@ -16,7 +16,7 @@ from backend.openapi import Param, Reply, operation
 from backend.runs import ShuttingDown
 from backend.runs.feed import run_feed
 from backend.runtime import registry
-from backend.store.repo import ConflictError, NotFoundError
+from backend.store.repo import ConflictError, NotFoundError, RestoringError
 
 GOAL_LIMIT = 100_000
 RUN_HEADERS = {"X-Conversation-Id": "The run's conversation.", "X-Run-Id": "The run."}
@@ -130,6 +130,10 @@ async def begin_run(
         )
     except NotFoundError as exc:
         raise ApiError(404, f"No conversation {conversation_id!r}.") from exc
+    except RestoringError as exc:
+        raise ApiError(
+            409, "A rewind is putting this conversation's files back: retry in a moment."
+        ) from exc
     except ConflictError as exc:
         raise ApiError(
             409, "A run is already active in this conversation: stop it or wait for it to end."

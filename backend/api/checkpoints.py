@@ -17,7 +17,7 @@ from backend.checkpoints import CheckpointNotFound
 from backend.checkpoints.gitrepo import GitError
 from backend.openapi import Param, Reply, operation
 from backend.store.base import iso
-from backend.store.repo import ConflictError
+from backend.store.repo import ConflictError, RestoringError
 
 
 class CheckpointOut(BaseModel):
@@ -159,6 +159,10 @@ async def rewind(request: Request) -> Response:
         )
     except CheckpointNotFound as exc:
         raise ApiError(404, str(exc)) from exc
+    except RestoringError as exc:
+        raise ApiError(
+            409, "Another rewind is putting this conversation's files back: retry in a moment."
+        ) from exc
     except ConflictError as exc:
         raise ApiError(
             409, "A run is active or waiting in this conversation; stop it first."

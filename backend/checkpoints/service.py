@@ -217,6 +217,8 @@ class Checkpoints:
         # the history first, in the transaction that checks (under the conversation's row
         # lock, as a run's start takes it) that no run began meanwhile: a run that starts
         # after it goes on from the rewound history, never from the one a rewind refused
+        # that transaction also takes the conversation while its files are put back: a run
+        # asked for meanwhile (on any replica) is refused, never started on half of them
         await self.store.rewind_history(cid, seq)
 
         def work() -> int:
@@ -224,7 +226,10 @@ class Checkpoints:
             repo.restore(cp.commit)
             return len(repo.files(cp.commit))
 
-        files = await self._off_loop(cid, work)
+        try:
+            files = await self._off_loop(cid, work)
+        finally:
+            await self.store.restored(cid)
         CHECKPOINT_SECONDS.labels("rewind").observe(time.perf_counter() - started)
         return files
 

@@ -59,6 +59,10 @@ class ConflictError(Exception):
     """A run is already active in this conversation."""
 
 
+class RestoringError(ConflictError):
+    """A rewind is putting this conversation's files back (for a moment: try again)."""
+
+
 class NotFoundError(Exception):
     pass
 

@@ -4,17 +4,28 @@ its history, forks and share links: rows only; the files are in the shadow repos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, delete, func, insert, select, update
 
-from backend.store.base import ACTIVE, CONVERSATIONS, MESSAGES, RUNS, ConflictError, StoreBase
+from backend.store.base import (
+    ACTIVE,
+    CONVERSATIONS,
+    MESSAGES,
+    RUNS,
+    ConflictError,
+    RestoringError,
+    StoreBase,
+)
 from backend.store.tables import CheckpointRow, ShareRow, utcnow
 
 CHECKPOINTS = cast(Table, CheckpointRow.__table__)
 SHARES = cast(Table, ShareRow.__table__)
 IN_HISTORY, REWOUND, DROPPED = 0, 1, 2
+# seconds a rewind holds its conversation at most (restoring 2,000 files takes ~0.1 s; a
+# rewinder that died is past it long before anyone would wait that long)
+RESTORE_LEASE = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,21 +166,35 @@ class SqlCheckpoints(StoreBase):
         return await self._core(fn)
 
     # -- rewinds ----------------------------------------------------------------------------
-    async def rewind_history(self, cid: str, seq: int) -> None:
+    async def rewind_history(self, cid: str, seq: int, lease: float = RESTORE_LEASE) -> None:
         """Messages after ``seq`` out of the history, those up to it (rewound away before)
-        back in. ConflictError while a run is active (or waiting) in the conversation: the
-        conversation's row is taken first, as start_run does, so neither slips past the
-        other."""
+        back in, and the conversation taken for ``lease`` seconds while the caller puts its
+        files back (:meth:`restored` gives it back; no run starts meanwhile). ConflictError
+        while a run is active (or waiting) in the conversation, RestoringError while another
+        rewind holds it: the conversation's row is taken first, as start_run does, so neither
+        slips past the other."""
 
         def fn(c: Connection) -> None:
-            c.execute(
-                update(CONVERSATIONS).where(CONVERSATIONS.c.id == cid).values(updated_at=utcnow())
-            )
+            now = utcnow()
+            conv = CONVERSATIONS.c
+            until = c.execute(
+                update(CONVERSATIONS)
+                .where(conv.id == cid)
+                .values(updated_at=now)
+                .returning(conv.restoring_until)
+            ).scalar_one_or_none()
+            if until is not None and until > now:
+                raise RestoringError(cid)
             running = c.execute(
                 select(RUNS.c.id).where(RUNS.c.conversation_id == cid, RUNS.c.status == ACTIVE)
             ).first()
             if running is not None:
                 raise ConflictError(cid)
+            c.execute(
+                update(CONVERSATIONS)
+                .where(conv.id == cid)
+                .values(restoring_until=now + timedelta(seconds=lease))
+            )
             m = MESSAGES.c
             c.execute(
                 update(MESSAGES)
@@ -180,6 +205,16 @@ class SqlCheckpoints(StoreBase):
                 update(MESSAGES)
                 .where(m.conversation_id == cid, m.seq <= seq, m.hidden == REWOUND)
                 .values(hidden=IN_HISTORY)
+            )
+
+        await self._core(fn)
+
+    async def restored(self, cid: str) -> None:
+        """The rewind of ``cid`` put its files back (or gave up): runs may start again."""
+
+        def fn(c: Connection) -> None:
+            c.execute(
+                update(CONVERSATIONS).where(CONVERSATIONS.c.id == cid).values(restoring_until=None)
             )
 
         await self._core(fn)

@@ -24,6 +24,7 @@ from backend.store.base import (
     UPLOAD_RUN,
     ConflictError,
     NotFoundError,
+    RestoringError,
     RunNotOwned,
     new_id,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "WAITING",
     "ConflictError",
     "NotFoundError",
+    "RestoringError",
     "RunNotOwned",
     "Store",
     "new_id",

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, Update, bindparam, case, func, insert, select, update
+from sqlalchemy import Connection, Update, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,7 @@ from backend.store.base import (
     TASKS,
     ConflictError,
     NotFoundError,
+    RestoringError,
     StoreBase,
     iso,
     new_id,
@@ -50,13 +51,24 @@ _NEW_CONVERSATION = insert(CONVERSATIONS)
 _NEW_RUN = insert(RUNS)
 _MARK_RUNNING = (
     update(CONVERSATIONS)
-    .where(CONVERSATIONS.c.id == bindparam("cid"), CONVERSATIONS.c.user_id == bindparam("uid"))
+    .where(
+        CONVERSATIONS.c.id == bindparam("cid"),
+        CONVERSATIONS.c.user_id == bindparam("uid"),
+        # not while a rewind puts its files back (restoring_until: that rewind's lease)
+        or_(
+            CONVERSATIONS.c.restoring_until.is_(None),
+            CONVERSATIONS.c.restoring_until <= bindparam("now"),
+        ),
+    )
     .values(
         status=ACTIVE,
         updated_at=bindparam("now"),
         # a conversation with no title yet is named by its first goal
         title=case((CONVERSATIONS.c.title == "", bindparam("title")), else_=CONVERSATIONS.c.title),
     )
+)
+_OWNED = select(CONVERSATIONS.c.id).where(
+    CONVERSATIONS.c.id == bindparam("cid"), CONVERSATIONS.c.user_id == bindparam("uid")
 )
 _ACTIVE_RUNS = select(func.count()).where(
     RUNS.c.conversation_id == bindparam("cid"), RUNS.c.status == ACTIVE
@@ -130,6 +142,8 @@ class SqlRuns(StoreBase):
                     _MARK_RUNNING, {"cid": cid, "uid": user_id, "now": now, "title": title[:200]}
                 ).rowcount
                 if not found:
+                    if c.execute(_OWNED, {"cid": cid, "uid": user_id}).first() is not None:
+                        raise RestoringError(cid)
                     raise NotFoundError(cid)
                 if c.execute(_ACTIVE_RUNS, {"cid": cid}).scalar():
                     raise ConflictError(cid)

@@ -39,6 +39,9 @@ class Conversation(Base):
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # a rewind is putting the workspace's files back (no run starts, no other rewind) until
+    # then: a lease, so that a rewinder that died frees the conversation
+    restoring_until: Mapped[datetime | None] = mapped_column(default=None)
 
 
 # at most one running run per conversation, across processes (PostgreSQL and SQLite)

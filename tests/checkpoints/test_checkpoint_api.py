@@ -238,3 +238,31 @@ def test_fork_is_a_new_conversation_with_that_checkpoint_and_history(settings: S
         assert files_of(workspace(settings, new))["fork.txt"] == b"forked\n"
         assert files_of(ws) == original
         assert len(client.get(f"/api/conversations/{cid}/messages").json()) == len(messages)
+
+
+def test_no_run_starts_on_files_a_rewind_is_still_putting_back(settings: Settings) -> None:
+    llm = ScriptedLLM(
+        [
+            *first_run_script(),
+            ("planning", plan_reply("Again")),
+            ("thinking", finish("ok")),
+        ]
+    )
+    with client_for(settings, llm) as client:
+        messages, _end, _ = post_run(client, {"goal": "make files", "mode": "agent"})
+        cid = messages[0]["conversation_id"]
+        store = client.app.state.store  # type: ignore[attr-defined]
+        # a rewind (on this or another replica) holds the conversation while it restores
+        at = checkpoints(client, cid)[0]["seq"]
+        assert client.portal is not None
+        client.portal.call(store.rewind_history, cid, at)
+        body = {"goal": "go on", "mode": "agent", "conversation_id": cid}
+        refused = client.post("/api/agent/run", json=body)
+        assert refused.status_code == 409
+        assert "rewind" in refused.json()["error"]["message"]
+        again = client.post(f"/api/conversations/{cid}/rewind", json={"seq": at})
+        assert again.status_code == 409
+        assert "Another rewind" in again.json()["error"]["message"]
+        client.portal.call(store.restored, cid)
+        _m, end, _ = post_run(client, body)
+        assert end["status"] == "completed", llm.errors

@@ -7,7 +7,7 @@ import pytest
 
 from backend.messages.message import Message
 from backend.store.checkpoints import StoredCheckpoint, StoredShare
-from backend.store.repo import ConflictError, Store
+from backend.store.repo import ConflictError, NotFoundError, RestoringError, Store
 from backend.store.tables import utcnow
 
 
@@ -37,12 +37,15 @@ async def test_a_rewind_hides_later_messages_a_redo_shows_them_a_new_run_drops_t
     for seq in (2, 4, 6):
         await store.add_checkpoint(cp(cid, seq, rid))
     await store.rewind_history(cid, 2)
+    await store.restored(cid)
     assert [m.seq for m in await store.messages(cid)] == [1, 2]
     assert [m.seq for m in await store.messages(cid, include_hidden=True)] == list(range(1, 7))
     assert await store.visible_seq(cid) == 2
     await store.rewind_history(cid, 4)  # a redo
+    await store.restored(cid)
     assert [m.seq for m in await store.messages(cid)] == [1, 2, 3, 4]
     await store.rewind_history(cid, 2)
+    await store.restored(cid)
     rid2 = await store.start_run("1", cid, "again", "auto", "local")
     with pytest.raises(ConflictError):  # a run is active
         await store.rewind_history(cid, 4)
@@ -55,6 +58,34 @@ async def test_a_rewind_hides_later_messages_a_redo_shows_them_a_new_run_drops_t
     await store.rewind_history(cid, 7)  # the dropped ones never come back
     assert [m.seq for m in await store.messages(cid)] == [1, 2, 7]
     assert await store.drop_rewound(cid) == []
+
+
+async def test_no_run_starts_and_no_other_rewind_begins_while_a_rewind_puts_files_back(
+    store: Store,
+) -> None:
+    cid, _rid = await conversation_with(store, 4)
+    await store.rewind_history(cid, 2)
+    with pytest.raises(RestoringError):  # the files are being put back
+        await store.start_run("1", cid, "too soon", "auto", "local")
+    with pytest.raises(RestoringError):
+        await store.rewind_history(cid, 4)
+    with pytest.raises(NotFoundError):  # another user's conversation is still not found
+        await store.start_run("2", cid, "not mine", "auto", "local")
+    assert await store.running_run_of(cid) is None
+    await store.restored(cid)
+    rid = await store.start_run("1", cid, "now", "auto", "local")
+    assert (await store.running_run_of(cid)) is not None
+    await store.end_run(rid, "completed")
+
+
+async def test_a_rewinder_that_died_frees_the_conversation_when_its_lease_ends(
+    store: Store,
+) -> None:
+    cid, _rid = await conversation_with(store, 3)
+    await store.rewind_history(cid, 1, lease=-1.0)  # taken, never given back, lease over
+    rid = await store.start_run("1", cid, "after a crash", "auto", "local")
+    await store.end_run(rid, "completed")
+    await store.rewind_history(cid, 2, lease=-1.0)  # another rewind may take it, too
 
 
 async def test_a_fork_copies_the_history_and_checkpoints_up_to_its_seq(store: Store) -> None:
