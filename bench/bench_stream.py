@@ -95,9 +95,10 @@ class Proc:
         raise RuntimeError(f"{self.name} not answering after {timeout}s")
 
     def cpu(self) -> float:
-        """CPU seconds (user + system) the process has used."""
+        """CPU seconds (user + system) the process and the children it waited for (the
+        checkpoints' git commands, a sandbox's commands) have used."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK
+        return sum(int(f) for f in fields[11:15]) / CLK
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -26,6 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REF_PREFIX = "refs/checkpoints/"
+# git's empty tree (every git knows it without storing it): the checkpoint of a workspace
+# that has held nothing yet, taken with no git command and no repository (a conversation of
+# questions and answers pays nothing for its checkpoints)
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 SHARE_PREFIX = "refs/shares/"
 # checked-in attributes of the workspace must never convert what is stored or restored
 ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !eol -diff -merge\n"
@@ -101,6 +105,7 @@ class GitRepo:
 
     # -- plumbing ---------------------------------------------------------------------------
     def _git(self, *args: str, stdin: bytes | None = None, work_tree: bool = False) -> bytes:
+        self.init()  # (an empty workspace's checkpoints are read before one is made)
         cmd = ["git", f"--git-dir={self.git_dir}"]
         if work_tree:
             cmd.append(f"--work-tree={self.workspace}")
@@ -140,10 +145,13 @@ class GitRepo:
     # -- taking one -----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         """The workspace as it is now: its index brought up to date, its tree written, a
-        commit of it (no parent) with the empty folders in its message."""
+        commit of it (no parent) with the empty folders in its message; :data:`EMPTY_TREE`
+        while the workspace has held nothing (no index yet, nothing in it)."""
+        paths, empty = walk(self.workspace)
+        if not paths and not empty and not self._index_file().exists():
+            return Snapshot(commit=EMPTY_TREE, tree=EMPTY_TREE)
         self.init()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        paths, empty = walk(self.workspace)
         indexed = self._indexed_paths()
         gone = indexed - paths
         if gone:
@@ -185,7 +193,8 @@ class GitRepo:
         return set(self._git("ls-files", "-z").split(b"\0")) - {b""}
 
     def keep(self, name: str, commit: str) -> None:
-        self._git("update-ref", name, commit)
+        if commit != EMPTY_TREE:  # (nothing stored to keep)
+            self._git("update-ref", name, commit)
 
     def drop_refs(self, names: Iterable[str]) -> None:
         lines = "".join(f"delete {n}\n" for n in names)
@@ -194,6 +203,8 @@ class GitRepo:
 
     def changes(self, old: str | None, new: str) -> list[Change]:
         """Paths added, removed or changed from ``old`` (None: nothing) to ``new``."""
+        if old is None and new == EMPTY_TREE:
+            return []
         if old is None:
             out = self._git("ls-tree", "-r", "-z", new)
             found = []
@@ -207,6 +218,8 @@ class GitRepo:
 
     def diff(self, old: str, new: str) -> tuple[list[Change], list[str]]:
         """(the paths that differ, the tree objects of ``new`` that ``old`` lacks)."""
+        if old == new:  # (a commit is its tree and folders: its date is always the same)
+            return [], []
         out = self._git("diff-tree", "-r", "-t", "-z", "--no-renames", old, new)
         parts = out.split(b"\0")
         found: list[Change] = []
@@ -274,6 +287,8 @@ class GitRepo:
     def disk_usage(self, commit: str, other: list[str] | None = None) -> int:
         """Bytes on disk of what ``commit`` holds (with ``other``: of what it holds that
         none of them does)."""
+        if commit == EMPTY_TREE:
+            return 0
         args = ["rev-list", "--objects", "--disk-usage", commit]
         if other:  # their trees: git leaves a negative commit's tree out only at an edge
             args += ["--not", *(f"{c}^{{tree}}" for c in other)]
@@ -310,11 +325,11 @@ class GitRepo:
         self._folders(commit)
 
     def _folders(self, commit: str) -> None:
-        body = self._git("cat-file", "commit", commit).split(b"\n\n", 1)[-1]
-        try:
-            wanted = set(json.loads(body.decode()).get("empty_dirs", []))
-        except (ValueError, AttributeError):
-            wanted = set()
+        wanted: set[str] = set()
+        if commit != EMPTY_TREE:
+            body = self._git("cat-file", "commit", commit).split(b"\n\n", 1)[-1]
+            with contextlib.suppress(ValueError, AttributeError):
+                wanted = set(json.loads(body.decode()).get("empty_dirs", []))
         for rel in sorted(wanted):
             _mkdirs_beneath(self.workspace, rel)
         _remove_other_empty_dirs(self.workspace, {os.fsencode(w) for w in wanted})
@@ -322,6 +337,9 @@ class GitRepo:
     def copy_objects_to(self, other: GitRepo, commits: list[str]) -> None:
         """Hard-link (or copy) every object the commits hold into ``other`` (a fork)."""
         other.init()
+        commits = [c for c in commits if c != EMPTY_TREE]
+        if not commits:
+            return
         out = self._git("rev-list", "--objects", "--no-object-names", *commits)
         src, dst = os.fsencode(self.git_dir / "objects"), os.fsencode(other.git_dir / "objects")
         made: set[bytes] = set()

@@ -141,6 +141,40 @@ async def test_nothing_changed_no_checkpoint_unless_the_run_ends(
     assert (tmp_path / "cps" / "user_1" / f"{cid}.git" / "HEAD").is_file()
 
 
+async def test_a_workspace_that_held_nothing_is_checkpointed_without_a_repository(
+    tmp_path: Path, store: Store
+) -> None:
+    """A conversation of questions and answers: its end-of-run checkpoints make no
+    repository (no git command at all), and they are places to go back to like any other."""
+    cid = await store.create_conversation("1", "t")
+    ws = tmp_path / "ws"  # never made: no command ran
+    service = Checkpoints(tmp_path / "cps", store, max_mb=10)
+    repo = service.repo("1", cid, ws)
+    first = await service.take(repo, cid, "r", 2, "end of run", always=True)
+    again = await service.take(repo, cid, "r", 4, "end of run", always=True)
+    assert first is not None and again is not None
+    assert (first.files_changed, again.files_changed, first.bytes) == (0, 0, 0)
+    assert not repo.git_dir.exists()
+    # then files: the next checkpoint lists them as added, the empty one restores and forks
+    ws.mkdir()
+    (ws / "a.txt").write_text("a")
+    (ws / "d").mkdir()
+    later = await service.take(repo, cid, "r", 6, "write")
+    assert later is not None and later.files_changed == 1
+    assert [(f.path, f.change) for f in await service.diff(repo, cid, 2, 6)] == [
+        ("a.txt", "added")
+    ]
+    new = await service.fork("1", repo, cid, 4, "t", lambda n: tmp_path / "forks" / n)
+    assert tree(tmp_path / "forks" / new) == {}
+    assert await service.rewind(repo, cid, 2, _nothing) == 0
+    assert tree(ws) == {}
+    assert [(f.path, f.change) for f in await service.diff(repo, cid, 6, None)] == [
+        ("a.txt", "removed")
+    ]
+    assert await service.rewind(repo, cid, 6, _nothing) == 1  # a redo
+    assert tree(ws) == {"a.txt": b"a", "d": "dir"}
+
+
 def test_a_path_read_from_a_checkpoint_is_taken_literally(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "d").mkdir(parents=True)
