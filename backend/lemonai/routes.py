@@ -26,6 +26,7 @@ from backend.lemonai.envelope import LemonError, http_error_handler, lemon_error
 from backend.lemonai.services import (
     ConflictError,
     NotFoundError,
+    RestoringError,
     Services,
     UploadError,
 )
@@ -229,6 +230,10 @@ async def _run(request: Request) -> Response:
         cid, rid = await svc.start_run(uid, question, cid, mode, model)
     except NotFoundError as exc:
         raise LemonError(404, f"No conversation {cid!r}.") from exc
+    except RestoringError as exc:
+        raise LemonError(
+            409, "A rewind is putting this conversation's files back: retry in a moment."
+        ) from exc
     except ConflictError as exc:
         raise LemonError(
             409, "A run is already active in this conversation: stop it or wait for it to end."

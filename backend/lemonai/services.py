@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from backend.messages.message import Message
 from backend.runs.feed import FeedEvent, run_feed
 from backend.runtime.paths import PathEscapeError
-from backend.store.repo import ConflictError, NotFoundError
+from backend.store.repo import ConflictError, NotFoundError, RestoringError
 from backend.store.shapes import ConversationDetail, ConversationSummary
 from backend.uploads import (
     MB,
@@ -43,6 +43,7 @@ __all__ = [
     "ConflictError",
     "NotFoundError",
     "PathEscapeError",
+    "RestoringError",
     "Services",
     "Staged",
     "UploadError",

@@ -161,9 +161,7 @@ async def test_a_workspace_that_held_nothing_is_checkpointed_without_a_repositor
     (ws / "d").mkdir()
     later = await service.take(repo, cid, "r", 6, "write")
     assert later is not None and later.files_changed == 1
-    assert [(f.path, f.change) for f in await service.diff(repo, cid, 2, 6)] == [
-        ("a.txt", "added")
-    ]
+    assert [(f.path, f.change) for f in await service.diff(repo, cid, 2, 6)] == [("a.txt", "added")]
     new = await service.fork("1", repo, cid, 4, "t", lambda n: tmp_path / "forks" / n)
     assert tree(tmp_path / "forks" / new) == {}
     assert await service.rewind(repo, cid, 2, _nothing) == 0
