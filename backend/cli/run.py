@@ -128,6 +128,13 @@ async def run_cmd(
     if settings.preview_listen is not False and manager.tools.previews is not None:
         manager.tools.previews.on_start = previews.start
 
+    async def close() -> None:  # everything this process opened, in order
+        await manager.shutdown()
+        await previews.close()  # (nothing to do when no preview started it)
+        await tools.aclose()
+        await llm.aclose()
+        await store.close()
+
     progress = Progress(manager.actions)
     follower = Follower(store, progress.message)
     waits = None
@@ -139,18 +146,12 @@ async def run_cmd(
         cid, why = await fork_from(manager, store, from_)
         if cid is None:
             print(f"planact: {why}", file=sys.stderr)
-            await manager.shutdown()
-            await tools.aclose()
-            await llm.aclose()
-            await store.close()
+            await close()
             return 2
     if files:  # the inputs go into a new conversation's workspace first
         cid = await upload_inputs(store, manager, settings, files)
         if cid is None:
-            await manager.shutdown()
-            await tools.aclose()
-            await llm.aclose()
-            await store.close()
+            await close()
             return 2
     cid, rid = await manager.start(
         "1",
@@ -179,11 +180,7 @@ async def run_cmd(
     error = (run.error if run else None) or ""
     print(final_line(rid, str(status), error, ws, spent), flush=True)
     await keep_previews(manager, cid)
-    await manager.shutdown()
-    await previews.close()
-    await tools.aclose()
-    await llm.aclose()
-    await store.close()
+    await close()
     flush_tracing()
     return 0 if status == "completed" else 1
 
