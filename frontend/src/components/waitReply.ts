@@ -1,33 +1,33 @@
 // The person's reply to a wait (ApprovalCard, QuestionCard), sent once: a 409 (answered
 // meanwhile, in another tab or on the terminal) is a note and fetches the answer; any other
 // failure is shown as the error. What the card shows of both: WaitFooter.vue.
-import { ref } from 'vue'
+import { reactive } from 'vue'
 import { HttpError } from '../lib/api'
 import type { Message } from '../lib/types'
 import { useWaits } from '../stores/waits'
 
 export function useWaitReply(props: { message: Message; conversationId: string }) {
   const waits = useWaits()
-  const note = ref('')
-  const failure = ref('')
+  /** what became of the last send, for the card's foot (WaitFooter's ``said``) */
+  const said = reactive({ note: '', failure: '' })
 
   /** Send with ``send``; true once the server recorded it. */
   async function reply(send: () => Promise<unknown>): Promise<boolean> {
-    failure.value = ''
-    note.value = ''
+    said.failure = ''
+    said.note = ''
     try {
       await send()
       return true
     } catch (e) {
       if (e instanceof HttpError && e.status === 409) {
-        note.value = 'This was already answered.'
+        said.note = 'This was already answered.'
         void waits.refresh(props.conversationId || props.message.conversation_id)
       } else {
-        failure.value = e instanceof Error ? e.message : String(e)
+        said.failure = e instanceof Error ? e.message : String(e)
       }
       return false
     }
   }
 
-  return { note, failure, reply }
+  return { said, reply }
 }
