@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from backend.actions import builtin_registry
 from backend.agent.tool_notices import tool_notice
-from backend.cli.main import Progress, _progress_line
+from backend.cli.progress import Progress, progress_line
 from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 
@@ -13,9 +13,7 @@ REGISTRY = builtin_registry()
 
 
 def test_a_notice_is_a_note_line() -> None:
-    line = _progress_line(
-        REGISTRY, tool_notice("MCP server 'broken' could not start.\nfatal", "t1")
-    )
+    line = progress_line(REGISTRY, tool_notice("MCP server 'broken' could not start.\nfatal", "t1"))
     assert line == "[note] MCP server 'broken' could not start.\n    fatal"
 
 

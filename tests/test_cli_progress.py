@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.actions import builtin_registry
-from backend.cli.main import Progress, _progress_line, final_line
+from backend.cli.progress import Progress, final_line, progress_line
 from backend.messages.deltas import DeltaEvent
 from backend.messages.message import Message
 from tests.support.deltas import delta
@@ -16,18 +16,18 @@ REGISTRY = builtin_registry()
 
 def test_the_cause_of_an_error_is_never_cut() -> None:
     cause = "Traceback (most recent call last):\n" + "  frame\n" * 40 + "KeyError: 'colunm'"
-    line = _progress_line(
+    line = progress_line(
         REGISTRY, Message.build("terminal_run", f"Exit code: 1\nstderr:\n{cause}", status="failure")
     )
     assert line.startswith("[terminal_run FAIL] Exit code: 1")
     assert line.endswith("KeyError: 'colunm'")
     assert len(line) > 400
-    err = _progress_line(REGISTRY, Message.build("error", "x" * 1000, status="failure"))
+    err = progress_line(REGISTRY, Message.build("error", "x" * 1000, status="failure"))
     assert err == "[error FAIL] " + "x" * 1000
 
 
 def test_routine_lines_stay_short() -> None:
-    line = _progress_line(REGISTRY, Message.build("write_code", "y" * 500))
+    line = progress_line(REGISTRY, Message.build("write_code", "y" * 500))
     assert line == "[write_code ok] " + "y" * 160 + "…"
 
 
@@ -103,7 +103,7 @@ def test_a_command_is_printed_with_its_exit_code_and_its_streams() -> None:
             "note": "",
         }
     ]
-    line = _progress_line(
+    line = progress_line(
         REGISTRY, Message.build("terminal_run", "Exit code: 2\n…", status="failure", json=data)
     )
     assert line == "[terminal_run FAIL] $ make  [exit 2]\n    | cc -c a.c\n    ! a.c:1: error"
@@ -111,7 +111,7 @@ def test_a_command_is_printed_with_its_exit_code_and_its_streams() -> None:
 
 def test_a_command_cut_short_by_a_stop_is_printed_as_its_words() -> None:
     text = "Stopped before it finished.\nOutput before that:\nstdout:\nhi\nstderr: (empty)"
-    line = _progress_line(REGISTRY, Message.build("terminal_run", text, status="failure"))
+    line = progress_line(REGISTRY, Message.build("terminal_run", text, status="failure"))
     assert line == "[terminal_run FAIL] " + text.replace("\n", "\n    ")
 
 
@@ -151,13 +151,13 @@ def test_the_models_words_are_printed_whole_and_an_unusable_reply_says_so() -> N
 
     refusal = "I can't help with that. " * 20
     assert (
-        _progress_line(REGISTRY, Message.build("auto_reply", refusal))
+        progress_line(REGISTRY, Message.build("auto_reply", refusal))
         == "[auto_reply] " + refusal.strip()
     )
-    said = _progress_line(REGISTRY, narration_message("I won't.\nNot this.", "t1", "u1"))
+    said = progress_line(REGISTRY, narration_message("I won't.\nNot this.", "t1", "u1"))
     assert said == "[thinking] I won't.\n    Not this."
     broken = "<terminal_run><cwd>.</cwd></terminal_run>"
-    line = _progress_line(
+    line = progress_line(
         REGISTRY, unusable_message("`terminal_run` was missing command", broken, stage="action")
     )
     assert line.startswith(
@@ -172,9 +172,9 @@ def test_the_summary_names_its_files_and_passes_over_a_running_preview() -> None
         {"filepath": "app.py", "filename": "app.py", "url": "/api/files/c/app.py", "filesize": 3},
         {"preview": {"name": "app", "port": 8080, "path": "/", "url": "http://x/p/t/"}},
     ]
-    line = _progress_line(REGISTRY, Message.build("finish_summery", "Done.", json=files))
+    line = progress_line(REGISTRY, Message.build("finish_summery", "Done.", json=files))
     assert line == "[summary] Done.\n[files] app.py"
     plan = [
         {"id": "1", "title": "Write", "description": "", "requirement": "", "status": "pending"}
     ]
-    assert _progress_line(REGISTRY, Message.build("plan", "", json=plan)) == "[plan] Write"
+    assert progress_line(REGISTRY, Message.build("plan", "", json=plan)) == "[plan] Write"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from backend.actions import builtin_registry
-from backend.cli.main import _progress_line
+from backend.cli.progress import progress_line
 from backend.cli.words import show_command, size_line
 from backend.messages.message import Message, Status
 
@@ -49,7 +49,7 @@ def final(kind: str, content: str, status: Status) -> Message:
     ],
 )
 def test_the_goal_and_a_persons_answers_read_as_what_happened(msg: Message, line: str) -> None:
-    assert _progress_line(REGISTRY, msg) == line
+    assert progress_line(REGISTRY, msg) == line
     assert " ok]" not in line and "FAIL" not in line
 
 

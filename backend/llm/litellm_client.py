@@ -36,10 +36,10 @@ from backend.llm.caching import breakpoints, cache_key, takes_cache_control, tak
 from backend.llm.deadline import Deadline
 from backend.llm.not_found import not_found_error
 from backend.llm.openai_compat import YIELD_EVERY
-from backend.llm.options import ModelClient
+from backend.llm.options import Attempt, ModelClient, stream_fields
 from backend.llm.output_limit import max_tokens
 from backend.llm.prices import Prices, cache_cost, cost, lookup, prices
-from backend.llm.retry import FirstLive, short
+from backend.llm.retry import short
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +49,14 @@ _MISSING_KEY = "Missing credentials"
 
 
 class LiteLLM(ModelClient):
-    async def complete(
-        self,
-        *,
-        stage: str,
-        messages: list[dict[str, Any]],
-        model: str | None = None,
-        on_delta: DeltaCallback | None = None,
-    ) -> Completion:
-        use_model = self.model_for(model)
+    async def prepare(self, stage: str, messages: list[dict[str, Any]], model: str) -> Attempt:
         litellm = await _litellm()
-        await prices(use_model)  # the price table is read off the loop, once
+        await prices(model)  # the price table is read off the loop, once
         kwargs: dict[str, Any] = {
-            "model": use_model,
+            "model": model,
             "messages": messages,
             "extra_headers": {"X-Agent-Stage": stage},
-            "max_tokens": await max_tokens(use_model, self.max_output_tokens, stage),
+            "max_tokens": await max_tokens(model, self.max_output_tokens, stage),
             # the socket timeout; our content-only deadlines fire first
             "timeout": self.call_max_seconds + 5,
             "num_retries": 0,
@@ -74,68 +66,22 @@ class LiteLLM(ModelClient):
         if self.base_url:
             kwargs["api_base"] = self.base_url
         if self.stream:
-            kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
-        if takes_cache_control(use_model):
+            kwargs.update(stream_fields())
+        if takes_cache_control(model):
             kwargs["cache_control_injection_points"] = breakpoints(messages)
-        elif _openai_itself(use_model, self.base_url) and (key := cache_key()):
+        elif _openai_itself(model, self.base_url) and (key := cache_key()):
             kwargs["prompt_cache_key"] = key  # calls of one conversation, one cache
 
-        retryable = (
-            litellm.RateLimitError,
-            litellm.InternalServerError,
-            litellm.ServiceUnavailableError,
-            litellm.APIConnectionError,
-            litellm.Timeout,
-            litellm.BadGatewayError,
-        )
-
-        live = FirstLive(on_delta)
-
-        async def attempt() -> Completion:
+        async def attempt(deadline: Deadline, deltas: DeltaCallback | None) -> Completion:
             try:
-                async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
-                    return await self._call(
-                        litellm, kwargs, use_model, deadline, live.for_attempt()
-                    )
-            except (litellm.AuthenticationError, litellm.PermissionDeniedError) as exc:
-                raise LLMConfigError(
-                    f"The provider rejected the credentials for model {use_model!r}: "
-                    f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {short(exc)}"
-                ) from exc
-            except litellm.NotFoundError as exc:
-                raise not_found_error(
-                    use_model, _url_of(use_model, self.base_url), short(exc)
-                ) from exc
-            except litellm.BadRequestError as exc:
-                text = str(exc)
-                if "LLM Provider NOT provided" in text or "llm_provider" in text:
-                    raise LLMConfigError(
-                        f"LLM_MODEL={use_model!r} names no known provider: use a litellm id "
-                        "such as openai/gpt-4o-mini."
-                    ) from exc
-                raise LLMError(f"The model rejected the request: {short(exc)}") from exc
-            except retryable as exc:
-                if _MISSING_KEY in str(exc):  # the openai SDK's, reported as a 500
-                    raise LLMConfigError(
-                        f"Model {use_model!r} needs an API key: set LLM_API_KEY (any value for "
-                        "a local server that checks none)."
-                    ) from exc
-                raise LLMTransientError(short(exc)) from exc
-            except litellm.APIError as exc:
-                # litellm maps some statuses (403 from an OpenAI-compatible server) to APIError
-                status = getattr(exc, "status_code", None)
-                if status in (401, 403):
-                    raise LLMConfigError(
-                        f"The provider rejected the credentials for model {use_model!r} "
-                        f"(HTTP {status}): check LLM_API_KEY (and LLM_BASE_URL). Provider "
-                        f"said: {short(exc)}"
-                    ) from exc
-                if status in (408, 409) or (isinstance(status, int) and status >= 500):
-                    raise LLMTransientError(short(exc)) from exc
-                raise LLMError(f"The model call ({stage}) failed: {short(exc)}") from exc
+                return await self._call(litellm, kwargs, model, deadline, deltas)
+            except Exception as exc:
+                ours = _our_error(litellm, exc, model, self.base_url, stage)
+                if ours is exc:
+                    raise
+                raise ours from exc
 
-        return await self.retry.run(stage, attempt)
+        return attempt
 
     async def aclose(self) -> None:
         """Close the connections litellm keeps for its providers (its Anthropic client's
@@ -242,6 +188,56 @@ def _openai_itself(model: str, base_url: str | None) -> bool:
     """An ``openai/`` model sent to OpenAI's own API (no other URL set)."""
     url = base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
     return model.startswith("openai/") and (not url or takes_cache_key(url))
+
+
+def _our_error(
+    litellm: Any, exc: Exception, model: str, base_url: str | None, stage: str
+) -> Exception:
+    """What a failed litellm call raises: litellm's error said as ours (a config error, a
+    transient one that is retried, or a failure for good); any other error as it is."""
+    retryable = (
+        litellm.RateLimitError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.APIConnectionError,
+        litellm.Timeout,
+        litellm.BadGatewayError,
+    )
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
+        return LLMConfigError(
+            f"The provider rejected the credentials for model {model!r}: "
+            f"check LLM_API_KEY (and LLM_BASE_URL). Provider said: {short(exc)}"
+        )
+    if isinstance(exc, litellm.NotFoundError):
+        return not_found_error(model, _url_of(model, base_url), short(exc))
+    if isinstance(exc, litellm.BadRequestError):
+        text = str(exc)
+        if "LLM Provider NOT provided" in text or "llm_provider" in text:
+            return LLMConfigError(
+                f"LLM_MODEL={model!r} names no known provider: use a litellm id "
+                "such as openai/gpt-4o-mini."
+            )
+        return LLMError(f"The model rejected the request: {short(exc)}")
+    if isinstance(exc, retryable):
+        if _MISSING_KEY in str(exc):  # the openai SDK's, reported as a 500
+            return LLMConfigError(
+                f"Model {model!r} needs an API key: set LLM_API_KEY (any value for "
+                "a local server that checks none)."
+            )
+        return LLMTransientError(short(exc))
+    if isinstance(exc, litellm.APIError):
+        # litellm maps some statuses (403 from an OpenAI-compatible server) to APIError
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return LLMConfigError(
+                f"The provider rejected the credentials for model {model!r} "
+                f"(HTTP {status}): check LLM_API_KEY (and LLM_BASE_URL). Provider "
+                f"said: {short(exc)}"
+            )
+        if status in (408, 409) or (isinstance(status, int) and status >= 500):
+            return LLMTransientError(short(exc))
+        return LLMError(f"The model call ({stage}) failed: {short(exc)}")
+    return exc
 
 
 _LITELLM: Any = None

@@ -32,11 +32,11 @@ from backend.llm.base import (
 from backend.llm.caching import cache_key, takes_cache_key
 from backend.llm.deadline import Deadline
 from backend.llm.not_found import not_found_error
-from backend.llm.options import ClientOptions, ModelClient
+from backend.llm.options import Attempt, ClientOptions, ModelClient, stream_fields
 from backend.llm.output_limit import max_tokens
 from backend.llm.prices import cache_cost, cost, prices
 from backend.llm.providers import Endpoint, lean_endpoint
-from backend.llm.retry import FirstLive, short
+from backend.llm.retry import short
 
 log = logging.getLogger(__name__)
 
@@ -120,19 +120,11 @@ class OpenAICompatLLM(ModelClient):
             await self._client.aclose()
         self._client = None
 
-    async def complete(
-        self,
-        *,
-        stage: str,
-        messages: list[dict[str, Any]],
-        model: str | None = None,
-        on_delta: DeltaCallback | None = None,
-    ) -> Completion:
-        use_model = self.model_for(model)
-        endpoint = self.endpoint(use_model)
+    async def prepare(self, stage: str, messages: list[dict[str, Any]], model: str) -> Attempt:
+        endpoint = self.endpoint(model)
         if endpoint is None:
             raise LLMConfigError(
-                f"LLM_MODEL={use_model!r} is not served by an OpenAI-compatible endpoint: "
+                f"LLM_MODEL={model!r} is not served by an OpenAI-compatible endpoint: "
                 "set LLM_BASE_URL or use a litellm id such as openai/gpt-4o-mini."
             )
         headers = {"Content-Type": "application/json", "X-Agent-Stage": stage}
@@ -141,46 +133,43 @@ class OpenAICompatLLM(ModelClient):
         payload: dict[str, Any] = {
             "model": endpoint.model,
             "messages": messages,
-            _limit_key(endpoint): await max_tokens(use_model, self.max_output_tokens, stage),
+            _limit_key(endpoint): await max_tokens(model, self.max_output_tokens, stage),
         }
         if takes_cache_key(endpoint.url) and (key := cache_key()):
             payload["prompt_cache_key"] = key  # calls of one conversation, one cache
         if self.stream:
-            payload["stream"] = True
-            payload["stream_options"] = {"include_usage": True}
+            payload.update(stream_fields())
             headers["Accept"] = "text/event-stream"
         # ensure_ascii: a lone surrogate in the history is escaped, never an encode error
         body = json.dumps(payload).encode()
 
-        live = FirstLive(on_delta)
+        async def attempt(deadline: Deadline, deltas: DeltaCallback | None) -> Completion:
+            try:
+                if self.stream:
+                    return await self._stream(endpoint, headers, body, deadline, deltas)
+                return await self._once(endpoint, headers, body, deltas)
+            except (httpx.TransportError, aiohttp.ClientError) as exc:
+                raise LLMTransientError(
+                    f"could not reach the model at {endpoint.url}: "
+                    f"{short(exc) or type(exc).__name__}"
+                ) from exc
 
-        async def attempt() -> Completion:
-            deltas = live.for_attempt()
-            async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
-                try:
-                    if self.stream:
-                        got = await self._stream(endpoint, headers, body, deadline, deltas)
-                    else:
-                        got = await self._once(endpoint, headers, body, deltas)
-                except (httpx.TransportError, aiohttp.ClientError) as exc:
-                    raise LLMTransientError(
-                        f"could not reach the model at {endpoint.url}: "
-                        f"{short(exc) or type(exc).__name__}"
-                    ) from exc
-            got.model = use_model
-            if got.prompt_tokens or got.completion_tokens:
-                found = await prices(use_model)
-                got.cache_cost = cache_cost(found, got.cached_input_tokens, got.cache_write_tokens)
-                got.cost = cost(
-                    found,
-                    got.prompt_tokens,
-                    got.completion_tokens,
-                    got.cached_input_tokens,
-                    got.cache_write_tokens,
-                )
-            return got
+        return attempt
 
-        return await self.retry.run(stage, attempt)
+    async def completed(self, got: Completion, model: str) -> Completion:
+        """The model's name, and the reply priced by litellm's table (read without litellm)."""
+        got.model = model
+        if got.prompt_tokens or got.completion_tokens:
+            found = await prices(model)
+            got.cache_cost = cache_cost(found, got.cached_input_tokens, got.cache_write_tokens)
+            got.cost = cost(
+                found,
+                got.prompt_tokens,
+                got.completion_tokens,
+                got.cached_input_tokens,
+                got.cache_write_tokens,
+            )
+        return got
 
     # -- one attempt -------------------------------------------------------------------------
     async def _once(

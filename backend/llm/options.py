@@ -1,12 +1,19 @@
 """What the model clients share: the settings every client takes (``ClientOptions``), the
-configured model and the first step of each call (``ModelClient``)."""
+configured model and the frame of each call (``ModelClient.complete``): the model it uses,
+its attempts under the retry policy, each attempt under its deadlines with the live deltas of
+the first attempt that sends any. A client says only how one attempt is made (``prepare``)."""
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
+from collections.abc import Awaitable, Callable
+from typing import Any, TypedDict, Unpack
 
-from backend.llm.base import LLMConfigError
-from backend.llm.retry import RetryPolicy
+from backend.llm.base import Completion, DeltaCallback, LLMConfigError
+from backend.llm.deadline import Deadline
+from backend.llm.retry import FirstLive, RetryPolicy
+
+# one attempt of a call: under its deadline (touched on content), with its delta callback
+Attempt = Callable[[Deadline, DeltaCallback | None], Awaitable[Completion]]
 
 
 class ClientOptions(TypedDict, total=False):
@@ -58,3 +65,38 @@ class ModelClient:
         if not use:
             raise missing_model_error()
         return use
+
+    async def complete(
+        self,
+        *,
+        stage: str,
+        messages: list[dict[str, Any]],
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> Completion:
+        """One model call (the LLM seam, backend/llm/base.py): its attempts as ``prepare``
+        makes them, retried by the policy (backend/llm/retry.py), each under LLM_TIMEOUT and
+        LLM_CALL_MAX_SECONDS (backend/llm/deadline.py)."""
+        use = self.model_for(model)
+        call = await self.prepare(stage, messages, use)
+        live = FirstLive(on_delta)
+
+        async def attempt() -> Completion:
+            deltas = live.for_attempt()
+            async with Deadline(idle=self.timeout, hard=self.call_max_seconds) as deadline:
+                return await call(deadline, deltas)
+
+        return await self.completed(await self.retry.run(stage, attempt), use)
+
+    async def prepare(self, stage: str, messages: list[dict[str, Any]], model: str) -> Attempt:
+        """What is worked out once per call (the request), and how one attempt is made."""
+        raise NotImplementedError
+
+    async def completed(self, got: Completion, model: str) -> Completion:
+        """The reply of the attempt that succeeded, finished (priced, say) out of its deadline."""
+        return got
+
+
+def stream_fields() -> dict[str, Any]:
+    """What a streamed request asks for besides the messages: the usage in its last chunk."""
+    return {"stream": True, "stream_options": {"include_usage": True}}

@@ -18,6 +18,14 @@ from backend.observe.tracing import capture_content, tracer
 Delta = Callable[[str, str], None]
 
 
+def _span(name: str, kind: SpanKind, attributes: dict[str, Any]) -> Span | None:
+    """The span of a model call or an action, under the run's, when traces are on."""
+    live = tracer()
+    if live is None:
+        return None
+    return live.start_span(name, span_parent(), kind=kind, attributes=attributes)
+
+
 class ModelCall:
     """Started when the call starts; ``done`` or ``failed`` once, when it ends."""
 
@@ -28,21 +36,17 @@ class ModelCall:
         self.first: float | None = None
         self.model = labels(model)
         self.stage = bounded(stage, STAGES)
-        self.span: Span | None = None
-        live = tracer()
-        if live is not None:
-            self.span = live.start_span(
-                f"chat {model}",
-                span_parent(),
-                kind=SpanKind.CLIENT,
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": model,
-                    "planact.stage": self.stage,
-                },
-            )
-            if capture_content():
-                self.span.set_attribute("gen_ai.input.messages", _json(messages))
+        self.span = _span(
+            f"chat {model}",
+            SpanKind.CLIENT,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "planact.stage": self.stage,
+            },
+        )
+        if self.span is not None and capture_content():
+            self.span.set_attribute("gen_ai.input.messages", _json(messages))
 
     def deltas(self, on_delta: Delta | None) -> Delta:
         """``on_delta`` (or nothing) with the time of the first piece noted."""
@@ -122,19 +126,15 @@ class ActionRun:
     def __init__(self, action_type: str) -> None:
         self.type = action_type
         self.started = time.perf_counter()
-        self.span: Span | None = None
-        live = tracer()
-        if live is not None:
-            self.span = live.start_span(
-                f"execute_tool {action_type}",
-                span_parent(),
-                kind=SpanKind.INTERNAL,
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": action_type,
-                    "planact.action.type": action_type,
-                },
-            )
+        self.span = _span(
+            f"execute_tool {action_type}",
+            SpanKind.INTERNAL,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": action_type,
+                "planact.action.type": action_type,
+            },
+        )
 
     def ended(self, status: str, exc: BaseException | None = None) -> None:
         """``status``: success, failure (the action's), error (it raised)."""

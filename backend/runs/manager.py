@@ -20,29 +20,24 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import anyio
 
 from backend.actions.registry import Registry, for_settings
-from backend.agent.context import RunContext
 from backend.agent.live import DeltaSink
-from backend.agent.outcomes import Outcome
-from backend.agent.pipeline import HANDED_OVER, PARKED, run_pipeline
 from backend.agent.publisher import Listener
 from backend.agent.specialists import Specialist, load_specialists
 from backend.agent.titles import goal_title
 from backend.checkpoints import Checkpoints
 from backend.checkpoints.gitrepo import GitRepo
 from backend.checkpoints.run import RunCheckpoints
-from backend.logctx import bind as log_context
 from backend.messages.bus import Bus
 from backend.runs import parking
-from backend.runs.begin import build_context
 from backend.runs.closing import close_unexecuted
+from backend.runs.execution import execute_record
 from backend.runs.executor import Executor, InlineExecutor
 from backend.runs.lease import LeaseKeeper, new_instance_id
 from backend.runs.local import Followers, LocalRun, LocalRuns
 from backend.runs.notify import LocalNotifier, Notifier, make_notifier
-from backend.runs.observed import observed_run
 from backend.runs.runtimes import Runtimes
-from backend.runs.takeover import last_stored, take_over
-from backend.runs.waiting import uncancellable, wait_ended
+from backend.runs.takeover import take_over
+from backend.runs.waiting import wait_ended
 from backend.runtime.base import Runtime
 from backend.runtime.sandboxing import local_runtime_for_process
 from backend.store.repo import ConflictError, Store, new_id
@@ -363,54 +358,9 @@ class RunManager:
         instance owns it or it already ended. Returns the final status."""
         record = self.runs.enter(run_id)
         try:
-            return await self._execute(record)
+            return await execute_record(self, record)
         finally:
             self.runs.leave(record)
-
-    async def _execute(self, record: LocalRun) -> str:
-        run_id, row, record.row = record.run_id, record.row, None
-        run = row or await self.store.run_for_execution(run_id)
-        if run is None or run.status != "running":
-            return run.status if run else Outcome.MISSING
-        if run.owner is None:
-            if not await self.store.claim_run(run_id, self.instance_id, None):
-                return Outcome.TAKEN
-            run = await self.store.run_for_execution(run_id)
-            if run is None:
-                return Outcome.MISSING
-        elif run.owner != self.instance_id:
-            return Outcome.TAKEN
-        user_id, cid = run.user_id, run.conversation_id
-        followers = self.runs.followers(run_id)  # (kept while the run waits: parked)
-        ctx = await build_context(
-            run,
-            settings=self.settings,
-            store=self.store,
-            notifier=self.notifier,
-            llm=self.llm,
-            runtime=self.runtime(run.runtime),
-            tools=self.tools,
-            actions=self.actions,
-            workspace=self.workspace(user_id, cid),
-            shutting_down=self.runs.shutting_down,
-            listener=followers.listener,
-            delta_listener=followers.delta_listener,
-            owner=self.instance_id,
-        )
-        ctx.control.handing_over = self.runs.handing_over
-        ctx.checkpoints = RunCheckpoints(
-            self.checkpoints, self.checkpoint_repo(user_id, cid), cid, run_id
-        )
-        record.context = ctx
-        floor = await last_stored(self.store, ctx) if ctx.resumed else 0
-        self.bus.mark_live(run_id, floor, in_flight=ctx.live)
-        if record.task is None:  # a queue worker's job
-            record.task = asyncio.current_task()
-        logged = log_context(run_id=run_id, conversation_id=cid, user=user_id)
-        try:  # with its metrics and, if traced, under the run's trace
-            return await observed_run(self.store, run, ctx, self._drive(record, ctx))
-        finally:
-            logged.reset()
 
     def answer_owner(self) -> str | None:
         """Who goes on with a run answered here (backend/waits): this process, or a worker."""
@@ -437,39 +387,6 @@ class RunManager:
             self.actions,
             end_checkpoint=self.end_of_run_checkpoint,
         )
-
-    async def _drive(self, record: LocalRun, ctx: RunContext) -> str:
-        status = "failed"
-        ended: str | None = None  # the final status this process stored, if it did
-        record.started = True
-        try:
-            status = await run_pipeline(ctx, self.specialists)
-        finally:
-            ctx.live.close()  # no timer of the run's deltas outlives it
-            # the end is ours to store: the lease keeper's watch must not read the stored
-            # end as one from elsewhere while the run has not left this process yet
-            ctx.control.ending = True
-            try:
-                if ctx.checkpoints is not None:  # the last action's, then the run's end
-                    if ctx.control.lost or status in (PARKED, HANDED_OVER):
-                        await uncancellable(ctx.checkpoints.settle())
-                    else:
-                        await uncancellable(ctx.checkpoints.end_of_run(ctx.state.last_seq))
-                if status == PARKED and ctx.state.wait is not None:
-                    await uncancellable(parking.let_go(self, ctx.run_id, ctx.state.wait.uuid))
-                elif not ctx.control.lost and status != HANDED_OVER:
-                    error = ""
-                    if ctx.control.shutting_down:
-                        error = "The server shut down while this run was active."
-                    if await uncancellable(
-                        self.store.end_run(ctx.run_id, status, error, owner=self.instance_id)
-                    ):
-                        ended = status
-            finally:
-                if status != PARKED:
-                    self.runs.unfollow(ctx.run_id)
-                self.bus.mark_done(ctx.run_id, ended)
-        return status
 
     # -- stop, wait, delete ---------------------------------------------------------------
     async def stop(self, run_id: str) -> bool:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Engine,
     Table,
@@ -88,6 +89,19 @@ def update_running(c: Connection, run_id: str, values: dict[str, Any], owner: st
     updated = c.execute(_running_update(tuple(values), owner is not None), params).rowcount
     if owner is not None and not updated:
         raise RunNotOwned(run_id)
+
+
+def while_running(run_id: str, *fence: ColumnElement[bool]) -> tuple[ColumnElement[bool], ...]:
+    """The conditions of a change to run ``run_id`` that holds only while the run is running
+    and every condition of ``fence`` holds."""
+    return (RUNS.c.id == run_id, RUNS.c.status == ACTIVE, *fence)
+
+
+def fenced_update(run_id: str, *fence: ColumnElement[bool]) -> Update:
+    """An UPDATE of run ``run_id`` that changes it only while it is running and ``fence``
+    holds: checked and changed in one statement, so of two processes racing for the same
+    transition exactly one makes it."""
+    return update(RUNS).where(*while_running(run_id, *fence))
 
 
 _RUNNING_UPDATES: dict[tuple[tuple[str, ...], bool], Update] = {}

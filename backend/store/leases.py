@@ -15,6 +15,7 @@ from backend.store.base import (
     INSTANCES,
     RUNS,
     StoreBase,
+    fenced_update,
 )
 from backend.store.rows import InstanceRow, OrphanedRun, StopTarget
 from backend.store.tables import utcnow
@@ -101,9 +102,7 @@ class SqlLeases(StoreBase):
 
         def fn(c: Connection) -> bool:
             was = RUNS.c.owner.is_(None) if expected is None else RUNS.c.owner == expected
-            q = update(RUNS).where(
-                RUNS.c.id == run_id, RUNS.c.status == ACTIVE, was, RUNS.c.wait_uuid.is_(None)
-            )
+            q = fenced_update(run_id, was, RUNS.c.wait_uuid.is_(None))
             return bool(c.execute(q.values(owner=owner)).rowcount)
 
         return await self._core(fn)
@@ -114,8 +113,7 @@ class SqlLeases(StoreBase):
 
         def fn(c: Connection) -> StopTarget | None:
             row = c.execute(
-                update(RUNS)
-                .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+                fenced_update(run_id)
                 .values(stop_requested=True)
                 .returning(RUNS.c.owner, RUNS.c.conversation_id)
             ).one_or_none()

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel
 from sqlalchemy import Connection, update
 
-from backend.store.base import ACTIVE, CONVERSATIONS, RUNS
+from backend.store.base import CONVERSATIONS, RUNS, fenced_update
 from backend.store.tables import utcnow
 
 WAITING = "waiting"
@@ -56,8 +56,7 @@ def park_in(c: Connection, run_id: str, wait: NewWait) -> None:
     """Store the wait (``wait_values``) with its message, in the message's transaction:
     the run is waiting as soon as the message can be seen (its owner lets go after)."""
     cid = c.execute(
-        update(RUNS)
-        .where(RUNS.c.id == run_id, RUNS.c.status == ACTIVE)
+        fenced_update(run_id)
         .values(wait_uuid=wait.uuid, wait_kind=wait.kind, wait_until=wait.until, wait_answer=None)
         .returning(RUNS.c.conversation_id)
     ).scalar_one_or_none()

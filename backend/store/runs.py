@@ -22,6 +22,7 @@ from backend.store.base import (
     NotFoundError,
     RestoringError,
     StoreBase,
+    fenced_update,
     iso,
     new_id,
     update_running,
@@ -304,12 +305,7 @@ class SqlRuns(StoreBase):
         when another process took it first (or it ended)."""
 
         def fn(c: Connection) -> int | None:
-            q = update(RUNS).where(
-                RUNS.c.id == run_id,
-                RUNS.c.status == ACTIVE,
-                RUNS.c.owner == expected,
-                RUNS.c.wait_uuid.is_(None),
-            )
+            q = fenced_update(run_id, RUNS.c.owner == expected, RUNS.c.wait_uuid.is_(None))
             row = c.execute(
                 q.values(owner=owner, resumes=RUNS.c.resumes + 1).returning(RUNS.c.resumes)
             ).scalar_one_or_none()

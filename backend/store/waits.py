@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select
 
 from backend.messages.message import Message
 from backend.observe import metrics
 from backend.store import recovery
-from backend.store.base import ACTIVE, MESSAGES, RUNS
+from backend.store.base import ACTIVE, MESSAGES, RUNS, fenced_update, while_running
 from backend.store.messages import SqlMessages, message_of
 from backend.store.parked import CLEARED, WAITING, WaitAnswer, conversation_status
 from backend.store.rows import ExpiredWait, OrphanedWait
 from backend.store.tables import utcnow
 
 __all__ = ["WAITING", "SqlWaits"]
+
+# a run being stopped is neither released nor answered: whoever holds it ends it
+_NOT_STOPPED = RUNS.c.stop_requested.is_(False)
 
 
 class SqlWaits(SqlMessages):
@@ -34,27 +37,14 @@ class SqlWaits(SqlMessages):
         when the wait was answered (or the run ended) first: nothing to release."""
 
         def fn(c: Connection) -> bool | None:
+            held = (RUNS.c.owner == owner, RUNS.c.wait_uuid == uuid)
             row = c.execute(
-                update(RUNS)
-                .where(
-                    RUNS.c.id == run_id,
-                    RUNS.c.status == ACTIVE,
-                    RUNS.c.owner == owner,
-                    RUNS.c.wait_uuid == uuid,
-                    RUNS.c.stop_requested.is_(False),
-                )
-                .values(owner=None)
-                .returning(RUNS.c.id)
+                fenced_update(run_id, *held, _NOT_STOPPED).values(owner=None).returning(RUNS.c.id)
             ).one_or_none()
             if row is not None:
                 return False
             stop = c.execute(
-                select(RUNS.c.stop_requested).where(
-                    RUNS.c.id == run_id,
-                    RUNS.c.status == ACTIVE,
-                    RUNS.c.owner == owner,
-                    RUNS.c.wait_uuid == uuid,
-                )
+                select(RUNS.c.stop_requested).where(*while_running(run_id, *held))
             ).scalar_one_or_none()
             return None if stop is None else True
 
@@ -77,15 +67,9 @@ class SqlWaits(SqlMessages):
         ``partner``, stored in the same transaction (the answer is never lost between)."""
 
         def fn(c: Connection) -> Message | None:
+            waiting = (RUNS.c.wait_uuid == uuid, RUNS.c.wait_kind == kind, _NOT_STOPPED)
             cid = c.execute(
-                update(RUNS)
-                .where(
-                    RUNS.c.id == run_id,
-                    RUNS.c.status == ACTIVE,
-                    RUNS.c.wait_uuid == uuid,
-                    RUNS.c.wait_kind == kind,
-                    RUNS.c.stop_requested.is_(False),
-                )
+                fenced_update(run_id, *waiting)
                 .values(owner=owner, wait_answer=answer.model_dump_json(), **CLEARED)
                 .returning(RUNS.c.conversation_id)
             ).scalar_one_or_none()
@@ -106,16 +90,8 @@ class SqlWaits(SqlMessages):
 
         def fn(c: Connection) -> bool:
             was = RUNS.c.owner.is_(None) if expected is None else RUNS.c.owner == expected
-            done = c.execute(
-                update(RUNS)
-                .where(
-                    RUNS.c.id == run_id,
-                    RUNS.c.status == ACTIVE,
-                    RUNS.c.wait_uuid.is_not(None),
-                    was,
-                )
-                .values(owner=owner, **CLEARED)
-            )
+            parked = fenced_update(run_id, RUNS.c.wait_uuid.is_not(None), was)
+            done = c.execute(parked.values(owner=owner, **CLEARED))
             return bool(done.rowcount)
 
         return await self._core(fn)

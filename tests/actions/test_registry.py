@@ -22,7 +22,7 @@ from backend.actions.registry import (
     builtin_registry,
     load,
 )
-from backend.cli.main import Progress
+from backend.cli.progress import Progress
 from backend.config import Settings
 from backend.lemonai.translate import translate_all
 from backend.llm.testing import ScriptedLLM

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backend.actions import builtin_registry
-from backend.cli.main import Progress
+from backend.cli.progress import Progress
 from backend.lemonai.translate import translate_all
 from backend.messages.message import Message
 
