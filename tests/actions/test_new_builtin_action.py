@@ -38,7 +38,7 @@ MODULE = '''"""list_dir: the names in a folder of the workspace."""
 from pydantic import BaseModel
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Shown
 
 
 class Listing(BaseModel):
@@ -63,9 +63,8 @@ ACTION = ActionDef(
     ),
     kind="listing",
     handler=list_dir,
-    running=lambda a: f"Listing {a.params.get('path', '')}",
     payload=(Listing,),
-    order=45,
+    shown=Shown(running=lambda a: f"Listing {a.params.get('path', '')}", order=45),
 )
 '''
 
