@@ -29,7 +29,7 @@ from backend.messages.deltas import DeltaEvent
 from backend.messages.kinds import RUN_END_KINDS, MessageKind
 from backend.messages.message import Message
 from backend.messages.payloads import PlanTask, SummaryFile, read_items
-from backend.runtime import registry
+from backend.runtime.registry import from_environment as runtimes_here
 from backend.store.shapes import UsageFigures
 from backend.waits import APPROVAL_MODES
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("goal", help="what the agent should do, in plain words")
     run.add_argument(
         "--runtime",
-        choices=registry.names(),
+        choices=runtimes_here().names(),
         help="where commands run (RUNTIME; default from the settings)",
     )
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")
