@@ -5,7 +5,8 @@
 ``make frontend-types`` runs it (into a temporary file) when the model, the kinds or the
 action registry change, then turns the schema into ``frontend/src/lib/message.gen.ts``, which
 carries the schema too (``messageSchema``); that file is committed and
-``tests/messages/test_wire_types.py`` fails when it differs from what is generated. The enumerations of kinds and action names are given by the action registry
+``tests/messages/test_wire_types.py`` fails when it differs from what is generated. The
+enumerations of kinds and action names are given by the action registry
 (:mod:`backend.actions.registry.wire`): this module knows only the run's own kinds.
 
 The schema is the serialised form (every field is always sent). Enumerations carry their
