@@ -47,8 +47,8 @@ from backend.previews.links import check_origin, links_of
 from backend.previews.listener import PreviewListener
 from backend.runs import RunManager
 from backend.runs.executor import QUEUE, QueueExecutor, require_postgres
-from backend.runtime import registry as runtime_registry
 from backend.runtime.base import Runtime
+from backend.runtime.registry import for_settings as runtimes_for
 from backend.store.repo import Store
 from backend.tools.kit import Tools
 from backend.tools.mcp import McpManager
@@ -216,8 +216,9 @@ def metrics_route(settings: Settings, store: Store) -> Route:
 async def _probe_runtimes(app: Starlette, manager: RunManager) -> None:
     """Offer each runtime that needs something outside the server (an engine, an image) once
     it started and says it is available; in registry order."""
-    for name in runtime_registry.names():
-        if runtime_registry.get(name).always_available:
+    registry = runtimes_for(app.state.settings)
+    for name in registry.names():
+        if registry.get(name).always_available:
             continue
         if name not in app.state.runtimes_allowed:  # runtimes: not offered here
             continue
@@ -233,7 +234,7 @@ async def _probe_runtimes(app: Starlette, manager: RunManager) -> None:
             ok = False
         offered = app.state.runtimes_available
         if ok and name not in offered:
-            order = runtime_registry.names()
+            order = registry.names()
             app.state.runtimes_available = sorted([*offered, name], key=order.index)
 
 

@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     specialists_file: Path | None = None
     database_url: str = "sqlite:///./data/planact.db"
     workspace_dir: Path = Path("./workspace")
-    runtime: str = "local"  # a name in backend/runtime/names.py, checked at start
+    runtime: str = "local"  # a name in the runtime registry (backend/runtime/registry.py)
     terminal_timeout: float = 120.0
     max_steps_per_task: int = 20
     max_format_errors: int = 3
@@ -205,6 +205,14 @@ class Settings(BaseSettings):
     @property
     def action_module_names(self) -> list[str]:
         return [name.strip() for name in self.action_modules.split(",") if name.strip()]
+
+    # ---- runtimes a deployment adds (backend/runtime/registry.py): ``module:Class``,
+    # comma-separated, each a BaseRuntime subclass named as no other runtime is
+    runtime_modules: str = ""
+
+    @property
+    def runtime_module_paths(self) -> list[str]:
+        return [path.strip() for path in self.runtime_modules.split(",") if path.strip()]
 
     # ---- tools beyond the sandbox: web search and web pages (docs/tools.md) -------------
     # web_search provider: searxng (SEARCH_URL), ddgs (keyless), tavily or brave (SEARCH_API_KEY);

@@ -34,22 +34,27 @@ EXTRA_TESTS += frontend-test
 # The message model's TypeScript types are generated from the Python model: its JSON Schema
 # (backend/messages/schema.py) with the kinds and action names of the action registry
 # (backend/actions/registry/wire.py) and what each kind carries in meta.json (the payload
-# models: backend/messages/payloads.py, each action's ActionDef.payload), then json-schema-to-typescript (scripts/gen-types.mjs). Both
-# files are committed (the Docker build has no Python); tests/messages/test_wire_types.py
-# fails when they differ from what the model gives.
-MESSAGE_SCHEMA := frontend/src/lib/message.schema.json
+# models: backend/messages/payloads.py, each action's ActionDef.payload), then
+# json-schema-to-typescript (scripts/gen-types.mjs). The schema is made afresh into a
+# temporary file for each generator, never committed: message.gen.ts carries it too
+# (messageSchema, what the UI draws a generic card from). The generated TypeScript is
+# committed (the Docker build has no Python); tests/messages/test_wire_types.py fails when it
+# differs from what the model gives.
 MESSAGE_TYPES := frontend/src/lib/message.gen.ts
 MESSAGE_MODEL := backend/messages/message.py backend/messages/kinds.py backend/messages/schema.py \
 	$(wildcard backend/actions/registry/*.py backend/actions/registry/builtin/*.py) \
 	backend/messages/payloads.py backend/messages/tasks.py backend/tools/mcp/parts.py
+GEN_TYPES := frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
+# the message schema, into the file $$schema of a temporary folder removed afterwards
+WITH_MESSAGE_SCHEMA = schema=$$(mktemp -d)/message.schema.json; \
+	trap 'rm -rf "$${schema%/*}"' EXIT; \
+	.venv/bin/python -m backend.actions.registry.wire > "$$schema"
 
 .PHONY: frontend-types
 
-$(MESSAGE_SCHEMA): $(MESSAGE_MODEL) | .venv/.synced
-	@.venv/bin/python -m backend.actions.registry.wire > $@.tmp && mv $@.tmp $@
-
-$(MESSAGE_TYPES): $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
-	@cd frontend && $(NPM) run --silent gen:types
+$(MESSAGE_TYPES): $(MESSAGE_MODEL) $(GEN_TYPES) | .venv/.synced
+	@$(WITH_MESSAGE_SCHEMA); cd frontend && node scripts/gen-types.mjs "$$schema" \
+		src/lib/message.gen.ts backend/actions/registry/wire.py --embed messageSchema
 
 frontend-types: $(MESSAGE_TYPES)
 
@@ -57,7 +62,8 @@ frontend-types: $(MESSAGE_TYPES)
 frontend/dist/index.html: $(MESSAGE_TYPES)
 
 # typed payloads: the API's answers take the same road as the message model, from their
-# models (backend/api/wire_types.py) to frontend/src/lib/api.gen.ts; both files are
+# models (backend/api/wire_types.py) to frontend/src/lib/api.gen.ts (the interfaces the
+# message schema has too are imported from message.gen.ts); api.schema.json and api.gen.ts are
 # committed and tests/api/test_wire_types.py fails when they differ from the models.
 API_SCHEMA := frontend/src/lib/api.schema.json
 API_TYPES := frontend/src/lib/api.gen.ts
@@ -68,8 +74,9 @@ API_MODELS := backend/api/wire_types.py backend/api/models.py backend/api/previe
 $(API_SCHEMA): $(API_MODELS) | .venv/.synced
 	@.venv/bin/python -m backend.api.wire_types > $@.tmp && mv $@.tmp $@
 
-$(API_TYPES): $(API_SCHEMA) $(MESSAGE_SCHEMA) frontend/scripts/gen-types.mjs frontend/node_modules/.package-lock.json
-	@cd frontend && $(NPM) run --silent gen:api-types
+$(API_TYPES): $(API_SCHEMA) $(MESSAGE_MODEL) $(GEN_TYPES) | .venv/.synced
+	@$(WITH_MESSAGE_SCHEMA); cd frontend && node scripts/gen-types.mjs src/lib/api.schema.json \
+		src/lib/api.gen.ts backend/api/wire_types.py --shared "$$schema=./message.gen"
 
 frontend-types: $(API_TYPES)
 frontend/dist/index.html: $(API_TYPES)

@@ -77,9 +77,10 @@ def action_problems(text: str, defs: Iterable[ActionDef]) -> list[str]:
             if defn is None:
                 continue
             said = None if cls == "none" else cls.strip("`")
-            if said != defn.approval:
-                problems.append(f"{name}: the docs say class {cls}, its ActionDef {defn.approval}")
-            want = [asks(mode, defn.approval) for mode in APPROVAL_MODES]
+            approval = defn.handling.approval
+            if said != approval:
+                problems.append(f"{name}: the docs say class {cls}, its ActionDef {approval}")
+            want = [asks(mode, approval) for mode in APPROVAL_MODES]
             if [ASKS.get(m) for m in modes] != want:
                 problems.append(f"{name}: the docs say {modes} for never/risky/always")
     for name in sorted(set(by_name) - set(listed)):

@@ -27,7 +27,7 @@ REGISTRY = builtin_registry()
 BACKEND = API_DOC.parents[1] / "backend"
 # the approval table's row of the actions that never ask, as the registry makes it
 ROW = next(line for line in approval_table(REGISTRY).splitlines() if "| none |" in line)
-NEVER_ASKS = [d.name for d in REGISTRY.defs() if d.approval is None]
+NEVER_ASKS = [d.name for d in REGISTRY.defs() if d.handling.approval is None]
 
 
 def test_docs_api_tables_of_the_actions_are_made_from_the_registry() -> None:

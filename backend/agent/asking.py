@@ -139,7 +139,7 @@ async def approval_content(workspace: Path, action: Action, defn: ActionDef | No
     the file on disk (a new file: all added), cut at a line past CONTENT_CAP characters with
     a note saying what was left out (the whole new content is in the approval's params)."""
     p = action.params
-    view = defn.approval_view if defn is not None else ""
+    view = defn.handling.approval_view if defn is not None else ""
     whole = defn.spec.whole_file if defn is not None else ""  # a whole new file (write_code)
     if view == "command":
         command = p.get("command", "")

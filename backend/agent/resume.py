@@ -95,7 +95,7 @@ async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     )
     actions = ctx.deps.actions
     kinds = {actions.kind_of(a.type) for a in turn.actions}
-    closing = {d.kind for d in actions.defs() if d.ends_task}  # a task's closing note
+    closing = {d.kind for d in actions.defs() if d.handling.ends_task}  # a task's closing note
     finals = [
         m
         for m in stored
@@ -116,7 +116,7 @@ async def _finish_turn(ctx: RunContext, pending: PendingTurn) -> str | None:
     turn.outcomes, failed, done = [], False, 0
     for action in turn.actions:
         defn = actions.get(action.type)
-        if defn is not None and defn.ends_task:
+        if defn is not None and defn.handling.ends_task:
             break  # not reached: an earlier action failed
         rejected = done < len(finals) and finals[done].meta.action_type == MessageKind.APPROVAL
         label = (
@@ -166,4 +166,4 @@ def _label_of(msg: Message) -> str:
 def _label(actions: Registry, action: Action) -> str:
     """As the task loop labels it (the action's own ``label``)."""
     defn = actions.get(action.type)
-    return scrub(defn.label(action)) if defn is not None else action.type
+    return scrub(defn.shown.label(action)) if defn is not None else action.type

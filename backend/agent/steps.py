@@ -83,12 +83,12 @@ class Step:
         self.steps, self.index, self.action, self.answer = steps, index, action, answer
         self.task_id = steps.task_id
         self.defn = defn = steps.ctx.deps.actions.get(action.type)
-        self.label = scrub(defn.label(action)) if defn else action.type
+        self.label = scrub(defn.shown.label(action)) if defn else action.type
         self.kind: str = defn.kind if defn else action.type
 
     @property
     def ends_task(self) -> bool:
-        return self.defn is not None and self.defn.ends_task
+        return self.defn is not None and self.defn.handling.ends_task
 
     def _outcome(self, verdict: str, text: str, *, failed: bool) -> None:
         self.steps.turn.outcomes.append(Outcome(self.label, verdict, text))
@@ -117,7 +117,7 @@ class Step:
         if answer is None:  # (a resumed action's warnings were noted before it waited)
             for warning in action.warnings:
                 self.steps.turn.outcomes.append(Outcome(self.label, "warning", warning))
-        asks_person = self.defn is not None and self.defn.asks_person
+        asks_person = self.defn is not None and self.defn.handling.asks_person
         if asks_person and (state.can_ask or answer is not None):
             if answer is None:
                 await ask_question(ctx, self.task_id, action, self.index)
@@ -125,7 +125,7 @@ class Step:
             text = answer.answer if ok else rejection(answer)
             self._outcome("ok" if ok else "FAILED", scrub(text), failed=not ok)
             return False
-        action_class = self.defn.approval if self.defn is not None else None
+        action_class = self.defn.handling.approval if self.defn is not None else None
         if answer is None and asks(state.approval, action_class, state.approved_classes):
             await ask_approval(ctx, self.task_id, action, str(action_class), self.index)
         if answer is None:

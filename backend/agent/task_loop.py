@@ -245,7 +245,7 @@ async def _run(ctx: RunContext, step: Step) -> Done:
     await ctx.publish(
         Message.build(
             kind,
-            scrub(defn.running(action)) if defn else action.type,
+            scrub(defn.shown.running(action)) if defn else action.type,
             status="running",
             task_id=step.task_id,
             filepath=path,
@@ -253,9 +253,9 @@ async def _run(ctx: RunContext, step: Step) -> Done:
             meta_content=step.label,
         )
     )
-    live = defn is not None and defn.streams_output
+    live = defn is not None and defn.handling.streams_output
     done = await _execute(ctx, action, ctx.live.command_output(uid, kind) if live else None)
-    if defn is not None and defn.writes_files and done.ok and done.filepath:
+    if defn is not None and defn.handling.writes_files and done.ok and done.filepath:
         ctx.state.written.add(done.filepath)
     done.content = scrub(done.content)  # e.g. a NUL printed by a command
     result = Message.build(

@@ -208,14 +208,14 @@ def carried(transcript: Transcript, finishing_reply: str) -> list[dict[str, Any]
 def describe(actions: Registry, action: Action) -> str:
     """One line saying what an action did (its registry definition says how)."""
     defn = actions.get(action.type)
-    return defn.describe(action) if defn else action.type
+    return defn.shown.describe(action) if defn else action.type
 
 
 def _rereadable(actions: Registry, label: str) -> bool:
     """Whether the action an outcome's label names gives a result that is condensed to
     its size once old (read_file: the model reads the file again)."""
     defn = actions.get(label.split(" ", 1)[0].rstrip(":"))
-    return defn is not None and defn.rereadable
+    return defn is not None and defn.handling.rereadable
 
 
 # -- a turn as JSON (checkpoints: a resumed run rebuilds its transcript from them) -------

@@ -15,7 +15,7 @@ from backend.api.sse import feed_response
 from backend.openapi import Param, Reply, operation
 from backend.runs import ShuttingDown
 from backend.runs.feed import run_feed
-from backend.runtime import registry
+from backend.runtime.registry import for_settings
 from backend.store.repo import ConflictError, NotFoundError, RestoringError
 
 GOAL_LIMIT = 100_000
@@ -66,8 +66,9 @@ async def start_run(request: Request) -> Response:
         raise ApiError(404, f"No conversation {cid[:80]!r}.")
     mode = body.mode
     runtime = body.runtime
-    if runtime is not None and runtime not in registry.names():
-        raise ApiError(400, f"'runtime' must be one of {', '.join(registry.names())}.")
+    known = for_settings(request.app.state.settings).names()
+    if runtime is not None and runtime not in known:
+        raise ApiError(400, f"'runtime' must be one of {', '.join(known)}.")
     if runtime is not None and runtime not in request.app.state.runtimes_available:
         state = request.app.state
         why = runtimes.refusal(state.settings, manager(request), runtime, state.runtimes_allowed)

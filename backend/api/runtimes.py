@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from backend.runtime import registry
+from backend.runtime.registry import for_settings
 from backend.runtime.sandboxing import SandboxConfigError
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def listed(settings: Settings) -> list[str]:
     names = [n.strip() for n in settings.runtimes.split(",") if n.strip()]
     if not names:
         return []
-    known = registry.names()
+    known = for_settings(settings).names()
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SandboxConfigError(
@@ -55,7 +55,7 @@ def allowed(settings: Settings, manager: RunManager) -> list[str]:
     local_sandboxed = getattr(local, "sandbox", True) is not None
     default_sandboxed = settings.runtime != "local" or local_sandboxed
     out: list[str] = []
-    for name in registry.names():
+    for name in for_settings(settings).names():
         if name == "local" and not local_offered:
             continue
         if chosen:
@@ -74,7 +74,7 @@ def offered_at_start(settings: Settings, allowed_names: list[str]) -> list[str]:
     return [
         name
         for name in allowed_names
-        if name == settings.runtime or registry.get(name).always_available
+        if name == settings.runtime or for_settings(settings).get(name).always_available
     ]
 
 
@@ -83,7 +83,7 @@ def refusal(settings: Settings, manager: RunManager, name: str, allowed_names: l
     head = f"The {name} runtime is not available on this server"
     offered = ", ".join(allowed_names)
     if name in allowed_names:  # allowed, but the probe did not find it working
-        note = registry.get(name).unavailable_note
+        note = for_settings(settings).get(name).unavailable_note
         return head + (f" ({note})." if note else ".")
     if name == "local" and not getattr(manager.runtime("local"), "offered", True):
         return (

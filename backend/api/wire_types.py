@@ -4,7 +4,7 @@
 
 The same pipeline as the message model's (backend/messages/schema.py): ``make frontend``
 regenerates the schema when a model changes and turns it into
-``frontend/src/lib/api.gen.ts`` (``npm run gen:api-types``, json-schema-to-typescript);
+``frontend/src/lib/api.gen.ts`` (``make frontend-types``, json-schema-to-typescript);
 both files are committed and ``tests/api/test_wire_types.py`` fails when they differ from
 what the models give. The models are the ones the routes answer with and the OpenAPI
 document names (backend/api/models.py, backend/store/shapes.py, previews): one per shape.

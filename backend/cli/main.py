@@ -18,7 +18,7 @@ from backend.cli.files import check_input_files
 from backend.cli.run import parse_from, run_cmd
 from backend.config import LOOPBACK_HOSTS, Settings
 from backend.logs import configure_logging
-from backend.runtime import registry
+from backend.runtime.registry import from_environment as runtimes_here
 from backend.waits import APPROVAL_MODES
 
 log = logging.getLogger("planact")
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("goal", help="what the agent should do, in plain words")
     run.add_argument(
         "--runtime",
-        choices=registry.names(),
+        choices=runtimes_here().names(),
         help="where commands run (RUNTIME; default from the settings)",
     )
     run.add_argument("--workspace", type=Path, help="WORKSPACE_DIR for this run")

@@ -118,7 +118,7 @@ class Progress:
         if rest:
             self._partial[key] = rest
         defn = self.actions.by_kind(delta.action_type)
-        progress = not (defn is not None and defn.output_is_result)
+        progress = not (defn is not None and defn.handling.output_is_result)
         for line in lines:
             self._line(uuid, str(stream), line, progress=progress)
 

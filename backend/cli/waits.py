@@ -173,7 +173,7 @@ def show_wait(msg: Message, actions: Registry) -> str:
     params = request.params if request else {}
     command = params.get("command")
     defn = actions.get(action) if action else None
-    if defn is not None and defn.approval_view == "command" and isinstance(command, str):
+    if defn is not None and defn.handling.approval_view == "command" and isinstance(command, str):
         cwd = params.get("cwd")
         shown = _indented(show_command(command)) + (f"\n    (in {cwd})" if cwd else "")
         return f"{head}, {size_line(command)}:\n{shown}"

@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticSerializationError
@@ -62,10 +62,20 @@ _SERIALIZER = DeltaEvent.__pydantic_serializer__
 DeltaSink = Callable[[DeltaEvent], None]
 
 
+@dataclass(slots=True)
+class _Segment:
+    """Text of one output stream (None: a message's content) appended in a row; ``offset``:
+    where it starts in that stream (None: not counted)."""
+
+    stream: str | None
+    text: str
+    offset: int | None
+
+
 @dataclass
 class _Pending:
     action_type: str
-    segments: list[list[Any]] = field(default_factory=list)  # [stream, text, offset] in order
+    segments: list[_Segment] = field(default_factory=list)  # in order
     size: int = 0
     skipped: int = 0
     last_sent: float = float("-inf")
@@ -110,10 +120,10 @@ class Coalescer:
                 return
             if p is None:
                 p = self._pending[uuid] = _Pending(action_type)
-        if p.segments and p.segments[-1][0] == stream:
-            p.segments[-1][1] += text
+        if p.segments and p.segments[-1].stream == stream:
+            p.segments[-1].text += text
         else:
-            p.segments.append([stream, text, offset])
+            p.segments.append(_Segment(stream, text, offset))
             if len(p.segments) > MAX_SEGMENTS:
                 _merge_by_stream(p)
         p.size += len(text)
@@ -164,7 +174,8 @@ class Coalescer:
         segments, skipped = p.segments, p.skipped
         p.segments, p.size, p.skipped = [], 0, 0
         p.last_sent = self._clock()
-        for i, (stream, text, offset) in enumerate(segments):
+        for i, segment in enumerate(segments):
+            stream, text, offset = segment.stream, segment.text, segment.offset
             if i == 0 and skipped and offset is None:
                 text = f"[… {skipped} characters skipped …]\n{text}"
             delta = DeltaEvent(
@@ -179,25 +190,27 @@ class Coalescer:
 
 
 def _merge_by_stream(p: _Pending) -> None:
-    merged: dict[Any, list[Any]] = {}  # one stream's segments are contiguous: first offset
-    for stream, text, offset in p.segments:
-        merged.setdefault(stream, [offset]).append(text)
-    p.segments = [[stream, "".join(parts[1:]), parts[0]] for stream, parts in merged.items()]
+    merged: dict[str | None, _Segment] = {}  # one stream's segments are contiguous
+    for segment in p.segments:
+        into = merged.setdefault(segment.stream, _Segment(segment.stream, "", segment.offset))
+        into.text += segment.text
+    p.segments = list(merged.values())
 
 
 def _keep_tail(p: _Pending, cap: int) -> None:
     extra = p.size - cap
     while extra > 0 and p.segments:
-        text = p.segments[0][1]
+        first = p.segments[0]
+        text = first.text
         if len(text) <= extra:
             p.segments.pop(0)
             extra -= len(text)
             p.skipped += len(text)
             p.size -= len(text)
         else:
-            p.segments[0][1] = text[extra:]
-            if p.segments[0][2] is not None:
-                p.segments[0][2] += extra
+            first.text = text[extra:]
+            if first.offset is not None:
+                first.offset += extra
             p.skipped += extra
             p.size -= extra
             extra = 0

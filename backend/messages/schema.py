@@ -1,11 +1,12 @@
 """The wire shape of a Message as JSON Schema: the source of the web UI's TypeScript types.
 
-    python -m backend.actions.registry.wire > frontend/src/lib/message.schema.json
+    python -m backend.actions.registry.wire > message.schema.json
 
-``make frontend`` runs it when the model, the kinds or the action registry change, then turns
-the schema into ``frontend/src/lib/message.gen.ts`` (``npm run gen:types``); both files are
-committed and ``tests/messages/test_wire_types.py`` fails when they differ from what is
-generated. The enumerations of kinds and action names are given by the action registry
+``make frontend-types`` runs it (into a temporary file) when the model, the kinds or the
+action registry change, then turns the schema into ``frontend/src/lib/message.gen.ts``, which
+carries the schema too (``messageSchema``); that file is committed and
+``tests/messages/test_wire_types.py`` fails when it differs from what is generated. The
+enumerations of kinds and action names are given by the action registry
 (:mod:`backend.actions.registry.wire`): this module knows only the run's own kinds.
 
 The schema is the serialised form (every field is always sent). Enumerations carry their

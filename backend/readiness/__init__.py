@@ -12,7 +12,6 @@ import anyio
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from backend.runtime import registry
 from backend.runtime.base import Runtime
 from backend.store.db import current_revision, head_revision
 
@@ -83,6 +82,6 @@ async def check_runtime(name: str, runtime: Runtime) -> Check:
             return Check(False, f"{name}: {type(exc).__name__}: {exc}")
         if ok:
             return Check(True, f"{name}: available")
-        note = registry.get(name).unavailable_note if name in registry.names() else ""
+        note = getattr(runtime, "unavailable_note", "")
         return Check(False, f"the {name} runtime is not usable" + (f": {note}" if note else ""))
     return Check(False, f"the {name} runtime did not answer within {CHECK_SECONDS:g} seconds")

@@ -84,7 +84,8 @@ async def _files_of(
     """Files the run recorded, or wrote with a successful action, that still exist."""
     rid, cid = run.run_id, run.conversation_id
     paths = {p for p, _ in await store.run_files(rid)}
-    writers = tuple(d.kind for d in actions.defs() if d.writes_files)  # write_code, edit_file
+    # the kinds of the actions that write files (write_code, edit_file)
+    writers = tuple(d.kind for d in actions.defs() if d.handling.writes_files)
     for msg in await store.messages(cid, run_id=rid, limit=100_000, action_types=writers):
         if msg.status == "success" and msg.meta.filepath:
             paths.add(msg.meta.filepath)

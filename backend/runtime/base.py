@@ -211,7 +211,7 @@ MB = 1024 * 1024
 
 class BaseRuntime:
     """A runtime: subclass it in a module of its own and add its line to ``BUILTIN`` in
-    :mod:`backend.runtime.names` (or :func:`~backend.runtime.registry.register` it)."""
+    :mod:`backend.runtime.registry` (a deployment's: ``RUNTIME_MODULES``)."""
 
     name = "base"
     # the local runtime's words: a runtime whose commands run elsewhere says where

@@ -27,7 +27,7 @@ from backend.runtime.bwrap import INSTALL_HINT, Bubblewrap
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.limits.cgroups import Cgroups
 from backend.runtime.local import LocalRuntime
-from backend.runtime.names import names
+from backend.runtime.registry import RuntimeModuleError, for_settings
 
 if TYPE_CHECKING:
     from backend.config import Settings
@@ -124,9 +124,13 @@ def local_runtime_for_process(
 ) -> LocalRuntime:
     """The local runtime of a process, its sandbox decided and the start-up checks done.
     ``serving``: a server or worker (several users' runs), not `planact run`."""
-    if settings.runtime not in names():
+    try:
+        names = for_settings(settings).names()
+    except RuntimeModuleError as exc:
+        raise SandboxConfigError(str(exc)) from None
+    if settings.runtime not in names:
         raise SandboxConfigError(
-            f"RUNTIME={settings.runtime!r} is not a runtime: one of {', '.join(names())}."
+            f"RUNTIME={settings.runtime!r} is not a runtime: one of {', '.join(names)}."
         )
     try:
         limits = SandboxLimits.from_settings(settings)

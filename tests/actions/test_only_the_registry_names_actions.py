@@ -1,6 +1,6 @@
 """Nothing but the action registry switches on an action's name: no module of backend/ outside
 backend/actions/registry compares an action's type, name or stream kind with an action's
-name or kind (they ask the action's definition instead: ``ActionDef.asks_person``,
+name or kind (they ask the action's definition instead: ``ActionDef.handling.asks_person``,
 ``ends_task``, ``approval_view``, ``output_is_result``, ``spec.whole_file``). The run's own
 kinds (:class:`~backend.messages.kinds.MessageKind`, e.g. a question to the person) are not
 actions' names and may be compared."""

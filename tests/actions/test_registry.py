@@ -18,7 +18,9 @@ from backend.actions.registry import (
     ActionDef,
     ActionModuleError,
     Done,
+    Handling,
     Registry,
+    Shown,
     builtin_registry,
     load,
 )
@@ -54,10 +56,12 @@ SHOUT = ActionDef(
     ),
     kind="shout",
     handler=shout,
-    approval="edits",
-    running=lambda a: f"Shouting {a.params.get('text', '')}",
-    show=lambda content, data: f"loudly: {content} (from {data[0].said!r})",
     payload=(Shouted,),
+    shown=Shown(
+        running=lambda a: f"Shouting {a.params.get('text', '')}",
+        show=lambda content, data: f"loudly: {content} (from {data[0].said!r})",
+    ),
+    handling=Handling(approval="edits"),
 )
 ACTION = SHOUT  # what ACTION_MODULES reads of a module
 # -----------------------------------------------------------------------------------------
@@ -156,7 +160,7 @@ def test_a_registered_action_is_offered_run_shown_printed_and_translated(
 
 
 def test_each_builtin_action_declares_its_approval_class_and_stream_kind() -> None:
-    table = {d.name: (d.approval, d.kind) for d in registry.defs()}
+    table = {d.name: (d.handling.approval, d.kind) for d in registry.defs()}
     assert table["write_code"] == ("edits", "write_code")
     assert table["edit_file"] == ("edits", "edit_file")
     assert table["terminal_run"] == ("terminal", "terminal_run")

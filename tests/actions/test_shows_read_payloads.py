@@ -1,4 +1,4 @@
-"""How `planact run` prints an action's result (``ActionDef.show``): its show is given the
+"""How `planact run` prints an action's result (``ActionDef.shown.show``): its show is given the
 message's meta.json read as the action's own payload models (ActionDef.payload), the stored
 JSON of each item, not the dicts; an item that is none of its models (a newer writer's) is
 passed over, so what is printed is what the action's own items say."""
@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from backend.actions.model import ActionSpec
-from backend.actions.registry import ActionDef, Done, Registry, builtin_registry
+from backend.actions.registry import ActionDef, Done, Registry, Shown, builtin_registry
 from backend.actions.registry.builtin.terminal_run import CommandRun
 from backend.actions.registry.builtin.web_search import SearchHit
 from backend.messages.payloads import plain_items
@@ -48,8 +48,8 @@ def tally() -> Registry:
             ),
             kind="tally",
             handler=_never,
-            show=_show,
             payload=(Tally, Label),
+            shown=Shown(show=_show),
         )
     )
 

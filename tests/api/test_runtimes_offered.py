@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from backend.app import create_app
 from backend.llm.testing import ScriptedLLM
-from backend.runtime.names import BUILTIN
+from backend.runtime.registry import builtin_runtimes
 from backend.runtime.sandboxing import SandboxConfigError
 from tests.support.runtime import require_bwrap
 from tests.support.settings import make_settings
@@ -55,14 +55,16 @@ def test_a_docker_default_does_not_offer_the_unsandboxed_local_runtime(tmp_path:
 def test_runtimes_offers_the_unsandboxed_one_when_the_operator_says_so(tmp_path: Path) -> None:
     for c in client(tmp_path, runtime="docker", local_sandbox="off", runtimes="docker, local"):
         offered = c.get("/api/settings").json()["runtimes"]
-        assert offered == [name for name in BUILTIN if name in ("docker", "local")]
+        assert offered == [
+            name for name in builtin_runtimes().names() if name in ("docker", "local")
+        ]
 
 
 def test_a_sandboxed_local_runtime_is_offered_beside_docker(tmp_path: Path) -> None:
     require_bwrap()
     for c in client(tmp_path, runtime="docker", local_sandbox="bwrap"):
         body = c.get("/api/settings").json()
-        assert body["runtime"] == "docker" and body["runtimes"] == list(BUILTIN)
+        assert body["runtime"] == "docker" and body["runtimes"] == builtin_runtimes().names()
 
 
 def test_runtimes_limits_what_a_run_may_pick(tmp_path: Path) -> None:

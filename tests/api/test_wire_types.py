@@ -27,6 +27,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 from starlette.testclient import TestClient
 
+from backend.actions.registry.wire import wire_schema
 from backend.api.models import (
     ConversationDetail,
     ConversationSummary,
@@ -46,7 +47,6 @@ from tests.sse_client import collect
 FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 SCHEMA = FRONTEND / "src" / "lib" / "api.schema.json"
 TYPES = FRONTEND / "src" / "lib" / "api.gen.ts"
-MESSAGE_SCHEMA = FRONTEND / "src" / "lib" / "message.schema.json"
 MESSAGE_TYPES = FRONTEND / "src" / "lib" / "message.gen.ts"
 GENERATOR = FRONTEND / "scripts" / "gen-types.mjs"
 FIX = "regenerate with `make frontend-types` and commit"
@@ -89,6 +89,8 @@ def test_the_committed_api_typescript_is_what_the_generator_makes(tmp_path: Path
         pytest.skip(reason)
     schema = tmp_path / "api.schema.json"
     schema.write_text(dumps(api_schema()), encoding="utf-8")
+    message_schema = tmp_path / "message.schema.json"
+    message_schema.write_text(dumps(wire_schema()), encoding="utf-8")
     out = tmp_path / "api.gen.ts"
     command = [
         "node",
@@ -96,8 +98,8 @@ def test_the_committed_api_typescript_is_what_the_generator_makes(tmp_path: Path
         str(schema),
         str(out),
         "backend/api/wire_types.py",
-        "gen:api-types",
-        f"{MESSAGE_SCHEMA}=./message.gen",
+        "--shared",
+        f"{message_schema}=./message.gen",
     ]
     subprocess.run(command, cwd=FRONTEND, check=True, timeout=120)
     generated = out.read_text(encoding="utf-8")

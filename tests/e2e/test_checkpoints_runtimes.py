@@ -1,4 +1,4 @@
-"""Checkpoints in both runtimes and on two replicas: the checkpoint store is invisible to
+"""Checkpoints in every runtime and on two replicas: the checkpoint store is invisible to
 the sandbox (bubblewrap and Docker mount only the conversation's workspace), a rewind and a
 fork are byte for byte in each, and a replica that did not run the conversation lists,
 compares, rewinds and shares it (the index is in the store, the repository beside the
@@ -6,6 +6,7 @@ workspaces)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.pg import postgres_url, reset
 from tests.sse_client import collect
-from tests.support.runtime import require_bwrap, require_docker
+from tests.support.runtime import each_runtime, require_bwrap, require_docker
 
 pytestmark = pytest.mark.e2e
 
@@ -46,14 +47,15 @@ def script(fake: FakeModelServer, store_dir: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+# what each runtime's sandbox needs on this host (the local runtime's: bubblewrap)
+NEEDS: dict[str, Callable[[], object]] = {"docker": require_docker, "local": require_bwrap}
+
+
+@pytest.mark.parametrize("runtime", each_runtime())
 def test_the_sandbox_never_sees_the_checkpoints_and_rewind_and_fork_are_exact(
     tmp_path: Path, fake_model: FakeModelServer, runtime: str
 ) -> None:
-    if runtime == "docker":
-        require_docker()
-    else:
-        require_bwrap()
+    NEEDS.get(runtime, lambda: None)()
     store_dir = (tmp_path / "workspace" / ".checkpoints").resolve()
     script(fake_model, store_dir)
     server = Server(tmp_path, server_env(tmp_path, fake_model.base_url, RUNTIME=runtime)).start()

@@ -1,10 +1,10 @@
 """The web UI's message types are what the Python model generates (no drift).
 
-The committed JSON Schema (frontend/src/lib/message.schema.json) must equal what
-backend/actions/registry/wire.py gives (the Message model with the registry's kinds), and
-the committed TypeScript (message.gen.ts) what the generator (frontend/scripts/gen-types.mjs,
-json-schema-to-typescript) makes of it. Fix a failure with `make frontend-types` and commit
-both files.
+The committed TypeScript (frontend/src/lib/message.gen.ts) is what the generator
+(frontend/scripts/gen-types.mjs, json-schema-to-typescript) makes of the JSON Schema that
+backend/actions/registry/wire.py gives (the Message model with the registry's kinds), and the
+schema it carries (``messageSchema``, what the UI draws a generic card from) is that schema.
+Fix a failure with `make frontend-types` and commit the file.
 
 The TypeScript half needs node and frontend/node_modules (CI installs them before
 `make test`); without them it skips, unless REQUIRE_BROWSER=1 (the UI's CI), where it fails.
@@ -12,7 +12,6 @@ The TypeScript half needs node and frontend/node_modules (CI installs them befor
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -24,18 +23,26 @@ from backend.actions import builtin_registry
 from backend.actions.registry.wire import wire_schema
 from backend.messages.kinds import MessageKind
 from backend.messages.schema import dumps
+from tests.support.wire import (
+    FRONTEND,
+    GENERATOR,
+    MESSAGE_TYPES,
+    committed_message_schema,
+    embedded_schema,
+)
 
 REGISTRY = builtin_registry()
-
-FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
-SCHEMA = FRONTEND / "src" / "lib" / "message.schema.json"
-TYPES = FRONTEND / "src" / "lib" / "message.gen.ts"
-GENERATOR = FRONTEND / "scripts" / "gen-types.mjs"
+TYPES = MESSAGE_TYPES
 FIX = "regenerate with `make frontend-types` and commit"
 
 
-def test_the_committed_schema_is_what_the_python_model_gives() -> None:
-    assert SCHEMA.read_text(encoding="utf-8") == dumps(wire_schema()), FIX
+def test_the_schema_the_committed_types_carry_is_what_the_python_model_gives() -> None:
+    assert committed_message_schema() == wire_schema(), FIX
+
+
+def test_a_file_that_carries_no_schema_is_named() -> None:
+    with pytest.raises(ValueError, match="carries no messageSchema"):
+        embedded_schema("export type MessageRole = 'user'\n")
 
 
 def test_the_schema_names_every_kind_and_the_fields_the_wire_always_carries() -> None:
@@ -71,14 +78,14 @@ def test_the_committed_typescript_is_what_the_generator_makes_of_the_model(
     schema = tmp_path / "message.schema.json"
     schema.write_text(dumps(wire_schema()), encoding="utf-8")
     out = tmp_path / "message.gen.ts"
-    subprocess.run(
-        ["node", str(GENERATOR), str(schema), str(out)], cwd=FRONTEND, check=True, timeout=120
-    )
+    command = ["node", str(GENERATOR), str(schema), str(out), "backend/actions/registry/wire.py"]
+    command += ["--embed", "messageSchema"]
+    subprocess.run(command, cwd=FRONTEND, check=True, timeout=120)
     generated = out.read_text(encoding="utf-8")
     assert TYPES.read_text(encoding="utf-8") == generated, FIX
     for kind in wire_schema()["$defs"]["MessageKind"]["enum"]:
         assert f"  {kind.upper()}: '{kind}'," in generated
 
 
-def test_the_schema_file_is_valid_json_with_a_message_at_its_root() -> None:
-    assert json.loads(SCHEMA.read_text(encoding="utf-8"))["title"] == "Message"
+def test_the_carried_schema_has_a_message_at_its_root() -> None:
+    assert committed_message_schema()["title"] == "Message"

@@ -21,11 +21,11 @@ from backend.runtime import make_runtime
 from backend.runtime.base import BaseRuntime
 from backend.runtime.limits import SandboxLimits
 from backend.runtime.local import LocalRuntime
-from backend.runtime.names import BUILTIN
+from backend.runtime.registry import builtin_runtimes
 from backend.runtime.sandboxing import sandbox_cgroups
 from tests.support.runtime import RuntimeFactory, require_bwrap, require_docker, runtime_settings
 
-# How the contract suite runs each runtime of the registry (backend/runtime/names.py): a
+# How the contract suite runs each runtime of the registry (backend/runtime/registry.py): a
 # runtime named here runs in each of its variants, any other one as ``make_runtime`` makes it.
 VARIANTS: dict[str, list[Any]] = {
     "local": ["local", pytest.param("local-bwrap", marks=pytest.mark.bwrap)],
@@ -35,7 +35,7 @@ VARIANTS: dict[str, list[Any]] = {
         pytest.param("docker-exec", marks=pytest.mark.docker),
     ],
 }
-RUNTIMES = [variant for name in BUILTIN for variant in VARIANTS.get(name, [name])]
+RUNTIMES = [v for name in builtin_runtimes().names() for v in VARIANTS.get(name, [name])]
 
 
 @pytest.fixture(params=RUNTIMES)

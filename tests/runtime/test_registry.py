@@ -1,13 +1,12 @@
 """The runtime registry: one list of runtimes that settings, API, CLI, probe, prompts and UI
-read. A runtime defined here and registered is offered, accepted and described to the model
-with nothing else changed."""
+read. A runtime a deployment adds (``RUNTIME_MODULES``) is offered, accepted and described to
+the model with nothing else changed; the registry of other settings (every other test's)
+never has it."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -16,64 +15,48 @@ from backend import cli
 from backend.app import create_app
 from backend.config import Settings
 from backend.llm.testing import ScriptedLLM
-from backend.runtime import make_runtime, registry
-from backend.runtime.base import BaseRuntime, CommandOutput, OutputCallback, PromptNote, hand_output
+from backend.runtime import make_runtime
 from backend.runtime.docker import DockerRuntime
 from backend.runtime.local import LocalRuntime
-from backend.runtime.names import BUILTIN
+from backend.runtime.registry import (
+    BUILTIN,
+    RuntimeModuleError,
+    Runtimes,
+    UnknownRuntime,
+    builtin_runtimes,
+    for_settings,
+)
 from backend.runtime.sandboxing import SandboxConfigError, local_runtime_for_process
 from tests.agent.scripts import finish, plan_reply, run
 from tests.e2e.server import server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.sse_client import collect
+from tests.support.plugin_runtimes import (
+    NOT_A_RUNTIME,
+    PLANNING_NOTE,
+    PROBED,
+    THINKING_NOTE,
+    TINY,
+    Impostor,
+    ProbedRuntime,
+    TinyRuntime,
+)
 from tests.support.settings import make_settings
 
-PLANNING_NOTE = "inside the tiny test runtime"
-THINKING_NOTE = "the tiny test runtime; commands are only echoed"
-
-
-class TinyRuntime(BaseRuntime):
-    """Runs nothing: answers every command with a line naming itself."""
-
-    name = "tiny"
-    prompt_note = PromptNote(planning=PLANNING_NOTE, thinking=THINKING_NOTE)
-
-    async def _run_command(
-        self, command: str, workspace: Path, cwd: str, on_output: OutputCallback | None = None
-    ) -> CommandOutput:
-        out = f"tiny ran {command!r} in {cwd}\n".encode()
-        hand_output(on_output, "stdout", out)
-        return CommandOutput(exit_code=0, stdout=out, stderr=b"")
-
-
-class ProbedRuntime(TinyRuntime):
-    """Needs something outside the server: offered only once the probe says so."""
-
-    name = "probed"
-    always_available = False
-    unavailable_note = "the probed thing is switched off"
-    answer: ClassVar[bool] = True
-    asked: ClassVar[threading.Event] = threading.Event()
-
-    async def available(self) -> bool:
-        ProbedRuntime.asked.set()
-        return self.answer
+BUILTIN_NAMES = builtin_runtimes().names()
 
 
 @pytest.fixture
-def tiny() -> Iterator[type[TinyRuntime]]:
-    registry.register(TinyRuntime)
-    yield TinyRuntime
-    registry.unregister("tiny")
+def tiny(tmp_path: Path) -> Settings:
+    """Settings whose registry has the tiny runtime too."""
+    return make_settings(tmp_path, runtime_modules=TINY)
 
 
 @pytest.fixture
-def probed() -> Iterator[type[ProbedRuntime]]:
+def probed(tmp_path: Path) -> Settings:
     ProbedRuntime.asked.clear()
     ProbedRuntime.answer = True
-    registry.register(ProbedRuntime)
-    yield ProbedRuntime
-    registry.unregister("probed")
+    return make_settings(tmp_path, runtime_modules=PROBED)
 
 
 SCRIPT: list[tuple[str, Any]] = [
@@ -90,64 +73,85 @@ def system_prompt(messages: list[dict[str, Any]]) -> str:
 
 
 def test_builtin_runtimes_load_by_name_in_their_order() -> None:
-    assert registry.names()[: len(BUILTIN)] == list(BUILTIN)
+    registry = builtin_runtimes()
+    assert registry.names() == list(BUILTIN)
     assert registry.get("local") is LocalRuntime
     assert registry.get("docker") is DockerRuntime
-    with pytest.raises(registry.UnknownRuntime, match=f"one of {', '.join(BUILTIN)}"):
+    with pytest.raises(UnknownRuntime, match=f"one of {', '.join(BUILTIN)}"):
         registry.get("nope")
 
 
-def test_a_registered_runtime_is_listed_until_unregistered(tiny: type[TinyRuntime]) -> None:
-    assert registry.names()[-1] == "tiny"
-    assert registry.get("tiny") is tiny
-    assert registry.register(tiny) is tiny  # again: harmless
-    registry.unregister("tiny")
-    assert "tiny" not in registry.names()
-    registry.unregister("docker")  # built-in ones stay
-    assert "docker" in registry.names()
+def test_an_added_runtime_is_in_a_new_registry_only(tmp_path: Path) -> None:
+    mine = builtin_runtimes().with_runtimes(TinyRuntime)
+    assert mine.names() == [*BUILTIN, "tiny"] and mine.get("tiny") is TinyRuntime
+    assert "tiny" not in builtin_runtimes()
+    assert for_settings(make_settings(tmp_path)).names() == BUILTIN_NAMES
+    # the settings that name it make the same registry
+    assert for_settings(make_settings(tmp_path, runtime_modules=f" {TINY} ,")).names() == (
+        mine.names()
+    )
 
 
-def test_a_taken_name_is_refused(tiny: type[TinyRuntime]) -> None:
-    class Impostor(TinyRuntime):
-        pass
-
-    with pytest.raises(ValueError, match="'tiny' is already registered"):
-        registry.register(Impostor)
-
-    class Local(TinyRuntime):
-        name = "local"
-
+def test_a_class_named_as_another_runtime_is_refused() -> None:
     with pytest.raises(ValueError, match="'local' is already registered"):
-        registry.register(Local)
+        builtin_runtimes().with_runtimes(Impostor)
+    mine = builtin_runtimes().with_runtimes(TinyRuntime)
+    with pytest.raises(ValueError, match="'tiny' is already registered"):
+        mine.with_runtimes(TinyRuntime)
 
 
-def test_a_process_starts_with_registered_runtimes_only(
-    tmp_path: Path, tiny: type[TinyRuntime]
+def test_a_path_that_names_another_class_is_refused_when_loaded() -> None:
+    mixed = Runtimes({"tiny": "tests.support.plugin_runtimes:ProbedRuntime"})
+    with pytest.raises(UnknownRuntime, match="is named 'probed', registered as 'tiny'"):
+        mixed.get("tiny")
+
+
+@pytest.mark.parametrize(
+    ("modules", "said"),
+    [
+        ("no.such.module:Thing", r"'no\.such\.module:Thing' cannot be imported"),
+        ("tests.support.plugin_runtimes:Nothing", "cannot be imported"),
+        ("tests.support.plugin_runtimes", "is not module:Class"),
+        (NOT_A_RUNTIME, "is not a BaseRuntime subclass"),
+        ("tests.support.plugin_runtimes:Impostor", "'local' is already registered"),
+    ],
+)
+def test_runtime_modules_that_cannot_be_read_stop_the_start_saying_why(
+    tmp_path: Path, modules: str, said: str
 ) -> None:
-    assert local_runtime_for_process(make_settings(tmp_path, runtime="tiny"))
-    with pytest.raises(
-        SandboxConfigError, match="'nope' is not a runtime: one of local, docker, tiny"
-    ):
-        local_runtime_for_process(make_settings(tmp_path, runtime="nope"))
+    settings = make_settings(tmp_path, runtime_modules=modules)
+    with pytest.raises(RuntimeModuleError, match=said):
+        for_settings(settings)
+    with pytest.raises(SandboxConfigError, match=f"RUNTIME_MODULES: .*{said}"):
+        local_runtime_for_process(settings)
 
 
-def test_make_runtime_builds_the_named_class_from_settings(
-    tmp_path: Path, tiny: type[TinyRuntime]
-) -> None:
-    settings = make_settings(tmp_path, runtime="tiny", terminal_timeout=7)
+def test_a_process_starts_with_registered_runtimes_only(tmp_path: Path) -> None:
+    assert local_runtime_for_process(make_settings(tmp_path, runtime="tiny", runtime_modules=TINY))
+    names = ", ".join([*BUILTIN_NAMES, "tiny"])
+    with pytest.raises(SandboxConfigError, match=f"'nope' is not a runtime: one of {names}"):
+        local_runtime_for_process(make_settings(tmp_path, runtime="nope", runtime_modules=TINY))
+    with pytest.raises(SandboxConfigError, match="'tiny' is not a runtime"):
+        local_runtime_for_process(make_settings(tmp_path, runtime="tiny"))
+
+
+def test_make_runtime_builds_the_named_class_from_settings(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, runtime="tiny", terminal_timeout=7, runtime_modules=TINY)
     made = make_runtime(settings)
     assert isinstance(made, TinyRuntime) and made.terminal_timeout == 7
     assert isinstance(make_runtime(settings, "local"), LocalRuntime)
+    with pytest.raises(UnknownRuntime):
+        make_runtime(make_settings(tmp_path), "tiny")
 
 
 # ---- through the API ------------------------------------------------------------------------
 
 
 def test_a_registered_runtime_is_offered_accepted_and_described_to_the_model(
-    settings: Settings, tiny: type[TinyRuntime]
+    tiny: Settings,
 ) -> None:
     llm = ScriptedLLM(list(SCRIPT))
-    with TestClient(create_app(settings, llm=llm)) as client:
+    with TestClient(create_app(tiny, llm=llm)) as client:
         offered = client.get("/api/settings").json()["runtimes"]
         assert offered[0] == "local" and "tiny" in offered
         with client.stream(
@@ -187,22 +191,19 @@ def test_the_local_runtime_keeps_its_prompt_note(settings: Settings) -> None:
     assert "workspace folder (commands run in this folder)" in system_prompt(thinking.messages)
 
 
-def test_an_unknown_runtime_is_refused_with_the_registered_names(
-    settings: Settings, tiny: type[TinyRuntime]
-) -> None:
+def test_an_unknown_runtime_is_refused_with_the_registered_names(tiny: Settings) -> None:
     llm = ScriptedLLM([])
-    with TestClient(create_app(settings, llm=llm)) as client:
+    with TestClient(create_app(tiny, llm=llm)) as client:
         r = client.post("/api/agent/run", json={"goal": "x", "runtime": "nope"})
         assert r.status_code == 400
-        assert r.json()["error"]["message"] == "'runtime' must be one of local, docker, tiny."
+        names = ", ".join([*BUILTIN_NAMES, "tiny"])
+        assert r.json()["error"]["message"] == f"'runtime' must be one of {names}."
         assert client.get("/api/conversations").json() == []
     assert llm.calls == []
 
 
-def test_a_probed_runtime_is_offered_once_the_probe_says_it_works(
-    settings: Settings, probed: type[ProbedRuntime]
-) -> None:
-    with TestClient(create_app(settings, llm=ScriptedLLM([]))) as client:
+def test_a_probed_runtime_is_offered_once_the_probe_says_it_works(probed: Settings) -> None:
+    with TestClient(create_app(probed, llm=ScriptedLLM([]))) as client:
         wait_for(
             lambda: "probed" in client.get("/api/settings").json()["runtimes"],
             what="the probe to offer the runtime",
@@ -211,11 +212,11 @@ def test_a_probed_runtime_is_offered_once_the_probe_says_it_works(
 
 
 def test_a_probed_runtime_that_is_not_available_is_refused_with_its_note(
-    settings: Settings, probed: type[ProbedRuntime]
+    probed: Settings,
 ) -> None:
-    probed.answer = False
-    with TestClient(create_app(settings, llm=ScriptedLLM([]))) as client:
-        assert probed.asked.wait(20), "the probe never asked"
+    ProbedRuntime.answer = False
+    with TestClient(create_app(probed, llm=ScriptedLLM([]))) as client:
+        assert ProbedRuntime.asked.wait(20), "the probe never asked"
         assert "probed" not in client.get("/api/settings").json()["runtimes"]
         r = client.post("/api/agent/run", json={"goal": "x", "runtime": "probed"})
         assert r.status_code == 400
@@ -225,10 +226,10 @@ def test_a_probed_runtime_that_is_not_available_is_refused_with_its_note(
 
 
 def test_the_configured_runtime_is_offered_before_any_probe(
-    tmp_path: Path, probed: type[ProbedRuntime]
+    tmp_path: Path, probed: Settings
 ) -> None:
-    probed.answer = False
-    settings = make_settings(tmp_path, runtime="probed")
+    ProbedRuntime.answer = False
+    settings = make_settings(tmp_path, runtime="probed", runtime_modules=PROBED)
     app = create_app(settings, llm=ScriptedLLM([]))
     assert "probed" in app.state.runtimes_available  # as RUNTIME=docker always was
 
@@ -239,12 +240,12 @@ def test_the_configured_runtime_is_offered_before_any_probe(
 def test_planact_run_takes_a_registered_runtime(
     tmp_path: Path,
     fake_model: FakeModelServer,
-    tiny: type[TinyRuntime],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     for key, value in server_env(tmp_path, fake_model.base_url).items():
         monkeypatch.setenv(key, value)
+    monkeypatch.setenv("RUNTIME_MODULES", TINY)
     monkeypatch.chdir(tmp_path)  # no .env of the checkout
     fake_model.script(
         {"stage": "planning", "content": plan_reply("List the files")},
@@ -260,10 +261,16 @@ def test_planact_run_takes_a_registered_runtime(
 
 
 def test_planact_run_refuses_an_unregistered_runtime(
-    capsys: pytest.CaptureFixture[str], tiny: type[TinyRuntime]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout
+    monkeypatch.setenv("RUNTIME_MODULES", TINY)
     with pytest.raises(SystemExit) as exit_:
         cli.main(["run", "x", "--runtime", "nope"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "--runtime {local,docker,tiny}" in err and "invalid choice" in err
+    assert f"--runtime {{{','.join([*BUILTIN_NAMES, 'tiny'])}}}" in err and "invalid choice" in err
+    monkeypatch.delenv("RUNTIME_MODULES")
+    with pytest.raises(SystemExit):  # without it, no tiny runtime
+        cli.main(["run", "x", "--runtime", "tiny"])
+    assert f"--runtime {{{','.join(BUILTIN_NAMES)}}}" in capsys.readouterr().err

@@ -27,7 +27,7 @@ async def test_messages_filter_by_kind_given_as_enum_or_string(store: Store) -> 
     cid, rid = await _run(store)
     for kind in ("question", "write_code", "terminal_run", "edit_file", "finish_summery"):
         await store.append_message(_msg(cid, rid, kind))
-    writers = tuple(d.kind for d in builtin_registry().defs() if d.writes_files)
+    writers = tuple(d.kind for d in builtin_registry().defs() if d.handling.writes_files)
     files = await store.messages(cid, action_types=writers)
     assert [m.meta.action_type for m in files] == ["write_code", "edit_file"]
     summary = await store.messages(cid, run_id=rid, action_types=(MessageKind.FINISH_SUMMERY,))

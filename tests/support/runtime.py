@@ -20,6 +20,7 @@ from backend.actions.registry import run_action
 from backend.config import Settings
 from backend.runtime.base import ActionResult, BaseRuntime
 from backend.runtime.bwrap import Bubblewrap
+from backend.runtime.registry import builtin_runtimes
 from tests.support.settings import make_settings
 
 SANDBOX_IMAGE = os.environ.get("SANDBOX_IMAGE", "planact-sandbox:latest")
@@ -77,6 +78,15 @@ def require_bwrap(network: bool = False) -> Bubblewrap:
             pytest.fail(f"REQUIRE_BWRAP=1 but {found}")
         pytest.skip(found)
     return dataclasses.replace(found, network=network)
+
+
+# the pytest marks of a runtime's tests (the ones that need an engine)
+MARKS: dict[str, Any] = {"docker": pytest.mark.docker}
+
+
+def each_runtime() -> list[Any]:
+    """Every runtime of the registry as a test parameter, with its marks."""
+    return [pytest.param(name, marks=MARKS.get(name, ())) for name in builtin_runtimes().names()]
 
 
 def runtime_settings(tmp_path: Path, **overrides: Any) -> Settings:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from backend.runtime.names import BUILTIN
+from backend.runtime.registry import builtin_runtimes
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
 from tests.support.browser import DIST
@@ -82,7 +82,7 @@ def test_the_composer_starts_from_the_default_runtime_when_several_are_offered(
         page.goto(server.url)
         picker = page.get_by_test_id("runtime")
         expect(picker).to_be_visible()
-        assert picker.locator("option").all_inner_texts() == list(BUILTIN)
+        assert picker.locator("option").all_inner_texts() == builtin_runtimes().names()
         expect(picker).to_have_value("docker")
         send_goal(page, f"say hello at {width}", mode="chat")
         wait_for(lambda b=bodies: b, what="the run's POST")

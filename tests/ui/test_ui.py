@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import Dialog, Page, Route, expect
 
-from backend.runtime.names import BUILTIN
+from backend.runtime.registry import builtin_runtimes
 from tests.agent.scripts import finish, plan_reply, write
 from tests.e2e.server import Server, server_env, wait_for
 from tests.fakellm import FakeModelServer
@@ -448,7 +448,7 @@ def test_runtime_choice_only_when_several_are_offered(
     expect(page.get_by_test_id("runtime")).to_have_count(0)
 
     page2 = new_page()
-    page2.route("**/api/settings", offering(list(BUILTIN)))
+    page2.route("**/api/settings", offering(builtin_runtimes().names()))
     bodies: list[Any] = []
     page2.on(
         "request",
@@ -461,7 +461,7 @@ def test_runtime_choice_only_when_several_are_offered(
     page2.goto(ui_server.url)
     runtime = page2.get_by_test_id("runtime")
     expect(runtime).to_be_visible()
-    assert runtime.locator("option").all_inner_texts() == list(BUILTIN)
+    assert runtime.locator("option").all_inner_texts() == builtin_runtimes().names()
     runtime.select_option("local")
     box = page2.get_by_test_id("goal-input")
     box.fill("line one")

@@ -24,8 +24,8 @@ def test_each_action_asks_as_the_documented_table_says(name: str) -> None:
     defn = builtin_registry().get(name)
     assert defn is not None, f"docs/api.md lists {name}, which is no action"
     cls, expected = documented()[name]
-    assert defn.approval == cls
-    assert [asks(mode, defn.approval) for mode in APPROVAL_MODES] == expected
+    assert defn.handling.approval == cls
+    assert [asks(mode, defn.handling.approval) for mode in APPROVAL_MODES] == expected
 
 
 def test_every_registered_action_is_in_the_table() -> None:

@@ -19,8 +19,10 @@ from backend.actions.registry.core import (
     ActionDef,
     Done,
     Handler,
+    Handling,
     Offer,
     Registry,
+    Shown,
     brief,
 )
 from backend.messages.payloads import plain_items
@@ -36,8 +38,10 @@ __all__ = [
     "ActionModuleError",
     "Done",
     "Handler",
+    "Handling",
     "Offer",
     "Registry",
+    "Shown",
     "brief",
     "builtin_registry",
     "definitions",

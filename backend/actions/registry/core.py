@@ -62,7 +62,7 @@ class ActionContext:
     runtime: Runtime
     workspace: Path
     tools: Tools | None = None
-    on_output: OutputCallback | None = None  # live output (actions with ``streams_output``)
+    on_output: OutputCallback | None = None  # live output (``Handling.streams_output``)
     mcp_servers: list[str] | None = None  # the run's pick (None: every configured server)
     can_ask: bool = False  # someone can answer the model's questions (ask_user is offered)
 
@@ -108,24 +108,10 @@ def _path_label(action: Action) -> str:
 
 
 @dataclass(frozen=True)
-class ActionDef:
-    """One action. Every action says three things: its ``spec`` (name, parameters, example:
-    what the parser reads and the prompt shows), its stream ``kind`` and its ``handler``.
-    Everything else is optional, in three groups: what its messages carry (``payload``), how
-    it is shown (the model's observation, the `running` message, the transcript, `planact
-    run`, LemonAI, the prompt's order), and how the task loop treats it (when it is offered,
-    whether a person approves it, and its traits)."""
+class Shown:
+    """How an action is shown: the model's observation, its `running` message, the
+    transcript, `planact run`, LemonAI and the prompt's order."""
 
-    # --- what every action says
-    spec: ActionSpec
-    kind: str  # the stream's meta.action_type of its messages
-    handler: Handler
-
-    # --- what its messages carry: the models of meta.json (backend/messages/payloads.py);
-    # () carries nothing. Its handler's Done.data are these.
-    payload: tuple[type[BaseModel], ...] = ()
-
-    # --- how it is shown
     label: Callable[[Action], str] = _path_label  # how the model's observation names it
     running: Callable[[Action], str] = lambda a: a.type  # its `running` message's content
     describe: Callable[[Action], str] = lambda a: a.type  # one line: what it did
@@ -137,7 +123,12 @@ class ActionDef:
     lemonai: str | None = None  # LemonAI's action type for it (None: the stream kind)
     order: int = 100  # where the prompt lists it
 
-    # --- how the task loop treats it
+
+@dataclass(frozen=True)
+class Handling:
+    """How the task loop treats an action: when it is offered, whether a person approves
+    it, and its traits."""
+
     # None: always offered; else the Offer for a task (None from it: not offered here)
     offer: OfferFn | None = None
     # docs/api.md "Runs that wait for a person": "edits", "terminal", "web", "mcp", or None
@@ -158,6 +149,23 @@ class ActionDef:
     asks_person: bool = False
     ends_task: bool = False  # `finish`: no running message, its content is the task's note
 
+
+@dataclass(frozen=True)
+class ActionDef:
+    """One action. Every action says three things: its ``spec`` (name, parameters, example:
+    what the parser reads and the prompt shows), its stream ``kind`` and its ``handler``.
+    The rest is optional: what its messages carry (``payload``), how it is ``shown``
+    (:class:`Shown`) and the task loop's ``handling`` of it (:class:`Handling`)."""
+
+    spec: ActionSpec
+    kind: str  # the stream's meta.action_type of its messages
+    handler: Handler
+    # the models of its messages' meta.json (backend/messages/payloads.py); () carries
+    # nothing. Its handler's Done.data are these.
+    payload: tuple[type[BaseModel], ...] = ()
+    shown: Shown = Shown()
+    handling: Handling = Handling()
+
     @property
     def name(self) -> str:
         return self.spec.name
@@ -170,13 +178,13 @@ class Registry:
 
     def __init__(self, defs: Iterable[ActionDef] = ()) -> None:
         self._defs: dict[str, ActionDef] = {}
-        for defn in sorted(defs, key=lambda d: (d.order, d.name)):
+        for defn in sorted(defs, key=lambda d: (d.shown.order, d.name)):
             if defn.name in self._defs:
                 raise ValueError(f"two actions are named {defn.name!r}")
             self._defs[defn.name] = defn
         self.vocabulary = Vocabulary(
             (d.spec for d in self._defs.values()),
-            (d.spec for d in self._defs.values() if d.offer is None),
+            (d.spec for d in self._defs.values() if d.handling.offer is None),
         )
 
     def with_actions(self, *added: ActionDef) -> Registry:
@@ -219,28 +227,30 @@ class Registry:
     def lemonai_type(self, kind: str) -> str:
         """LemonAI's action type for messages of stream ``kind``: the one its client draws."""
         defn = self.by_kind(kind)
-        return (defn.lemonai or defn.kind) if defn else kind
+        return (defn.shown.lemonai or defn.kind) if defn else kind
 
     def show(
         self, kind: str, content: str, data: Iterable[object], *, failed: bool = False
     ) -> str | None:
         """How `planact run` prints a result of the action with stream ``kind`` (None: as any
-        message; a failure only when the action ``shows_failure``). ``data`` (meta.json as
+        message; a failure only when its ``Shown.shows_failure``). ``data`` (meta.json as
         stored) reaches its ``show`` read as the action's payload models; an item that is none
         of them is passed over."""
         for defn in self._defs.values():
-            if defn.kind == kind and defn.show is not None and (defn.shows_failure or not failed):
-                return defn.show(content, read_payload(data, defn.payload))
+            shown = defn.shown
+            if defn.kind == kind and shown.show is not None and (shown.shows_failure or not failed):
+                return shown.show(content, read_payload(data, defn.payload))
         return None
 
     async def offered(self, ctx: ActionContext) -> list[tuple[ActionDef, Offer]]:
         """The actions offered for one task, in prompt order, with their offers."""
         out: list[tuple[ActionDef, Offer]] = []
         for defn in self._defs.values():
-            if defn.offer is None:
+            offer = defn.handling.offer
+            if offer is None:
                 out.append((defn, Offer()))
                 continue
-            got = await defn.offer(ctx)
+            got = await offer(ctx)
             if got is not None:  # (an offer that is not available still names its problems)
                 out.append((defn, got))
         return out

@@ -33,7 +33,7 @@ def approval_table(registry: Registry) -> str:
     order), with what each approval mode does."""
     classes: dict[str | None, list[ActionDef]] = {}
     for defn in registry.defs():
-        classes.setdefault(defn.approval, []).append(defn)
+        classes.setdefault(defn.handling.approval, []).append(defn)
 
     def weight(cls: str | None) -> int:
         return -sum(asks(mode, cls) for mode in APPROVAL_MODES)

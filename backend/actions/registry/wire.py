@@ -1,12 +1,13 @@
 """The wire's enumerations, made from the action registry: the message kinds (the run's own,
 :class:`~backend.messages.kinds.MessageKind`, then every action's stream kind) and the action
-names. The web UI's TypeScript types are generated from them (``make frontend``):
+names. The web UI's TypeScript types are generated from them (``make frontend-types`` writes
+this schema to a temporary file and makes frontend/src/lib/message.gen.ts of it):
 
-    python -m backend.actions.registry.wire > frontend/src/lib/message.schema.json
+    python -m backend.actions.registry.wire > message.schema.json
 
 A new action in the registry is a new member of both with nothing else edited (its kind, when
 it is a new one, and its name); tests/messages/test_wire_types.py fails until the committed
-files are regenerated.
+file is regenerated.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 // How an action with no card of its own shows its result: a generic card drawn from its
 // declared shape. The shape is its ActionDef's payload models, as the wire's schema has them
-// (message.schema.json, made from the action registry by `make frontend-types`): one row
-// per field, in the model's order, with the field's description as its hint. A new action
+// (messageSchema in message.gen.ts, made from the action registry by `make frontend-types`):
+// one row per field, in the model's order, with the field's description as its hint. A new action
 // is drawn so with nothing written here; a custom view (cards.ts, tools.ts) is optional.
 // Pure, so it is unit-tested.
 
-import wire from './message.schema.json'
+import { messageSchema as wire } from './message.gen'
 import type { Message } from './types'
 
 interface FieldSchema {

@@ -7,7 +7,7 @@ result. Where it is not offered, this handler answers instead."""
 from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Offer, Shown
 from backend.messages.kinds import MessageKind
 
 WHEN_TO_ASK = (
@@ -44,9 +44,13 @@ ACTION = ActionDef(
     ),
     kind=MessageKind.ASK_USER,
     handler=ask_user,
-    offer=offer_if_someone_answers,
-    asks_person=True,
-    running=lambda a: a.params.get("question", ""),
-    describe=lambda a: f"ask_user {a.params.get('question', '')[:80]!r}",
-    order=900,
+    shown=Shown(
+        running=lambda a: a.params.get("question", ""),
+        describe=lambda a: f"ask_user {a.params.get('question', '')[:80]!r}",
+        order=900,
+    ),
+    handling=Handling(
+        offer=offer_if_someone_answers,
+        asks_person=True,
+    ),
 )

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
+from backend.actions.registry.core import (
+    ActionContext,
+    ActionDef,
+    Done,
+    Handling,
+    Shown,
+    brief,
+    fold,
+)
 
 
 class FileEdit(BaseModel):
@@ -52,16 +60,20 @@ ACTION = ActionDef(
     ),
     kind="edit_file",
     handler=edit_file,
-    approval="edits",
-    running=lambda a: f"Editing {a.params.get('path', '')}",
-    describe=lambda a: (
-        f"edit_file {a.params.get('path', '')} "
-        f"(replaced {brief(a.params.get('old_str', ''), 60)!r})"
-    ),
-    show=show,
-    writes_files=True,
-    approval_view="diff",
     payload=(FileEdit,),
-    lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
-    order=20,
+    shown=Shown(
+        running=lambda a: f"Editing {a.params.get('path', '')}",
+        describe=lambda a: (
+            f"edit_file {a.params.get('path', '')} "
+            f"(replaced {brief(a.params.get('old_str', ''), 60)!r})"
+        ),
+        show=show,
+        lemonai="write_code",  # LemonAI has no edit chip: an edit shows as a write
+        order=20,
+    ),
+    handling=Handling(
+        approval="edits",
+        approval_view="diff",
+        writes_files=True,
+    ),
 )

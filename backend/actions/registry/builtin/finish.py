@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Shown
 from backend.messages.kinds import MessageKind
 
 
@@ -22,6 +22,6 @@ ACTION = ActionDef(
     ),
     kind=MessageKind.FINISH,
     handler=finish,
-    ends_task=True,
-    order=1000,
+    shown=Shown(order=1000),
+    handling=Handling(ends_task=True),
 )

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Offer, Shown
 from backend.tools.mcp.parts import McpCall
 
 FILES = "mcp_files"  # the workspace folder images and binary resources of results go to
@@ -103,13 +103,21 @@ ACTION = ActionDef(
     ),
     kind="mcp_tool",
     handler=mcp_tool,
-    approval="mcp",
-    offer=offer,
-    label=lambda a: f"mcp_tool {a.params.get('name', '')}",
-    running=lambda a: f"Calling {a.params.get('name', '')} {a.params.get('arguments', '')[:500]}",
-    describe=lambda a: f"mcp_tool {a.params.get('name', '')} {a.params.get('arguments', '')[:120]}",
-    show=show,
     payload=(McpCall,),
-    streams_output=True,  # a long call's progress notifications, as live output
-    order=70,
+    shown=Shown(
+        label=lambda a: f"mcp_tool {a.params.get('name', '')}",
+        running=lambda a: (
+            f"Calling {a.params.get('name', '')} {a.params.get('arguments', '')[:500]}"
+        ),
+        describe=lambda a: (
+            f"mcp_tool {a.params.get('name', '')} {a.params.get('arguments', '')[:120]}"
+        ),
+        show=show,
+        order=70,
+    ),
+    handling=Handling(
+        offer=offer,
+        approval="mcp",
+        streams_output=True,  # a long call's progress notifications, as live output
+    ),
 )

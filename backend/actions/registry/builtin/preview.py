@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, brief
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Shown, brief
 from backend.messages.payloads import PreviewEntry
 
 if TYPE_CHECKING:
@@ -105,14 +105,19 @@ ACTION = ActionDef(
     ),
     kind="preview",
     handler=preview,
-    approval="terminal",
-    label=lambda a: f"preview port {a.params.get('port', '')}: {a.params.get('command', '')[:200]}",
-    running=lambda a: a.params.get("command", "") or f"preview port {a.params.get('port', '')}",
-    describe=describe,
-    show=show,
-    shows_failure=False,
     payload=(PreviewEntry,),
-    streams_output=True,
-    order=35,
-    lemonai="browser",  # LemonAI's client has no preview: its page chip, with the URL
+    shown=Shown(
+        label=lambda a: (
+            f"preview port {a.params.get('port', '')}: {a.params.get('command', '')[:200]}"
+        ),
+        running=lambda a: a.params.get("command", "") or f"preview port {a.params.get('port', '')}",
+        describe=describe,
+        show=show,
+        lemonai="browser",  # LemonAI's client has no preview: its page chip, with the URL
+        order=35,
+    ),
+    handling=Handling(
+        approval="terminal",
+        streams_output=True,
+    ),
 )

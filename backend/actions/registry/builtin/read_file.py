@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Shown
 
 
 async def read_file(ctx: ActionContext, action: Action) -> Done:
@@ -19,8 +19,10 @@ ACTION = ActionDef(
     ),
     kind="read_file",
     handler=read_file,
-    running=lambda a: f"Reading {a.params.get('path', '')}",
-    describe=lambda a: f"read_file {a.params.get('path', '')}",
-    rereadable=True,
-    order=40,
+    shown=Shown(
+        running=lambda a: f"Reading {a.params.get('path', '')}",
+        describe=lambda a: f"read_file {a.params.get('path', '')}",
+        order=40,
+    ),
+    handling=Handling(rereadable=True),
 )

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, brief, fold
+from backend.actions.registry.core import (
+    ActionContext,
+    ActionDef,
+    Done,
+    Handling,
+    Shown,
+    brief,
+    fold,
+)
 
 
 class CommandRun(BaseModel):
@@ -79,15 +87,19 @@ ACTION = ActionDef(
     ),
     kind="terminal_run",
     handler=terminal_run,
-    approval="terminal",
-    label=lambda a: f"terminal_run: {a.params.get('command', '')[:200]}",
-    running=lambda a: a.params.get("command", ""),
-    describe=describe,
-    show=show,
-    shows_failure=True,
-    streams_output=True,
-    output_is_result=True,
-    approval_view="command",
     payload=(CommandRun,),
-    order=30,
+    shown=Shown(
+        label=lambda a: f"terminal_run: {a.params.get('command', '')[:200]}",
+        running=lambda a: a.params.get("command", ""),
+        describe=describe,
+        show=show,
+        shows_failure=True,
+        order=30,
+    ),
+    handling=Handling(
+        approval="terminal",
+        approval_view="command",
+        streams_output=True,
+        output_is_result=True,
+    ),
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Offer, Shown
 from backend.runtime.base import OUTPUT_CAP, cap_text
 
 SCREENSHOTS = "screenshots"  # the workspace folder rendered pages' screenshots go to
@@ -82,12 +82,16 @@ ACTION = ActionDef(
     ),
     kind="browser",
     handler=web_fetch,
-    approval="web",
-    offer=offer,
-    label=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
-    running=lambda a: f"Reading {a.params.get('url', '')}",
-    describe=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
-    show=show,
     payload=(PageRead,),
-    order=60,
+    shown=Shown(
+        label=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
+        running=lambda a: f"Reading {a.params.get('url', '')}",
+        describe=lambda a: f"web_fetch {a.params.get('url', '')[:300]}",
+        show=show,
+        order=60,
+    ),
+    handling=Handling(
+        offer=offer,
+        approval="web",
+    ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done, Offer
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Offer, Shown
 from backend.runtime.base import cap_text
 
 
@@ -46,12 +46,16 @@ ACTION = ActionDef(
     ),
     kind="search",
     handler=web_search,
-    approval="web",
-    offer=offer,
-    label=lambda a: f"web_search: {a.params.get('query', '')[:200]}",
-    running=lambda a: f"Searching the web: {a.params.get('query', '')}",
-    describe=lambda a: f"web_search {a.params.get('query', '')[:200]!r}",
-    show=show,
     payload=(SearchHit,),
-    order=50,
+    shown=Shown(
+        label=lambda a: f"web_search: {a.params.get('query', '')[:200]}",
+        running=lambda a: f"Searching the web: {a.params.get('query', '')}",
+        describe=lambda a: f"web_search {a.params.get('query', '')[:200]!r}",
+        show=show,
+        order=50,
+    ),
+    handling=Handling(
+        offer=offer,
+        approval="web",
+    ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from backend.actions.model import Action, ActionSpec
-from backend.actions.registry.core import ActionContext, ActionDef, Done
+from backend.actions.registry.core import ActionContext, ActionDef, Done, Handling, Shown
 
 SHOWN_CAP = 20_000  # characters of the written file its card carries (meta.json)
 
@@ -76,12 +76,16 @@ ACTION = ActionDef(
     ),
     kind="write_code",
     handler=write_code,
-    approval="edits",
-    running=lambda a: f"Writing {a.params.get('path', '')}",
-    describe=describe,
-    show=show,
-    writes_files=True,
-    approval_view="diff",
     payload=(WrittenFile,),
-    order=10,
+    shown=Shown(
+        running=lambda a: f"Writing {a.params.get('path', '')}",
+        describe=describe,
+        show=show,
+        order=10,
+    ),
+    handling=Handling(
+        approval="edits",
+        approval_view="diff",
+        writes_files=True,
+    ),
 )
