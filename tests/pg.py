@@ -32,8 +32,9 @@ def reset(url: str) -> None:
     """The database as freshly migrated, for tests of what the store does rather than of
     its migrations: at the newest revision already, every table but Alembic's is emptied
     (sequences restarted), far cheaper than dropping the schema and migrating again (the
-    store's own ``migrate`` then finds nothing to do, as on a restart); otherwise wiped."""
-    from backend.store.db import head_revision
+    store's own ``migrate`` then finds nothing to do, as on a restart); otherwise wiped and
+    migrated (a test that writes rows itself, run first, finds the tables there)."""
+    from backend.store.db import head_revision, upgrade
 
     engine = create_engine(url)
     try:
@@ -57,3 +58,8 @@ def reset(url: str) -> None:
         engine.dispose()
     if not (at_head and others):
         wipe(url)
+        engine = create_engine(url)
+        try:
+            upgrade(engine)
+        finally:
+            engine.dispose()
