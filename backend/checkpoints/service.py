@@ -216,9 +216,9 @@ class Checkpoints:
         started = time.perf_counter()
         # the history first, in the transaction that checks (under the conversation's row
         # lock, as a run's start takes it) that no run began meanwhile: a run that starts
-        # after it goes on from the rewound history, never from the one a rewind refused
-        # that transaction also takes the conversation while its files are put back: a run
-        # asked for meanwhile (on any replica) is refused, never started on half of them
+        # after it goes on from the rewound history, never from the one a rewind refused.
+        # It also takes the conversation while the files are put back: a run asked for
+        # meanwhile (on any replica) is refused, never started on half of them
         await self.store.rewind_history(cid, seq)
 
         def work() -> int:
